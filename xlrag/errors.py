@@ -1,0 +1,118 @@
+"""The one exception tree of xlrag.
+
+Every message says what went wrong *and* how to fix it; the CLI prints the
+message on one line and exits non-zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "ConfigError",
+    "CorpusError",
+    "CorpusRowError",
+    "EmbedderMismatchError",
+    "EmptyQueryError",
+    "IndexDirError",
+    "IndexNotFoundError",
+    "MissingAPIKeyError",
+    "MissingDependencyError",
+    "PolicyError",
+    "ProviderError",
+    "UnknownLanguageError",
+    "UnknownProviderError",
+    "XlragError",
+]
+
+
+class XlragError(Exception):
+    """Base class of every error xlrag raises on purpose."""
+
+
+class ConfigError(XlragError):
+    """The configuration is invalid."""
+
+
+class UnknownProviderError(ConfigError):
+    def __init__(self, kind: str, name: str, known: list[str]):
+        self.kind, self.name, self.known = kind, name, known
+        super().__init__(
+            f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(known))} "
+            f"(or register your own with xlrag.registry.register({kind!r}, name))"
+        )
+
+
+class MissingAPIKeyError(ConfigError):
+    def __init__(self, provider: str, env_var: str):
+        self.provider, self.env_var = provider, env_var
+        super().__init__(
+            f"{provider} needs an API key: set the environment variable {env_var} "
+            f"(keys are read only from the environment, never from config files)"
+        )
+
+
+class MissingDependencyError(ConfigError):
+    def __init__(self, feature: str, extra: str, module: str):
+        self.feature, self.extra, self.module = feature, extra, module
+        super().__init__(
+            f"{feature} needs the optional package {module!r}: pip install 'xlrag[{extra}]'"
+        )
+
+
+class UnknownLanguageError(XlragError, ValueError):
+    def __init__(self, code: str, where: str = ""):
+        self.code = code
+        place = f" in {where}" if where else ""
+        super().__init__(
+            f"unknown language code {code!r}{place}; use an ISO 639 code such as "
+            f"'en', 'ar', 'zh' or 'zh-Hant'"
+        )
+
+
+class EmptyQueryError(XlragError, ValueError):
+    def __init__(self, where: str = "question"):
+        super().__init__(f"the {where} is empty; pass some text to search for")
+
+
+class CorpusError(XlragError):
+    """The corpus cannot be read at all (missing file, unknown format, bad mapping)."""
+
+
+class CorpusRowError(CorpusError):
+    def __init__(self, path: Path | str, line: int, reason: str):
+        self.path, self.line, self.reason = Path(path), line, reason
+        super().__init__(
+            f"{path}:{line}: {reason} (fix the row, or pass --skip-bad to skip malformed rows)"
+        )
+
+
+class IndexDirError(XlragError):
+    """Something is wrong with an index directory."""
+
+
+class IndexNotFoundError(IndexDirError):
+    def __init__(self, path: Path | str, why: str = "it has no xlrag-index.json"):
+        self.path = Path(path)
+        super().__init__(
+            f"{path} is not an xlrag index ({why}); build one with "
+            f"'xlrag index --corpus FILE --index-dir {path}'"
+        )
+
+
+class EmbedderMismatchError(IndexDirError):
+    def __init__(self, path: Path | str, index_embedder: str, index_dim: int, embedder: str, dim: int):
+        self.index_embedder, self.embedder = index_embedder, embedder
+        super().__init__(
+            f"index {path} was built with embedder {index_embedder!r} ({index_dim}-d) but "
+            f"{embedder!r} ({dim}-d) was given; open it with --embedder matching the index, "
+            f"or rebuild it into a new --index-dir"
+        )
+
+
+class PolicyError(XlragError, ValueError):
+    """A retrieval policy cannot plan for this query (e.g. a missing target language)."""
+
+
+class ProviderError(XlragError):
+    """A provider (LLM, embedder, reranker) failed after its retries."""

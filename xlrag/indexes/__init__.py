@@ -1,0 +1,1 @@
+"""Indexing and retrieval: corpus → passages → language-tagged stores → IR-mode policies."""

@@ -1,0 +1,58 @@
+"""The cross-lingual retriever as a LlamaIndex ``BaseRetriever``.
+
+Drop it into any LlamaIndex query engine (``RetrieverQueryEngine``) or compose it
+with postprocessors; every node carries the hit's language, store, policy and rank.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llama_index.core.retrievers import BaseRetriever
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.schema import Hit
+
+__all__ = ["XlragLlamaRetriever", "hit_to_node"]
+
+
+def hit_to_node(hit: Hit) -> NodeWithScore:
+    meta: dict[str, Any] = {
+        "doc_id": hit.doc_id,
+        "lang": hit.lang,
+        "store": hit.store,
+        "policy": hit.policy,
+        "rank": hit.rank,
+        "raw_score": hit.raw_score,
+        "position": hit.passage.position,
+    }
+    if hit.passage.title:
+        meta["title"] = hit.passage.title
+    node = TextNode(id_=hit.id, text=hit.passage.text, metadata=meta,
+                    excluded_embed_metadata_keys=list(meta), excluded_llm_metadata_keys=list(meta))
+    return NodeWithScore(node=node, score=hit.score)
+
+
+class XlragLlamaRetriever(BaseRetriever):
+    """``retriever.retrieve("question")`` → ``list[NodeWithScore]``.
+
+    ``query_fields`` (lang, relevant_langs, target_lang) and ``mode`` apply to every
+    call; a ``QueryBundle`` whose ``custom_embedding_strs`` is unused is fine.
+    """
+
+    def __init__(self, retriever: CrossLingualRetriever, mode: str | None = None, k: int | None = None,
+                 **query_fields: Any):
+        super().__init__()
+        self._xl = retriever
+        self._mode = mode
+        self._k = k
+        self._fields = query_fields
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = self._xl.retrieve(query_bundle.query_str, mode=self._mode, k=self._k, **self._fields)
+        return [hit_to_node(h) for h in hits]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        hits = await self._xl.aretrieve(query_bundle.query_str, mode=self._mode, k=self._k, **self._fields)
+        return [hit_to_node(h) for h in hits]

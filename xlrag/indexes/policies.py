@@ -1,0 +1,260 @@
+"""IR modes as routing policies.
+
+A policy looks at a query, its language and the languages the index holds, and
+returns a :class:`RetrievalPlan`: which stores to search, with which query text,
+and how many passages to take from each. Policies never touch vectors or stores,
+so they are cheap to test and easy to write: anything with ``plan`` fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from xlrag.errors import PolicyError
+from xlrag.indexes.translate import Translator
+from xlrag.languages import normalize_code
+from xlrag.schema import Query
+
+__all__ = [
+    "MODES",
+    "All",
+    "Balanced",
+    "EnOnly",
+    "NoIR",
+    "OracleLang",
+    "QLang",
+    "QLangEn",
+    "RelLangs",
+    "RetrievalPlan",
+    "RetrievalPolicy",
+    "StoreQuery",
+    "SwapDocs",
+    "Translate",
+    "make_policy",
+]
+
+
+class StoreQuery(BaseModel):
+    store: str = Field(description="language of the store to search")
+    text: str = Field(description="query text to embed for this store")
+    quota: int = Field(description="passages to fetch from this store")
+
+
+class RetrievalPlan(BaseModel):
+    policy: str
+    query_lang: str
+    k: int = Field(description="passages in the final list")
+    searches: list[StoreQuery] = Field(default_factory=list)
+    shares: dict[str, int] | None = Field(
+        None, description="exact passages per store in the final list (balanced); None = one merged ranking"
+    )
+    notes: list[str] = Field(default_factory=list, description="why a wanted store was left out, etc.")
+
+
+@runtime_checkable
+class RetrievalPolicy(Protocol):
+    name: str
+
+    def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
+        """Decide which stores to search for ``query`` and how much to take from each."""
+
+
+def _order(langs: Sequence[str], query_lang: str) -> list[str]:
+    """Query language first, then English, then the rest alphabetically (stable, readable)."""
+    rest = sorted(set(langs) - {query_lang, "en"})
+    head = [x for x in (query_lang, "en") if x in langs]
+    return list(dict.fromkeys(head + rest))
+
+
+class _Merged:
+    """Shared shape of the modes that merge a fixed set of stores into one ranking."""
+
+    name: ClassVar[str]
+
+    def wanted(self, query: Query, query_lang: str, available: Sequence[str]) -> list[str]:
+        raise NotImplementedError
+
+    def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
+        wanted = self.wanted(query, query_lang, available)
+        have = [lang for lang in wanted if lang in available]
+        notes = [f"no '{lang}' store in this index" for lang in wanted if lang not in available]
+        return RetrievalPlan(
+            policy=self.name,
+            query_lang=query_lang,
+            k=k,
+            searches=[StoreQuery(store=lang, text=query.text, quota=k) for lang in _order(have, query_lang)],
+            notes=notes,
+        )
+
+
+class NoIR:
+    """The closed-book baseline: retrieve nothing."""
+
+    name = "no_ir"
+
+    def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
+        return RetrievalPlan(policy=self.name, query_lang=query_lang, k=0)
+
+
+class QLang(_Merged):
+    """Only passages in the query's language."""
+
+    name = "qlang"
+
+    def wanted(self, query, query_lang, available):
+        return [query_lang]
+
+
+class QLangEn(_Merged):
+    """The query's language and English."""
+
+    name = "qlang_en"
+
+    def wanted(self, query, query_lang, available):
+        return [query_lang, "en"]
+
+
+class EnOnly(_Merged):
+    """English passages only."""
+
+    name = "en_only"
+
+    def wanted(self, query, query_lang, available):
+        return ["en"]
+
+
+class RelLangs(_Merged):
+    """The query's language, English and the relevant languages given with the query
+    (for a territorial dispute, the claimants' languages)."""
+
+    name = "rel_langs"
+
+    def __init__(self, relevant_langs: Sequence[str] = ()):
+        self.relevant_langs = [normalize_code(x) for x in relevant_langs]
+
+    def wanted(self, query, query_lang, available):
+        rel = query.relevant_langs or self.relevant_langs
+        if not rel:
+            raise PolicyError(
+                "rel_langs needs relevant languages: give the query relevant_langs "
+                "(CLI: --relevant-langs ar,he)"
+            )
+        return [query_lang, "en", *rel]
+
+
+class SwapDocs(_Merged):
+    """Passages NOT in the query's language: a given language, or all the others."""
+
+    name = "swap_docs"
+
+    def __init__(self, target_lang: str | None = None):
+        self.target_lang = normalize_code(target_lang) if target_lang else None
+
+    def wanted(self, query, query_lang, available):
+        target = query.target_lang or self.target_lang
+        if target == query_lang:
+            raise PolicyError(
+                f"swap_docs retrieves in a language other than the query's; the target "
+                f"{target!r} is the query's own language"
+            )
+        if target:
+            return [target]
+        return [lang for lang in available if lang != query_lang]
+
+
+class All(_Merged):
+    """One merged ranking over every store ("direct" retrieval in the papers)."""
+
+    name = "all"
+
+    def wanted(self, query, query_lang, available):
+        return list(available)
+
+
+class OracleLang(_Merged):
+    """Analysis only: restrict retrieval to the gold document's language."""
+
+    name = "oracle_lang"
+
+    def wanted(self, query, query_lang, available):
+        if not query.target_lang:
+            raise PolicyError("oracle_lang needs the gold language as the query's target_lang (CLI: --target-lang)")
+        return [query.target_lang]
+
+
+class Balanced:
+    """An equal share of the final list per language; shares a store cannot fill
+    go to the others, and the remainder of ``k`` goes to the query's language first."""
+
+    name = "balanced"
+
+    def __init__(self, languages: Sequence[str] | None = None):
+        self.languages = [normalize_code(x) for x in languages] if languages else None
+
+    def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
+        wanted = self.languages or list(available)
+        langs = _order([x for x in wanted if x in available], query_lang)
+        notes = [f"no '{x}' store in this index" for x in wanted if x not in available]
+        if not langs:
+            return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k, notes=notes)
+        base, extra = divmod(k, len(langs))
+        shares = {lang: base + (1 if i < extra else 0) for i, lang in enumerate(langs)}
+        # Fetch k from every store, not just its share: a store with fewer passages
+        # than its share leaves a deficit that the others fill.
+        return RetrievalPlan(
+            policy=self.name,
+            query_lang=query_lang,
+            k=k,
+            searches=[StoreQuery(store=lang, text=query.text, quota=k) for lang in langs],
+            shares=shares,
+            notes=notes,
+        )
+
+
+class Translate:
+    """Translate the query into each store's language, search each store with its
+    own translation, and merge the rankings."""
+
+    name = "translate"
+
+    def __init__(self, translator: Translator | None = None, languages: Sequence[str] | None = None):
+        self.translator = translator
+        self.languages = [normalize_code(x) for x in languages] if languages else None
+
+    def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
+        if self.translator is None:
+            raise PolicyError(
+                "translate mode needs a translator: pass translator=... (any object with "
+                "translate(text, source_lang, target_lang))"
+            )
+        wanted = self.languages or list(available)
+        langs = _order([x for x in wanted if x in available], query_lang)
+        searches = [
+            StoreQuery(
+                store=lang,
+                text=query.text if lang == query_lang else self.translator.translate(query.text, query_lang, lang),
+                quota=k,
+            )
+            for lang in langs
+        ]
+        return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k, searches=searches)
+
+
+MODES: dict[str, type] = {
+    cls.name: cls
+    for cls in (NoIR, QLang, QLangEn, EnOnly, RelLangs, SwapDocs, All, Balanced, Translate, OracleLang)
+}
+
+
+def make_policy(mode: str | RetrievalPolicy, **kwargs: Any) -> RetrievalPolicy:
+    """A policy from its mode name (``"qlang_en"``) and that mode's own arguments."""
+    if not isinstance(mode, str):
+        return mode
+    try:
+        cls = MODES[mode]
+    except KeyError:
+        raise PolicyError(f"unknown IR mode {mode!r}; choose one of: {', '.join(MODES)}") from None
+    return cls(**kwargs)

@@ -1,0 +1,98 @@
+"""The optional rerank stage: ``k_retrieve`` candidates in, ``k_final`` out.
+
+``none`` keeps the fused order; ``cohere`` calls Cohere's multilingual reranker
+through LlamaIndex's ``CohereRerank`` postprocessor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from xlrag.config import RerankConfig
+from xlrag.errors import MissingAPIKeyError, MissingDependencyError, ProviderError
+from xlrag.registry import register
+from xlrag.schema import Hit
+
+__all__ = ["CohereReranker", "NoRerank", "Reranker", "build_reranker"]
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        """The best ``k`` of ``hits`` for ``query``, re-ranked from 1."""
+
+
+def _reranked(hits: Sequence[Hit], scores: Sequence[float] | None = None) -> list[Hit]:
+    return [
+        h.model_copy(update={"rank": i, **({"score": float(scores[i - 1])} if scores is not None else {})})
+        for i, h in enumerate(hits, 1)
+    ]
+
+
+class NoRerank:
+    name = "none"
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        return _reranked(list(hits)[:k])
+
+
+class CohereReranker:
+    """Cohere ``rerank-multilingual-v3.0`` via ``llama_index.postprocessor.cohere_rerank``."""
+
+    name = "cohere"
+
+    def __init__(self, model: str = "rerank-multilingual-v3.0", api_key: str | None = None,
+                 base_url: str | None = None):
+        self.model = model
+        self._api_key = api_key
+        self._base_url = base_url
+        self._post: Any = None
+
+    def _postprocessor(self, k: int) -> Any:
+        from llama_index.postprocessor.cohere_rerank import CohereRerank
+
+        if self._post is None:
+            self._post = CohereRerank(model=self.model, api_key=self._api_key, top_n=k,
+                                      base_url=self._base_url)
+        self._post.top_n = k
+        return self._post
+
+    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+        if not hits:
+            return []
+        from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+        nodes = [NodeWithScore(node=TextNode(id_=h.id, text=h.passage.text), score=h.score) for h in hits]
+        try:
+            out = self._postprocessor(k).postprocess_nodes(nodes, query_bundle=QueryBundle(query))
+        except Exception as e:  # the Cohere SDK raises its own error tree
+            raise ProviderError(f"cohere rerank failed: {e}") from e
+        by_id = {h.id: h for h in hits}
+        ordered = [by_id[n.node.node_id] for n in out]
+        return _reranked(ordered, [n.score or 0.0 for n in out])
+
+
+@register("reranker", "none")
+def _none(cfg: RerankConfig) -> Reranker:
+    return NoRerank()
+
+
+@register("reranker", "cohere")
+def _cohere(cfg: RerankConfig) -> Reranker:
+    import importlib.util
+
+    if importlib.util.find_spec("llama_index.postprocessor.cohere_rerank") is None:
+        raise MissingDependencyError("the cohere reranker", "cohere", "llama-index-postprocessor-cohere-rerank")
+    key = os.environ.get("COHERE_API_KEY") or os.environ.get("CO_API_KEY")
+    if not key:
+        raise MissingAPIKeyError("cohere reranker", "COHERE_API_KEY")
+    return CohereReranker(cfg.model or "rerank-multilingual-v3.0", key, cfg.base_url)
+
+
+def build_reranker(cfg: RerankConfig | None = None) -> Reranker:
+    from xlrag.registry import create
+
+    cfg = cfg or RerankConfig()
+    return create("reranker", cfg.name, cfg)

