@@ -26,7 +26,7 @@ def test_yaml_then_env_then_overrides(tmp_path, monkeypatch):
 def test_bad_config_is_explained(tmp_path):
     f = tmp_path / "xlrag.yaml"
     f.write_text("retrieval:\n  fusion: magic\n")
-    with pytest.raises(ConfigError, match="retrieval.fusion"):
+    with pytest.raises(ConfigError, match=r"retrieval\.fusion"):
         load_config(f)
     f.write_text("splitter:\n  chunk_size: 50\n  chunk_overlap: 60\n")
     with pytest.raises(ConfigError, match="chunk_overlap"):

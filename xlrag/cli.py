@@ -246,6 +246,99 @@ def _print_hits(hits: list[Any], as_json: bool) -> None:
     out.print(table)
 
 
+prompts_app = typer.Typer(no_args_is_help=True, help="List, show and check the localized prompt templates.")
+app.add_typer(prompts_app, name="prompts")
+PromptsDirOpt = Annotated[Path | None, typer.Option("--overrides", help="folder of <lang>.yaml files overriding roles")]
+
+
+@prompts_app.command("list")
+def prompts_list(
+    lang: Annotated[str | None, typer.Option("--lang", help="only this language")] = None,
+    overrides: PromptsDirOpt = None,
+) -> None:
+    """Every (language, role) with where its template comes from."""
+    from xlrag.languages import normalize_code
+    from xlrag.prompts import PromptLibrary
+
+    try:
+        lib = PromptLibrary(overrides_dir=overrides)
+        if lang:
+            code = normalize_code(lang)
+            rows = [(code, role, src, (tmpl.splitlines() or [""])[0]) for role, src, tmpl in lib.entries(code)]
+        else:
+            rows = lib.rows()
+    except XlragError as e:
+        _fail(e)
+    table = Table(title="prompt templates")
+    for col, width in (("lang", 4), ("role", 15), ("source", 11)):
+        table.add_column(col, no_wrap=True, min_width=width)
+    table.add_column("first line", no_wrap=True)
+    room = max(20, out.width - 45)
+    for code, role, source, first in rows:
+        table.add_row(code, role, source, first if len(first) <= room else first[: room - 1] + "…")
+    out.print(table)
+
+
+@prompts_app.command("show")
+def prompts_show(
+    lang: Annotated[str, typer.Argument(help="language code, e.g. ar, zh-Hant, sw")],
+    role: Annotated[str | None, typer.Option("--role", help="only this role")] = None,
+    overrides: PromptsDirOpt = None,
+) -> None:
+    """The templates one language uses (falling back to English where it has none)."""
+    from xlrag.prompts import PromptLibrary
+
+    try:
+        lib = PromptLibrary(overrides_dir=overrides)
+        entries = lib.entries(lang)
+        if role:
+            lib.get(role, lang)  # unknown role → ConfigError listing the roles
+            entries = [e for e in entries if e[0] == role]
+    except XlragError as e:
+        _fail(e)
+    for name, source, template in entries:
+        out.rule(f"[bold]{name}[/]  ({source})")
+        out.print(template, highlight=False, markup=False)
+
+
+@app.command()
+def demo(
+    index_dir: Annotated[Path, typer.Option("--index-dir", "-i", help="where to build the demo index")] = Path(".demo-index"),
+    k: Annotated[int, typer.Option("-k", help="passages per question and mode")] = 3,
+) -> None:
+    """Build the demo index (Travel ar/en + XQuAD in 6 languages) and retrieve for sample questions."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from xlrag.demo import DEMO_QUESTIONS, build_demo_index, demo_embedder
+    from xlrag.detect import LinguaDetector
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+    from xlrag.schema import make_query
+
+    try:
+        t0 = time.perf_counter()
+        with Progress(TextColumn("[bold]indexing demo corpora[/] {task.fields[lang]}"), BarColumn(),
+                      MofNCompleteColumn(), console=err, transient=True) as bar:
+            task = bar.add_task("index", total=None, lang="")
+            reports = build_demo_index(index_dir, lambda d, t, lang: bar.update(task, completed=d, total=t, lang=lang))
+        out.print(f"demo index {index_dir}: " + "; ".join(
+            f"{r.documents} docs → {r.passages} passages ({r.added} embedded now)" for r in reports)
+            + f" in {time.perf_counter() - t0:.1f}s", highlight=False)
+        embedder = demo_embedder()
+        stores = LanguageStores.open(index_dir, embedder.name, embedder.dim)
+        _counts_table(stores.counts(), embedder.name)
+        retriever = CrossLingualRetriever(stores, embedder, k=k, detector=LinguaDetector())
+        for dq in DEMO_QUESTIONS:
+            q = retriever.prepare(make_query(dq.text, relevant_langs=list(dq.relevant_langs)))
+            out.rule(f"[bold]{dq.text}[/]  (detected: {q.lang})")
+            for mode in dq.modes:
+                _print_hits(retriever.retrieve(q, mode=mode), as_json=False)
+    except XlragError as e:
+        _fail(e)
+
+
 def main() -> None:
     try:
         app()

@@ -19,6 +19,7 @@ from xlrag.errors import ConfigError
 
 __all__ = [
     "EmbedderConfig",
+    "LLMConfig",
     "RerankConfig",
     "RetrievalConfig",
     "SplitterConfig",
@@ -82,6 +83,29 @@ class RerankConfig(_Section):
     base_url: str | None = None
 
 
+class LLMConfig(_Section):
+    provider: str = Field("local", description="registry name: local, openai, anthropic, cohere, mistral")
+    model: str | None = Field(None, description="vendor model id; None picks the provider default")
+    base_url: str | None = Field(None, description="OpenAI-compatible servers (vLLM, llama.cpp, Ollama), gateways")
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    seed: int | None = 0
+    max_tokens: int = Field(256, ge=1)
+    timeout: float = Field(120.0, gt=0)
+    retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors")
+    n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
+    n_threads: int | None = Field(None, description="threads for the local model (default: all cores)")
+
+    @classmethod
+    def parse_spec(cls, spec: str, base: LLMConfig | None = None) -> LLMConfig:
+        """``provider:model`` (CLI ``--llm``), e.g. ``openai:gpt-4o-mini`` or ``local``."""
+        provider, _, model = spec.partition(":")
+        if not provider:
+            raise ConfigError(f"bad --llm {spec!r}; use provider:model, e.g. openai:gpt-4o-mini")
+        data = (base or cls()).model_dump()
+        data.update(provider=provider, model=model or None)
+        return cls(**data)
+
+
 class XlragConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="XLRAG_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -92,6 +116,7 @@ class XlragConfig(BaseSettings):
     splitter: SplitterConfig = Field(default_factory=SplitterConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+    llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -21,9 +21,9 @@ _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "embedder": ("xlrag.indexes.embedders",),
     "reranker": ("xlrag.indexes.rerank",),
-    "llm": (),
+    "llm": ("xlrag.chains.llms",),
     "judge": (),
-    "translator": (),
+    "translator": ("xlrag.chains.translator",),
 }
 _loaded: set[str] = set()
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from xlrag.errors import EmptyQueryError
 from xlrag.languages import normalize_code
 
-__all__ = ["Document", "Hit", "Passage", "Query", "make_query"]
+__all__ = ["Citation", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "make_query"]
 
 
 def _lang_or_none(v: str | None) -> str | None:
@@ -110,6 +110,62 @@ class Hit(BaseModel):
             "score": round(self.score, 6),
             "rank": self.rank,
         }
+
+
+class Citation(BaseModel):
+    """One ``<docN>`` citation, resolved to the passage it points at."""
+
+    marker: int = Field(description="N of <docN>: position of the passage in the prompt")
+    passage_id: str | None = Field(None, description="None when N points at no shown passage")
+    doc_id: str | None = None
+    lang: str | None = None
+    valid: bool = Field(description="N exists among the passages shown to the model")
+    source: Literal["model", "post_hoc", "vendor"] = Field(
+        "model",
+        description="model: written by the LLM; post_hoc: attributed afterwards by embedding "
+        "similarity (never the model's own claim); vendor: the API's native citations (Cohere, Anthropic)",
+    )
+    text: str | None = Field(None, description="the answer sentence or span this citation supports")
+    score: float | None = Field(None, description="similarity, for post-hoc citations")
+
+    @property
+    def post_hoc(self) -> bool:
+        return self.source == "post_hoc"
+
+
+class GroundedAnswer(BaseModel):
+    """A parsed, validated answer with its citations and the passages it was shown."""
+
+    question: str
+    lang: str = Field(description="the user's language: the answer should be in it")
+    format: Literal["answer", "mc", "citation"]
+    mode: str = Field(description="IR mode that chose the passages")
+    model: str = Field(description="provider/model that answered")
+    answer: str | None = None
+    option_index: int | None = Field(None, description="chosen option (mc and citation-with-options)")
+    chosen_option: str | None = None
+    explanation: str | None = None
+    citations: list[Citation] = Field(default_factory=list)
+    passages: list[Hit] = Field(default_factory=list, description="the passages shown, <doc0> first")
+    flags: list[str] = Field(
+        default_factory=list,
+        description="problems found: unparseable, ambiguous, truncated, no_citations, invalid_citation, "
+        "post_hoc_citations, closed_book",
+    )
+    raw_output: str = ""
+
+    @property
+    def cited_passages(self) -> list[Hit]:
+        shown = {h.id: h for h in self.passages}
+        seen: dict[str, Hit] = {}
+        for c in self.citations:
+            if c.valid and c.passage_id in shown:
+                seen.setdefault(c.passage_id, shown[c.passage_id])
+        return list(seen.values())
+
+    @property
+    def model_citations(self) -> list[Citation]:
+        return [c for c in self.citations if c.valid and c.source != "post_hoc"]
 
 
 def make_query(text: str, **fields: Any) -> Query:

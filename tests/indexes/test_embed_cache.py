@@ -25,12 +25,12 @@ def test_pack_roundtrip_and_checksum(tmp_path, embedder):
     pack = EmbeddingPack(path)
     assert len(pack) == 3 and pack.embedder == embedder.name
     cached = CachedEmbedder(embedder, packs=[pack])
-    np.testing.assert_allclose(cached.embed(TEXTS, "passage"), vecs)
+    np.testing.assert_allclose(cached.embed(TEXTS, "passage"), vecs, atol=2e-3)
     assert cached.hits == 3
     # Tampering with the vectors is caught at load.
     with np.load(path.with_suffix(".npz")) as z:
         keys, v = z["keys"], z["vectors"].copy()
-    v[0, 0] += 0.5
+    v[0, 0] += np.float16(0.5)
     np.savez_compressed(path.with_suffix(".npz"), keys=keys, vectors=v)
     with pytest.raises(XlragError, match="checksum"):
         EmbeddingPack(path)

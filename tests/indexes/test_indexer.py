@@ -83,7 +83,7 @@ def test_killed_process_resumes(tmp_path):
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     deadline = time.time() + 240
     for line in proc.stdout:
-        if line.strip().isdigit() and int(line) >= 6 or time.time() > deadline:
+        if (line.strip().isdigit() and int(line) >= 6) or time.time() > deadline:
             break
     proc.send_signal(signal.SIGKILL)
     proc.wait()

@@ -215,6 +215,14 @@ class LanguageStores:
             scores=[1.0 - float(d) for d in dists],  # Chroma's cosine distance is 1 - cos
         )
 
+    def get_embeddings(self, lang: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors of ``ids`` in one store (no re-embedding needed to compare with them)."""
+        col = self.collection(lang)
+        if col is None or not ids:
+            return {}
+        res = col.get(ids=list(ids), include=["embeddings"])
+        return {i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"], strict=True)}
+
     def get_passages(self, ids: Sequence[str]) -> list[Passage]:
         out: list[Passage] = []
         for lang in self.languages():

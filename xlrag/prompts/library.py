@@ -1,0 +1,340 @@
+"""Localized prompt templates: one YAML file per language, the language a parameter.
+
+``xlrag/prompts/<lang>.yaml`` maps each role to a ``str.format`` template. A
+language without a file gets the English template with ``{language}`` filled in
+with the language's *native* name, so even the fallback tells the model which
+language to write in the way that language's own speakers name it.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+
+from xlrag.errors import ConfigError, EmptyQueryError, UnknownLanguageError
+from xlrag.languages import native_name, normalize_code
+
+__all__ = [
+    "ANSWER_HEADER",
+    "CHOICE_HEADER",
+    "CITED_HEADER",
+    "EXPLANATION_HEADER",
+    "FALLBACK_LANGUAGE",
+    "FORMATS",
+    "ROLES",
+    "Format",
+    "PromptLibrary",
+    "format_documents",
+    "format_options",
+    "placeholders",
+]
+
+ROLES: tuple[str, ...] = (
+    "system",
+    "answer_language",
+    "answer",
+    "citation_format",
+    "multiple_choice",
+    "translation",
+    "question_label",
+    "documents_label",
+    "answer_label",
+)
+Format = Literal["answer", "mc", "citation"]
+FORMATS: tuple[str, ...] = ("answer", "mc", "citation")
+FALLBACK_LANGUAGE = "en"
+
+# These stay in English in every language: the BordIRlines-style parser finds the
+# sections of a reply by these literal strings, whatever language the prose is in.
+CITED_HEADER = "Cited Documents:"
+ANSWER_HEADER = "Answer:"
+CHOICE_HEADER = "Chosen Option:"
+EXPLANATION_HEADER = "Explanation:"
+
+_PACKAGE = "xlrag.prompts"
+_LETTERS = string.ascii_uppercase
+
+
+def placeholders(template: str) -> set[str]:
+    """The ``str.format`` field names ``template`` uses (``{language}`` → ``'language'``).
+
+    Raises :class:`ConfigError` when the template is not valid format syntax.
+    """
+    names: set[str] = set()
+    try:
+        for _, field, spec, _ in string.Formatter().parse(template):
+            if field is not None:
+                names.add(field)
+            if spec and "{" in spec:
+                # A nested field in a format spec is still a value the caller must supply.
+                names |= placeholders(spec)
+    except ValueError as exc:
+        raise ConfigError(
+            f"prompt template is not valid str.format syntax ({exc}); "
+            f"write literal braces as '{{{{' and '}}}}'"
+        ) from None
+    return names
+
+
+def format_options(options: Sequence[str]) -> str:
+    """``['x', 'y']`` → ``'A) x\\nB) y'``."""
+    if len(options) > len(_LETTERS):
+        raise ConfigError(
+            f"{len(options)} options given but only {len(_LETTERS)} letters exist; "
+            f"pass at most {len(_LETTERS)} options"
+        )
+    return "\n".join(f"{_LETTERS[i]}) {str(opt).strip()}" for i, opt in enumerate(options))
+
+
+def format_documents(documents: Sequence[str]) -> str:
+    """``['x', 'y']`` → ``'<doc0> x\\n<doc1> y'``: the numbering the citation format cites."""
+    return "\n".join(f"<doc{i}> {str(doc).strip()}" for i, doc in enumerate(documents))
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
+class PromptLibrary:
+    """Every prompt role in every language, with per-instance overrides.
+
+    Lookup order for ``(role, lang)``: an override for ``lang``, then the shipped
+    ``<lang>.yaml``, then English (itself overridable). Overrides come from
+    ``overrides_dir`` (``<lang>.yaml`` files with any subset of roles), then from
+    ``overrides`` (``{lang: {role: template}}``), then from :meth:`set`; later ones win.
+    """
+
+    ROLES = ROLES
+
+    def __init__(
+        self,
+        overrides_dir: Path | str | None = None,
+        overrides: Mapping[str, Mapping[str, str]] | None = None,
+    ):
+        # Per instance, so two libraries with different overrides never share state.
+        self._files: dict[str, dict[str, str]] = {}
+        self._shipped: list[str] | None = None
+        self._overrides: dict[str, dict[str, str]] = {}
+        if overrides_dir is not None:
+            self._load_overrides_dir(Path(overrides_dir))
+        for lang, roles in (overrides or {}).items():
+            self._add_overrides(lang, roles, where="overrides")
+
+    # -- shipped files -------------------------------------------------------
+
+    def languages(self) -> list[str]:
+        """Codes of the languages with a written translation shipped in xlrag."""
+        if self._shipped is None:
+            root = resources.files(_PACKAGE)
+            self._shipped = sorted(
+                entry.name.removesuffix(".yaml")
+                for entry in root.iterdir()
+                if entry.is_file() and entry.name.endswith(".yaml")
+            )
+        return list(self._shipped)
+
+    def has_translation(self, lang: str) -> bool:
+        return normalize_code(lang) in self.languages()
+
+    def _file(self, code: str) -> dict[str, str]:
+        if code not in self._files:
+            if code not in self.languages():
+                self._files[code] = {}
+            else:
+                resource = resources.files(_PACKAGE).joinpath(f"{code}.yaml")
+                text = resource.read_text(encoding="utf-8")
+                self._files[code] = self._parse(text, where=f"{_PACKAGE}/{code}.yaml")
+        return self._files[code]
+
+    def _english(self, role: str) -> str:
+        try:
+            return self._file(FALLBACK_LANGUAGE)[role]
+        except KeyError:
+            raise ConfigError(
+                f"the shipped English prompts lack role {role!r}; reinstall xlrag"
+            ) from None
+
+    @staticmethod
+    def _parse(text: str, where: str) -> dict[str, str]:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where} is not valid YAML: {exc}") from None
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{where} must be a mapping of role: template, got {type(data).__name__}"
+            )
+        return data
+
+    # -- overrides -----------------------------------------------------------
+
+    def _load_overrides_dir(self, folder: Path) -> None:
+        if not folder.is_dir():
+            raise ConfigError(
+                f"prompt overrides folder {folder} does not exist; create it with one "
+                f"<lang>.yaml per language, or drop the overrides_dir setting"
+            )
+        for path in sorted([*folder.glob("*.yaml"), *folder.glob("*.yml")]):
+            try:
+                normalize_code(path.stem)
+            except UnknownLanguageError:
+                raise UnknownLanguageError(path.stem, where=str(path)) from None
+            data = self._parse(path.read_text(encoding="utf-8"), where=str(path))
+            self._add_overrides(path.stem, data, where=str(path))
+
+    def _add_overrides(self, lang: str, roles: object, where: str) -> None:
+        if not isinstance(roles, Mapping):
+            raise ConfigError(
+                f"{where}: overrides for {lang!r} must map role to template, "
+                f"got {type(roles).__name__}"
+            )
+        for role, template in roles.items():
+            self._set(role, lang, template, where=where)
+
+    def set(self, role: str, lang: str, template: str) -> None:
+        """Override ``role`` for ``lang`` in this library only.
+
+        The template may use only the placeholders the English template of the role
+        uses, since callers supply exactly those.
+        """
+        self._set(role, lang, template, where="PromptLibrary.set")
+
+    def _set(self, role: object, lang: str, template: object, where: str) -> None:
+        self._check_role(role)
+        code = normalize_code(lang)
+        if not isinstance(template, str):
+            raise ConfigError(
+                f"{where}: override of {role!r} for {code!r} must be a string, "
+                f"got {type(template).__name__}"
+            )
+        allowed = placeholders(self._english(role))
+        try:
+            extra = placeholders(template) - allowed
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: override of {role!r} for {code!r}: {exc}") from None
+        if extra:
+            shown = ", ".join("{" + name + "}" for name in sorted(extra))
+            can = ", ".join("{" + name + "}" for name in sorted(allowed)) or "none"
+            raise ConfigError(
+                f"{where}: override of {role!r} for {code!r} uses unknown placeholder(s) "
+                f"{shown}; this role accepts: {can}"
+            )
+        self._overrides.setdefault(code, {})[role] = template
+
+    # -- lookup --------------------------------------------------------------
+
+    @staticmethod
+    def _check_role(role: object) -> None:
+        if role not in ROLES:
+            raise ConfigError(f"unknown prompt role {role!r}; choose one of: {', '.join(ROLES)}")
+
+    def _lookup(self, role: str, lang: str) -> tuple[str, str]:
+        self._check_role(role)
+        code = normalize_code(lang)
+        if role in self._overrides.get(code, {}):
+            return "override", self._overrides[code][role]
+        shipped = self._file(code)
+        if role in shipped:
+            return f"file:{code}", shipped[role]
+        # An English override also reaches the languages that fall back to English.
+        english = self._overrides.get(FALLBACK_LANGUAGE, {}).get(role)
+        if english is None:
+            english = self._english(role)
+        return f"fallback:{FALLBACK_LANGUAGE}", english
+
+    def get(self, role: str, lang: str) -> str:
+        """The raw template of ``role`` for ``lang`` (``'zh-Hant'`` reads ``zh``)."""
+        return self._lookup(role, lang)[1]
+
+    def source(self, role: str, lang: str) -> str:
+        """Where :meth:`get` finds the template: ``'override'``, ``'file:<lang>'`` or ``'fallback:en'``."""
+        return self._lookup(role, lang)[0]
+
+    def render(self, role: str, lang: str, **values: str) -> str:
+        """:meth:`get` formatted with ``values``; ``language`` defaults to ``lang``'s native name."""
+        template = self.get(role, lang)
+        if "language" not in values:
+            # The raw code, not the normalised one, so 'zh-Hant' asks for Traditional script.
+            values["language"] = native_name(lang)
+        missing = sorted(placeholders(template) - values.keys())
+        if missing:
+            shown = ", ".join(f"{name}=..." for name in missing)
+            raise ConfigError(
+                f"prompt {role!r} for {normalize_code(lang)!r} needs a value for "
+                f"{', '.join('{' + m + '}' for m in missing)}; pass render({role!r}, "
+                f"{lang!r}, {shown})"
+            )
+        try:
+            return template.format(**values)
+        except (AttributeError, IndexError, KeyError, ValueError) as exc:
+            raise ConfigError(
+                f"prompt {role!r} for {normalize_code(lang)!r} could not be filled in ({exc}); "
+                f"check the template's placeholders"
+            ) from None
+
+    # -- listing -------------------------------------------------------------
+
+    def entries(self, lang: str) -> list[tuple[str, str, str]]:
+        """``(role, source, template)`` for every role of ``lang``: what ``prompts show`` prints."""
+        return [(role, *self._lookup(role, lang)) for role in ROLES]
+
+    def rows(self) -> list[tuple[str, str, str, str]]:
+        """``(lang, role, source, first line)`` for every shipped or overridden language."""
+        langs = sorted(set(self.languages()) | set(self._overrides))
+        return [
+            (lang, role, source, _first_line(template))
+            for lang in langs
+            for role, source, template in self.entries(lang)
+        ]
+
+    # -- chat messages ---------------------------------------------------------
+
+    def build_messages(
+        self,
+        lang: str,
+        question: str,
+        documents: Sequence[str] | None = None,
+        fmt: Format = "answer",
+        options: Sequence[str] | None = None,
+    ) -> list[tuple[str, str]]:
+        """``[("system", ...), ("user", ...)]`` asking for an answer in ``lang``.
+
+        ``documents`` become ``<doc0>``, ``<doc1>``, … blocks (none: closed-book).
+        ``fmt`` is ``'answer'`` (short answer), ``'mc'`` (letter of one of
+        ``options``) or ``'citation'`` (cited documents, answer, explanation; with
+        ``options`` the answer line is ``Chosen Option:``). The user turn ends with
+        the header the reply should start with, so base models continue in format.
+        """
+        if fmt not in FORMATS:
+            raise ConfigError(f"unknown prompt format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+        if fmt == "mc" and not options:
+            raise ConfigError("format 'mc' needs options; pass options=['...', '...']")
+        if fmt == "answer" and options:
+            raise ConfigError("options need format 'mc' or 'citation', not 'answer'")
+        if not question or not question.strip():
+            raise EmptyQueryError()
+
+        system = "\n\n".join([self.render("system", lang), self.render("answer_language", lang)])
+        parts: list[str] = []
+        if documents:
+            parts.append(f"{self.render('documents_label', lang)}:\n{format_documents(documents)}")
+        parts.append(f"{self.render('question_label', lang)}: {question.strip()}")
+        if options:
+            parts.append(self.render("multiple_choice", lang, options=format_options(options)))
+        if fmt == "answer":
+            parts.append(self.render("answer", lang))
+        if fmt == "citation":
+            header = CHOICE_HEADER if options else ANSWER_HEADER
+            parts.append(self.render("citation_format", lang, answer_header=header))
+            parts.append(CITED_HEADER)
+        else:
+            parts.append(f"{self.render('answer_label', lang)}:")
+        return [("system", system), ("user", "\n\n".join(parts))]
