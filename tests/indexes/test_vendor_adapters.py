@@ -30,11 +30,6 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-pytest.importorskip("llama_index.embeddings.openai")
-pytest.importorskip("llama_index.embeddings.cohere")
-pytest.importorskip("llama_index.embeddings.mistralai")
-pytest.importorskip("llama_index.postprocessor.cohere_rerank")
-
 from xlrag.config import EmbedderConfig, RerankConfig, SplitterConfig
 from xlrag.errors import (
     EmbedderMismatchError,

@@ -1,0 +1,194 @@
+"""Fixtures for the chat-model provider tests (tests/chains/test_llm_providers.py).
+
+* ``llama_server``: a real ``python -m llama_cpp.server`` subprocess serving the bundled
+  gemma-3-270m on 127.0.0.1, for the OpenAI adapter (real ChatOpenAI → real OpenAI SDK).
+* ``vendor_replay``: a stdlib HTTP server on 127.0.0.1 that records every request and
+  answers with a recorded response in a vendor's wire format.
+* ``travel_passage``: a short real passage of the vendored Travel corpus.
+
+None of these are autouse, so other tests in this folder are unaffected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAVEL = ROOT / "xlrag" / "data" / "travel" / "corpus.jsonl"
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+# llama.cpp spins its worker threads; on a shared 2-core box two threads slow generation
+# down 5-10x as soon as anything else runs. One thread is slower only when idle.
+TEST_THREADS = 1
+
+
+# -- a real Travel passage -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Passage:
+    id: str
+    title: str
+    text: str
+
+
+@pytest.fixture(scope="session")
+def travel_passage() -> Passage:
+    """The visa section of the Swiss page (travel-0): short enough for a quick prompt."""
+    with TRAVEL.open(encoding="utf-8") as fh:
+        row = next(json.loads(line) for line in fh if json.loads(line)["id"] == "travel-0")
+    text = row["text"]
+    start = text.index("* Tourism:")
+    end = text.index("* For more information", start)
+    return Passage(row["id"], row["title"], text[start:end].strip())
+
+
+# -- the real llama.cpp OpenAI-compatible server ----------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 2.0) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+    with opener.open(url, timeout=timeout) as resp:
+        return resp.read()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server on the bundled gemma."""
+    from xlrag.chains.llms import bundled_model_path
+
+    port = _free_port()
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
+    env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path(),
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+           "--n_threads", str(TEST_THREADS), "--seed", "0", "--verbose", "False"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                models = json.loads(_get(f"{base}/models"))
+                if models.get("data"):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"llama_cpp.server not ready after 120 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+# -- recorded vendor responses, replayed over real HTTP ----------------------------------------
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+Route = Callable[[Any], tuple[int, Any]]
+
+
+@dataclass
+class Replay:
+    """A vendor stand-in: ``routes`` maps a request path to ``body -> (status, json)``."""
+
+    routes: dict[str, Route]
+    requests: list[Recorded] = field(default_factory=list)
+    url: str = ""
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, rec: Recorded) -> None:
+        with self._lock:
+            self.requests.append(rec)
+
+    @property
+    def paths(self) -> list[str]:
+        return [r.path for r in self.requests]
+
+
+def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = json.loads(raw) if raw else None
+            path = urlsplit(self.path).path
+            replay.record(Recorded("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
+            route = replay.routes.get(path)
+            if route is None:
+                status, payload = 404, {"message": f"replay has no route for POST {path}"}
+            else:
+                status, payload = route(body)
+            data = json.dumps(payload).encode("utf-8")
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+            pass
+
+    return Handler
+
+
+@contextmanager
+def _serve(routes: dict[str, Route]) -> Iterator[Replay]:
+    replay = Replay(routes)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(replay))
+    server.daemon_threads = True
+    replay.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
+                              name="llm-vendor-replay", daemon=True)
+    thread.start()
+    try:
+        yield replay
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def vendor_replay() -> Iterator[Callable[[dict[str, Route]], Replay]]:
+    """Factory: ``vendor_replay({"/v1/messages": route})`` starts a replay server for the test."""
+    with ExitStack() as stack:
+        yield lambda routes: stack.enter_context(_serve(routes))

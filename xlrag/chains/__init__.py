@@ -1,0 +1,1 @@
+"""Chains: chat models and the grounded-answer pipelines built on them."""

@@ -1,0 +1,261 @@
+"""The grounded RAG chains as LangChain Runnables: ``answer``, ``mc`` and ``citation``.
+
+    inputs → prepare (detect language) → retrieve (IR mode) → localized prompt → LLM
+           → parse → validate citations (post hoc if the model gave none) → GroundedAnswer
+
+Input is a question string or a mapping ``{"question", "lang"?, "options"?,
+"option_aliases"?, "relevant_langs"?, "target_lang"?, "mode"?}``. ``invoke``,
+``ainvoke``, ``batch`` and ``stream`` all work; the async path awaits the LLM and
+runs retrieval in worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from langchain_core.runnables import Runnable, RunnableLambda
+
+from xlrag.chains.grounding import PostHocAttributor, resolve_markers
+from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
+from xlrag.chains.vendor_citations import anthropic_documents, cohere_documents, vendor_citations
+from xlrag.errors import ConfigError
+from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.prompts import CITED_HEADER, PromptLibrary
+from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+
+__all__ = ["Format", "build_chain", "finalize", "model_label"]
+
+Format = Literal["answer", "mc", "citation"]
+_QUERY_FIELDS = ("lang", "relevant_langs", "target_lang", "id")
+
+
+def model_label(llm: Any) -> str:
+    name = getattr(llm, "model_name", None) or getattr(llm, "model", None) or ""
+    kind = getattr(llm, "_llm_type", type(llm).__name__)
+    return f"{kind}/{name}" if name else str(kind)
+
+
+def _inputs(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"question": value}
+    if isinstance(value, Query):
+        return {"question": value.text, **value.model_dump(include=set(_QUERY_FIELDS), exclude_none=True)}
+    if isinstance(value, Mapping) and "question" in value:
+        return dict(value)
+    raise ConfigError("chain input must be a question string or a mapping with a 'question' key")
+
+
+def _text(message: Any) -> str:
+    if isinstance(message, str):
+        return message
+    content = getattr(message, "content", "")
+    if isinstance(content, list):  # content blocks (Anthropic, Cohere)
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def _first_answer(text: str) -> str:
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line:
+            return line
+    return ""
+
+
+def _norm_line(line: str) -> str:
+    return " ".join(line.lower().split())
+
+
+def _drop_echo(raw: str, messages: Any) -> str:
+    """Remove reply lines copied verbatim from the prompt's instructions.
+
+    Small base models often copy the format example ("Cited Documents: the documents
+    you used, e.g. <doc0>, <doc2>") instead of filling it in; such a line is not an
+    answer. Lines are compared whole, so an extractive answer that quotes part of a
+    passage is kept.
+    """
+    prompt_lines: set[str] = set()
+    for _, text in messages:
+        if isinstance(text, str):
+            prompt_lines.update(_norm_line(x) for x in text.splitlines() if len(x.strip()) >= 8)
+    if not prompt_lines:
+        return raw
+    lines = raw.splitlines()
+    kept = [x for x in lines if _norm_line(x) not in prompt_lines
+            and _norm_line(f"{CITED_HEADER} {x}") not in prompt_lines]
+    return "\n".join(kept) if len(kept) != len(lines) else raw
+
+
+def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttributor | None) -> GroundedAnswer:
+    """Parse the LLM reply for ``state`` (question, query, hits, fmt, options) into a GroundedAnswer."""
+    query: Query = state["query"]
+    hits: list[Hit] = state["hits"]
+    fmt: Format = state["fmt"]
+    options: list[str] | None = state.get("options")
+    raw = _text(message)
+    flags: list[str] = [] if hits else ["closed_book"]
+    cleaned = _drop_echo(raw, state.get("messages") or [])
+    if cleaned != raw:
+        flags.append("prompt_echo")
+        raw_for_parse = cleaned
+    else:
+        raw_for_parse = raw
+    base = {"question": query.text, "lang": query.lang or "", "format": fmt, "mode": state["mode"],
+            "model": state["model"], "passages": hits, "raw_output": raw}
+    citations: list[Citation] = []
+    answer = explanation = chosen = None
+    index = None
+
+    if fmt == "mc":
+        mc = parse_mc(raw_for_parse, options or [], state.get("option_aliases"))
+        if mc.status != "ok":
+            flags.append(mc.status)
+        index, chosen, answer = mc.index, mc.option, mc.option
+    elif fmt == "citation":
+        # The prompt ends with the "Cited Documents:" header for the model to continue.
+        text = raw_for_parse if CITED_HEADER.lower() in raw_for_parse.lower() else f"{CITED_HEADER} {raw_for_parse}"
+        parsed = parse_citation(text, len(hits), "Chosen Option" if options else "Answer")
+        if parsed.status == "unparseable":
+            flags.append("unparseable")
+        if parsed.truncated:
+            flags.append("truncated")
+        answer, explanation = parsed.answer, parsed.explanation
+        citations = resolve_markers([*parsed.cited, *parsed.inline], hits)
+        if options and answer:
+            mc = parse_mc(answer, options, state.get("option_aliases"))
+            if mc.status == "ok":
+                index, chosen = mc.index, mc.option
+            else:
+                flags.append(mc.status)
+    else:
+        answer = strip_markers(_first_answer(raw_for_parse)) or None
+        citations = resolve_markers(find_markers(raw_for_parse), hits)
+
+    citations += vendor_citations(message, hits)
+    if any(not c.valid for c in citations):
+        flags.append("invalid_citation")
+    if hits and fmt != "mc" and not any(c.valid for c in citations):
+        flags.append("no_citations")
+        claim = " ".join(x for x in (answer, strip_markers(explanation or "")) if x)
+        if attributor is not None and claim:
+            post = attributor.attribute(claim, hits)
+            if post:
+                citations += post
+                flags.append("post_hoc_citations")
+    return GroundedAnswer(**base, answer=answer, explanation=explanation, option_index=index,
+                          chosen_option=chosen, citations=citations, flags=flags)
+
+
+def build_chain(
+    retriever: CrossLingualRetriever | None,
+    llm: Runnable,
+    *,
+    fmt: Format = "citation",
+    mode: str | None = None,
+    k: int | None = None,
+    prompts: PromptLibrary | None = None,
+    attributor: PostHocAttributor | None = None,
+    post_hoc: bool = True,
+) -> Runnable:
+    """A Runnable answering with ``fmt`` over passages chosen by IR ``mode``.
+
+    ``retriever=None`` or ``mode="no_ir"`` answers closed-book. Post-hoc citations
+    use the retriever's embedder and stored vectors unless ``post_hoc=False``.
+    """
+    if fmt not in ("answer", "mc", "citation"):
+        raise ConfigError(f"unknown answer format {fmt!r}; use answer, mc or citation")
+    prompts = prompts or PromptLibrary()
+    if attributor is None and post_hoc and retriever is not None:
+        attributor = PostHocAttributor(retriever.embedder, retriever.stores)
+    label = model_label(llm)
+
+    def _state(value: Any, query: Query, hits: list[Hit]) -> dict[str, Any]:
+        inputs = _inputs(value)
+        options = inputs.get("options")
+        if fmt == "mc" and not options:
+            raise ConfigError("the mc format needs options: pass {'question': ..., 'options': [...]}")
+        return {"query": query, "hits": hits, "fmt": fmt, "options": list(options) if options else None,
+                "option_aliases": inputs.get("option_aliases"), "model": label,
+                "mode": _mode(inputs)}
+
+    def _mode(inputs: Mapping[str, Any]) -> str:
+        return inputs.get("mode") or mode or (retriever.policy.name if retriever else "no_ir")
+
+    def _query(inputs: Mapping[str, Any]) -> Query:
+        fields = {f: inputs[f] for f in _QUERY_FIELDS if inputs.get(f) is not None}
+        if retriever is not None:
+            return retriever.prepare(inputs["question"], **fields)
+        from xlrag.detect import LinguaDetector
+        from xlrag.schema import make_query
+
+        q = make_query(inputs["question"], **fields)
+        return q if q.lang else q.model_copy(update={"lang": LinguaDetector().detect(q.text) or "en"})
+
+    def _retrieve(value: Any) -> dict[str, Any]:
+        inputs = _inputs(value)
+        query = _query(inputs)
+        m = _mode(inputs)
+        hits = [] if retriever is None or m == "no_ir" else retriever.retrieve(query, mode=m, k=k)
+        return _state(value, query, hits)
+
+    async def _aretrieve(value: Any) -> dict[str, Any]:
+        import asyncio
+
+        inputs = _inputs(value)
+        query = await asyncio.to_thread(_query, inputs)
+        m = _mode(inputs)
+        hits = [] if retriever is None or m == "no_ir" else await retriever.aretrieve(query, mode=m, k=k)
+        return _state(value, query, hits)
+
+    def _messages(state: dict[str, Any]) -> dict[str, Any]:
+        docs = [h.passage.text for h in state["hits"]]
+        msgs = prompts.build_messages(state["query"].lang or "en", state["query"].text, docs or None,
+                                      state["fmt"], state["options"])
+        return {**state, "messages": msgs}
+
+    kind = getattr(llm, "_llm_type", "")
+
+    def _stops(lang: str, fmt: str) -> list[str]:
+        # A base model does not stop by itself: it starts the next "Question:" in the
+        # prompt's own language, or pads with blank lines. Chat models need none of this.
+        labels = [prompts.render(role, lang) for role in ("question_label", "documents_label")]
+        stops = [f"\n{label}:" for label in labels] + [f"\n{label} :" for label in labels]
+        return stops + (["\n\n"] if fmt in ("answer", "mc") else ["\n\n\n"])
+
+    def _request(state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+        """Messages and kwargs; vendors with native grounding also get the passages as documents."""
+        messages, hits = state["messages"], state["hits"]
+        if kind == "xlrag-llama-cpp":
+            return messages, {"stop": _stops(state["query"].lang or "en", state["fmt"])}
+        if hits and kind == "cohere-chat":
+            return messages, {"documents": cohere_documents(hits)}
+        if hits and kind == "anthropic-chat":
+            (_, system), (_, user) = messages
+            return [("system", system), ("user", [*anthropic_documents(hits), {"type": "text", "text": user}])], {}
+        return messages, {}
+
+    def _call(state: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = _request(state)
+        return {**state, "message": llm.invoke(messages, **kwargs)}
+
+    async def _acall(state: dict[str, Any]) -> dict[str, Any]:
+        messages, kwargs = _request(state)
+        return {**state, "message": await llm.ainvoke(messages, **kwargs)}
+
+    def _finish(state: dict[str, Any]) -> GroundedAnswer:
+        return finalize(state, state["message"], attributor)
+
+    async def _afinish(state: dict[str, Any]) -> GroundedAnswer:
+        import asyncio
+
+        # Post-hoc attribution embeds sentences: keep it off the event loop.
+        return await asyncio.to_thread(finalize, state, state["message"], attributor)
+
+    return (
+        RunnableLambda(_retrieve, afunc=_aretrieve, name="retrieve")
+        | RunnableLambda(_messages, name="localized_prompt")
+        | RunnableLambda(_call, afunc=_acall, name="llm")
+        | RunnableLambda(_finish, afunc=_afinish, name="ground")
+    ).with_config(run_name=f"xlrag_{fmt}")
+
