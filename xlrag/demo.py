@@ -35,12 +35,13 @@ class DemoQuestion:
 
 
 DEMO_QUESTIONS = (
-    DemoQuestion("هل يحتاج مواطنو الإمارات إلى تأشيرة لزيارة سويسرا؟", "ar", ("qlang", "qlang_en", "balanced")),
-    DemoQuestion("What are the emergency numbers in Japan?", "en", ("qlang", "all", "swap_docs")),
+    DemoQuestion("ما هي ارقام الطوارئ في سريلانكا؟", "ar", ("qlang", "qlang_en", "balanced")),
+    DemoQuestion("What are the weekend days in Cook Islands?", "en", ("qlang", "all", "swap_docs")),
     DemoQuestion("Wie viele Punkte hat die Verteidigung der Panthers zugelassen?", "de",
                  ("qlang", "rel_langs", "balanced"), ("zh", "ru")),
-    DemoQuestion("黑死病是什么时候开始的？", "zh", ("qlang", "qlang_en", "all")),
-    DemoQuestion("¿Qué es el sistema de aprendizaje automático?", "es", ("qlang", "en_only", "balanced")),
+    DemoQuestion("特斯拉是哪一年去世的？", "zh", ("qlang", "qlang_en", "all")),
+    DemoQuestion("¿Qué dos tratados proporcionaron instituciones más formales de la Unión Europea?", "es",
+                 ("qlang", "en_only", "balanced")),
 )
 
 

@@ -30,9 +30,20 @@ def _first_line(text: str) -> str:
 
 
 class LLMTranslator:
-    def __init__(self, llm: Any, prompts: PromptLibrary | None = None):
-        self.llm = llm
+    """Translates with a chat model; give ``llm`` or an ``LLMConfig`` to build one on first use."""
+
+    def __init__(self, llm: Any = None, prompts: PromptLibrary | None = None, config: LLMConfig | None = None):
+        self._llm = llm
+        self._config = config
         self.prompts = prompts or PromptLibrary()
+
+    @property
+    def llm(self) -> Any:
+        if self._llm is None:
+            from xlrag.chains.llms import build_llm
+
+            self._llm = build_llm(self._config or LLMConfig())
+        return self._llm
 
     def translate(self, text: str, source_lang: str, target_lang: str) -> str:
         src, tgt = normalize_code(source_lang), normalize_code(target_lang)
@@ -49,9 +60,9 @@ class LLMTranslator:
 
 @register("translator", "llm")
 def _llm_translator(cfg: LLMConfig | None = None, prompts: PromptLibrary | None = None) -> CachedTranslator:
-    from xlrag.chains.llms import build_llm
-
-    return CachedTranslator(LLMTranslator(build_llm(cfg or LLMConfig()), prompts))
+    # The model loads on the first translation, so a retriever that never uses the
+    # translate mode never pays for it.
+    return CachedTranslator(LLMTranslator(prompts=prompts, config=cfg or LLMConfig()))
 
 
 def build_translator(cfg: LLMConfig | None = None, prompts: PromptLibrary | None = None) -> CachedTranslator:

@@ -74,6 +74,10 @@ class CrossLingualRetriever:
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim)
         r = config.retrieval
         detector = kwargs.pop("detector", None) or LinguaDetector(r.detect_candidates)
+        if kwargs.get("translator") is None:
+            from xlrag.registry import create
+
+            kwargs["translator"] = create("translator", "llm", config.llm)
         return cls(
             stores,
             embedder,

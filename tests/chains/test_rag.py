@@ -1,0 +1,207 @@
+"""The grounded chains: parsing into GroundedAnswer, citation validation, post-hoc and
+vendor citations, and the local model end to end over the real XQuAD index."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from tests.chains.conftest import TEST_THREADS
+from xlrag.chains.grounding import PostHocAttributor
+from xlrag.chains.rag import build_chain, finalize
+from xlrag.config import LLMConfig
+from xlrag.errors import ConfigError
+from xlrag.prompts import PromptLibrary
+from xlrag.schema import GroundedAnswer
+
+QUESTION_DE = "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?"
+QUESTION_EN = "How many points did the Panthers defense surrender?"
+
+
+@pytest.fixture(scope="module")
+def hits(retriever):
+    return retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3, lang="en")
+
+
+@pytest.fixture(scope="module")
+def local_llm():
+    from xlrag.chains.llms import build_llm
+
+    return build_llm(LLMConfig(max_tokens=48, n_threads=TEST_THREADS))
+
+
+def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
+    q = retriever.prepare(question, lang=lang)
+    msgs = PromptLibrary().build_messages(lang, question, [h.passage.text for h in hits], fmt, options)
+    return {"query": q, "hits": hits, "fmt": fmt, "options": options, "mode": "qlang_en",
+            "model": "test/replayed", "messages": msgs}
+
+
+def test_model_citations_resolve_to_passages(retriever, hits):
+    out = ("Cited Documents: <doc0>, <doc2>\nAnswer: 308 points.\n"
+           "Explanation: because the defense gave up just 308 points <doc0>.")
+    a = finalize(state(retriever, hits), AIMessage(out), None)
+    assert isinstance(a, GroundedAnswer)
+    assert a.answer == "308 points." and "<doc0>" in a.explanation
+    assert [c.marker for c in a.citations] == [0, 2]
+    assert [c.passage_id for c in a.citations] == [hits[0].id, hits[2].id]
+    assert all(c.valid and c.source == "model" and c.lang == "en" for c in a.citations)
+    assert a.flags == [] and a.cited_passages == [hits[0], hits[2]]
+
+
+def test_invalid_ids_are_flagged_not_dropped(retriever, hits):
+    out = "Cited Documents: <doc7>\nAnswer: 308.\nExplanation: because <doc7> says so."
+    a = finalize(state(retriever, hits), AIMessage(out), None)
+    assert [(c.marker, c.valid, c.passage_id) for c in a.citations] == [(7, False, None)]
+    assert "invalid_citation" in a.flags and "no_citations" in a.flags
+
+
+def test_no_citations_get_post_hoc_ones_marked_as_such(retriever, hits):
+    out = "Cited Documents:\nAnswer: The Panthers defense gave up just 308 points.\nExplanation: because it did."
+    attributor = PostHocAttributor(retriever.embedder, retriever.stores)
+    a = finalize(state(retriever, hits), AIMessage(out), attributor)
+    assert "no_citations" in a.flags and "post_hoc_citations" in a.flags
+    assert a.citations and all(c.source == "post_hoc" and c.post_hoc and c.score >= 0.8 for c in a.citations)
+    assert a.citations[0].passage_id == hits[0].id  # the passage that states it
+    assert a.model_citations == []  # never passed off as the model's own
+
+
+def test_template_echo_is_not_an_answer(retriever, hits):
+    lib = PromptLibrary()
+    example = next(x for x in lib.render("citation_format", "en", answer_header="Answer:").splitlines()
+                   if x.startswith("Answer:"))
+    a = finalize(state(retriever, hits), AIMessage(example), None)
+    assert "prompt_echo" in a.flags and a.answer is None
+
+
+def test_mc_parses_native_options(retriever, hits):
+    options = ["308", "24", "136"]
+    a = finalize(state(retriever, hits, fmt="mc", options=options), AIMessage(" A) 308"), None)
+    assert (a.option_index, a.chosen_option, a.flags) == (0, "308", [])
+    a = finalize(state(retriever, hits, fmt="mc", options=options), AIMessage("I am not sure."), None)
+    assert a.option_index is None and "unparseable" in a.flags
+
+
+def test_citation_with_options_uses_chosen_option(retriever):
+    hits = retriever.retrieve("¿Quién controla Ceuta?", mode="qlang", k=2, lang="es")
+    options = ["España", "Marruecos"]
+    out = "Cited Documents: <doc1>\nChosen Option: A) España\nExplanation: porque <doc1> lo dice."
+    a = finalize(state(retriever, hits, fmt="citation", options=options, question="¿Quién controla Ceuta?",
+                       lang="es"), AIMessage(out), None)
+    assert a.option_index == 0 and a.chosen_option == "España" and a.citations[0].marker == 1
+
+
+def test_cohere_native_citations_map_to_doc_markers(retriever, hits, vendor_replay, monkeypatch):
+    from xlrag.chains.llms import build_llm
+
+    monkeypatch.setenv("COHERE_API_KEY", "co-test-key")
+    span = "308 points"
+    answer = "The Panthers defense surrendered 308 points."
+
+    def chat(body: dict[str, Any]):
+        sent = [d["id"] for d in body["documents"]]
+        start = answer.index(span)
+        return 200, {"id": "x", "finish_reason": "COMPLETE",
+                     "message": {"role": "assistant", "content": [{"type": "text", "text": answer}],
+                                 "citations": [{"start": start, "end": start + len(span), "text": span,
+                                                "type": "TEXT_CONTENT",
+                                                "sources": [{"type": "document", "id": sent[1],
+                                                             "document": {"id": sent[1]}}]}]},
+                     "usage": {"tokens": {"input_tokens": 10, "output_tokens": 8}}}
+
+    replay = vendor_replay({"/v2/chat": chat})
+    llm = build_llm(LLMConfig(provider="cohere", base_url=replay.url))
+    a = build_chain(retriever, llm, fmt="answer", mode="qlang_en", k=3).invoke({"question": QUESTION_EN, "lang": "en"})
+    vendor = [c for c in a.citations if c.source == "vendor"]
+    assert [(c.marker, c.passage_id, c.text) for c in vendor] == [(1, a.passages[1].id, span)]
+    assert [d["id"] for d in replay.requests[0].body["documents"]] == [h.id for h in a.passages]
+    assert "no_citations" not in a.flags
+
+
+def test_anthropic_citation_blocks_map_to_doc_markers(retriever, vendor_replay, monkeypatch):
+    from xlrag.chains.llms import build_llm
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+
+    def messages(body: dict[str, Any]):
+        docs = [b for b in body["messages"][-1]["content"] if b["type"] == "document"]
+        cited = docs[0]["source"]["data"][:40]
+        return 200, {"id": "msg_1", "type": "message", "role": "assistant", "model": body["model"],
+                     "content": [{"type": "text", "text": "308 points.",
+                                  "citations": [{"type": "char_location", "cited_text": cited, "document_index": 0,
+                                                 "document_title": "t", "start_char_index": 0,
+                                                 "end_char_index": 40}]}],
+                     "stop_reason": "end_turn", "stop_sequence": None,
+                     "usage": {"input_tokens": 10, "output_tokens": 4}}
+
+    replay = vendor_replay({"/v1/messages": messages})
+    llm = build_llm(LLMConfig(provider="anthropic", base_url=replay.url))
+    a = build_chain(retriever, llm, fmt="answer", mode="qlang_en", k=2).invoke({"question": QUESTION_EN, "lang": "en"})
+    assert a.answer == "308 points."
+    assert [(c.marker, c.source, c.passage_id) for c in a.citations] == [(0, "vendor", a.passages[0].id)]
+
+
+def test_bad_inputs(retriever, local_llm):
+    with pytest.raises(ConfigError, match="options"):
+        build_chain(retriever, local_llm, fmt="mc").invoke(QUESTION_EN)
+    with pytest.raises(ConfigError, match="unknown answer format"):
+        build_chain(retriever, local_llm, fmt="essay")
+    with pytest.raises(ConfigError, match="question"):
+        build_chain(retriever, local_llm).invoke({"q": QUESTION_EN})
+
+
+@pytest.mark.slow
+def test_local_model_end_to_end(retriever, local_llm):
+    chain = build_chain(retriever, local_llm, fmt="citation", mode="qlang_en", k=3)
+    a = chain.invoke({"question": QUESTION_DE})
+    assert a.lang == "de" and a.mode == "qlang_en" and a.model.startswith("xlrag-llama-cpp")
+    assert len(a.passages) == 3 and {h.lang for h in a.passages} <= {"de", "en"}
+    assert a.raw_output.strip()
+    # Whatever the tiny model wrote, every citation is validated and labelled.
+    assert all(c.valid == (c.passage_id is not None) for c in a.citations)
+    assert a.citations or "no_citations" in a.flags
+
+
+@pytest.mark.slow
+def test_runnable_protocol_with_local_model(retriever, local_llm):
+    chain = build_chain(retriever, local_llm, fmt="answer", mode="qlang", k=2)
+    sync = chain.invoke({"question": QUESTION_EN, "lang": "en"})
+    asyn = asyncio.run(chain.ainvoke({"question": QUESTION_EN, "lang": "en"}))
+    assert [h.id for h in sync.passages] == [h.id for h in asyn.passages]
+    assert sync.answer and asyn.answer and sync.lang == asyn.lang == "en"
+    batch = chain.batch([QUESTION_EN, "¿Cuántos puntos permitió la defensa de los Panthers?"])
+    assert [b.lang for b in batch] == ["en", "es"]
+    streamed = list(chain.stream(QUESTION_EN))
+    assert isinstance(streamed[-1], GroundedAnswer)
+
+
+@pytest.mark.slow
+def test_closed_book(local_llm):
+    a = build_chain(None, local_llm, fmt="answer").invoke({"question": QUESTION_EN, "lang": "en"})
+    assert a.passages == [] and "closed_book" in a.flags and a.mode == "no_ir"
+
+
+@pytest.mark.slow
+def test_llm_translator_drives_translate_mode(retriever, local_llm):
+    from xlrag.chains.translator import LLMTranslator
+    from xlrag.indexes.policies import Translate
+    from xlrag.indexes.translate import CachedTranslator
+
+    calls = []
+
+    class Counting(LLMTranslator):
+        def translate(self, text, source_lang, target_lang):
+            calls.append(target_lang)
+            return super().translate(text, source_lang, target_lang)
+
+    translator = CachedTranslator(Counting(local_llm))
+    policy = Translate(translator, languages=["en", "de", "ru"])
+    hits = retriever.retrieve(QUESTION_EN, mode=policy, k=6, lang="en")
+    texts = {h.store: h.query_text for h in hits}
+    assert set(texts) <= {"en", "de", "ru"} and texts.get("en", QUESTION_EN) == QUESTION_EN
+    assert any(t != QUESTION_EN for s, t in texts.items() if s != "en")
+    retriever.retrieve(QUESTION_EN, mode=policy, k=6, lang="en")
+    assert sorted(calls) == ["de", "ru"]  # cached: translated once per language
