@@ -132,3 +132,42 @@ def test_error_missing_api_key(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", tmp_path / "ix", "--embedder", "openai"))
     assert "OPENAI_API_KEY" in line or "pip install" in line
+
+
+@pytest.mark.slow
+def test_ask_json_with_local_model(xquad_index, monkeypatch):
+    monkeypatch.setenv("XLRAG_LLM__MAX_TOKENS", "48")
+    monkeypatch.setenv("XLRAG_LLM__N_THREADS", "1")
+    res = run("ask", "--index-dir", xquad_index, "--mode", "qlang_en", "-k", "2", "--json",
+              "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?")
+    assert res.exit_code == 0, res.output
+    answer = json.loads(res.output)
+    assert answer["lang"] == "de" and answer["mode"] == "qlang_en" and answer["format"] == "citation"
+    assert len(answer["passages"]) == 2 and answer["raw_output"].strip()
+    assert all(c["source"] in ("model", "post_hoc") for c in answer["citations"])
+
+
+@pytest.mark.slow
+def test_ask_table_mc(xquad_index, monkeypatch):
+    monkeypatch.setenv("XLRAG_LLM__MAX_TOKENS", "8")
+    monkeypatch.setenv("XLRAG_LLM__N_THREADS", "1")
+    res = run("ask", "--index-dir", xquad_index, "--format", "mc", "-o", "308", "-o", "24", "-k", "2",
+              "How many points did the Panthers defense surrender?")
+    assert res.exit_code == 0, res.output
+    assert "English" in res.output and "mode qlang_en" in res.output
+
+
+def test_ask_errors(xquad_index):
+    assert "empty" in error_line(run("ask", "--index-dir", xquad_index, " "))
+    assert "unknown --format" in error_line(run("ask", "--index-dir", xquad_index, "--format", "essay", "hi there"))
+    assert "needs options" in error_line(run("ask", "--index-dir", xquad_index, "--format", "mc", "-k", "1",
+                                             "How many points did the Panthers defense surrender?"))
+    assert "unknown llm" in error_line(run("ask", "--index-dir", xquad_index, "--llm", "nope:x", "hi there"))
+
+
+def test_prompts_commands():
+    res = run("prompts", "list", "--lang", "sw")
+    assert res.exit_code == 0 and "file:sw" in res.output
+    res = run("prompts", "show", "bn", "--role", "answer_language")
+    assert res.exit_code == 0 and "fallback:en" in res.output and "{language}" in res.output
+    assert "unknown prompt role" in error_line(run("prompts", "show", "ar", "--role", "nope"))

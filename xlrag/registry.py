@@ -8,12 +8,14 @@ light and vendor SDKs load only when configured.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from xlrag.errors import UnknownProviderError
+from xlrag.errors import MissingAPIKeyError, MissingDependencyError, UnknownProviderError
 
-__all__ = ["Kind", "available", "create", "register"]
+__all__ = ["Kind", "api_key", "available", "create", "register", "require"]
 
 Kind = Literal["embedder", "reranker", "llm", "judge", "translator"]
 
@@ -59,3 +61,21 @@ def create(kind: Kind, name: str, *args: Any, **kwargs: Any) -> Any:
     except KeyError:
         raise UnknownProviderError(kind, name, available(kind)) from None
     return factory(*args, **kwargs)
+
+
+def api_key(provider: str, *env_vars: str) -> str:
+    """The first set variable of ``env_vars``; keys come only from the environment."""
+    for var in env_vars:
+        if os.environ.get(var):
+            return os.environ[var]
+    raise MissingAPIKeyError(provider, env_vars[0])
+
+
+def require(module: str, extra: str, feature: str) -> None:
+    """Fail early, naming the pip extra, when a vendor integration is not installed."""
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        found = False
+    if not found:
+        raise MissingDependencyError(feature, extra, module)

@@ -16,18 +16,16 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
+
+from tests.replay import Replay, Route, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAVEL = ROOT / "xlrag" / "data" / "travel" / "corpus.jsonl"
@@ -116,79 +114,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 # -- recorded vendor responses, replayed over real HTTP ----------------------------------------
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-Route = Callable[[Any], tuple[int, Any]]
-
-
-@dataclass
-class Replay:
-    """A vendor stand-in: ``routes`` maps a request path to ``body -> (status, json)``."""
-
-    routes: dict[str, Route]
-    requests: list[Recorded] = field(default_factory=list)
-    url: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, rec: Recorded) -> None:
-        with self._lock:
-            self.requests.append(rec)
-
-    @property
-    def paths(self) -> list[str]:
-        return [r.path for r in self.requests]
-
-
-def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = json.loads(raw) if raw else None
-            path = urlsplit(self.path).path
-            replay.record(Recorded("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
-            route = replay.routes.get(path)
-            if route is None:
-                status, payload = 404, {"message": f"replay has no route for POST {path}"}
-            else:
-                status, payload = route(body)
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-            pass
-
-    return Handler
-
-
-@contextmanager
-def _serve(routes: dict[str, Route]) -> Iterator[Replay]:
-    replay = Replay(routes)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(replay))
-    server.daemon_threads = True
-    replay.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              name="llm-vendor-replay", daemon=True)
-    thread.start()
-    try:
-        yield replay
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
-
-
 @pytest.fixture
 def vendor_replay() -> Iterator[Callable[[dict[str, Route]], Replay]]:
     """Factory: ``vendor_replay({"/v1/messages": route})`` starts a replay server for the test."""
     with ExitStack() as stack:
-        yield lambda routes: stack.enter_context(_serve(routes))
+        yield lambda routes: stack.enter_context(serve(routes))

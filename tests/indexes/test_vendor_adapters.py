@@ -14,22 +14,20 @@ normalisation done by xlrag is observable.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
-import json
 import re
-import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 
+from tests.replay import Replay
+from tests.replay import serve as serve_replay
 from xlrag.config import EmbedderConfig, RerankConfig, SplitterConfig
 from xlrag.errors import (
     EmbedderMismatchError,
@@ -93,75 +91,18 @@ def relevance(query: str, doc: str) -> float:
 # -- the replay server ---------------------------------------------------------------------
 
 
-@dataclass
-class Recorded:
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
 
 
-@dataclass
-class Replay:
-    """A vendor stand-in: ``routes`` maps a request path to ``body -> (status, json)``."""
-
-    routes: dict[str, Callable[[Replay, Any], tuple[int, Any]]]
-    requests: list[Recorded] = field(default_factory=list)
-    dim_override: int | None = None
-    url: str = ""
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def record(self, rec: Recorded) -> None:
-        with self._lock:
-            self.requests.append(rec)
-
-    @property
-    def paths(self) -> list[str]:
-        return [r.path for r in self.requests]
-
-    def dim(self, model: str) -> int:
-        return self.dim_override or MODEL_DIMS[model]
-
-
-def _handler(replay: Replay) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            body = json.loads(raw) if raw else None
-            path = urlsplit(self.path).path
-            replay.record(Recorded("POST", path, {k.lower(): v for k, v in self.headers.items()}, body))
-            route = replay.routes.get(path)
-            if route is None:
-                status, payload = 404, {"message": f"replay has no route for {path}"}
-            else:
-                status, payload = route(replay, body)
-            data = json.dumps(payload).encode("utf-8")
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
-            pass
-
-    return Handler
+def _dim(replay: Replay, model: str) -> int:
+    return getattr(replay, "dim_override", None) or MODEL_DIMS[model]
 
 
 @contextmanager
 def serve(routes: dict[str, Callable[[Replay, Any], tuple[int, Any]]]) -> Iterator[Replay]:
-    replay = Replay(routes)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(replay))
-    server.daemon_threads = True
-    replay.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="vendor-replay", daemon=True)
-    thread.start()
-    try:
+    """The shared replay server, with each route also given the replay (for its settings)."""
+    with serve_replay({}) as replay:
+        replay.routes.update({path: functools.partial(route, replay) for path, route in routes.items()})
         yield replay
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 # -- vendor wire formats ---------------------------------------------------------------------
@@ -170,7 +111,7 @@ def serve(routes: dict[str, Callable[[Replay, Any], tuple[int, Any]]]) -> Iterat
 def openai_embeddings(replay: Replay, body: dict[str, Any]) -> tuple[int, Any]:
     """POST /v1/embeddings, as api.openai.com answers it (float lists or base64 float32)."""
     inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-    dim = body.get("dimensions") or replay.dim(body["model"])
+    dim = body.get("dimensions") or _dim(replay, body["model"])
     data = []
     for i, text in enumerate(inputs):
         vec: Any = fake_vector(text, dim)
@@ -185,7 +126,7 @@ def openai_embeddings(replay: Replay, body: dict[str, Any]) -> tuple[int, Any]:
 def cohere_embed(replay: Replay, body: dict[str, Any]) -> tuple[int, Any]:
     """POST /v2/embed (embed-by-type response)."""
     texts = body["texts"]
-    dim = replay.dim(body["model"])
+    dim = _dim(replay, body["model"])
     return 200, {
         "id": str(uuid.uuid4()),
         "embeddings": {"float": [fake_vector(t, dim) for t in texts]},
@@ -199,7 +140,7 @@ def cohere_embed(replay: Replay, body: dict[str, Any]) -> tuple[int, Any]:
 def mistral_embeddings(replay: Replay, body: dict[str, Any]) -> tuple[int, Any]:
     """POST /v1/embeddings on api.mistral.ai."""
     inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-    dim = replay.dim(body["model"])
+    dim = _dim(replay, body["model"])
     n = sum(len(_tokens(t)) for t in inputs)
     return 200, {
         "id": uuid.uuid4().hex,

@@ -39,7 +39,6 @@ maps it onto ``<docN>`` citations):
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import threading
 from collections import OrderedDict
@@ -56,8 +55,8 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field, PrivateAttr
 
 from xlrag.config import LLMConfig
-from xlrag.errors import MissingAPIKeyError, MissingDependencyError, ProviderError
-from xlrag.registry import register
+from xlrag.errors import ProviderError
+from xlrag.registry import api_key, register, require
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -103,6 +102,34 @@ _MODELS: OrderedDict[tuple[str, int, int], tuple[Any, threading.Lock]] = Ordered
 _MODELS_LOCK = threading.Lock()
 
 
+_NATIVE_LOG: Any = None
+
+
+def _route_native_log() -> None:
+    """Send llama.cpp's native log to Python logging (debug) instead of stderr.
+
+    llama-cpp-python's default callback prints some notices whatever the verbosity,
+    which pollutes ``xlrag ask --json`` output. The callback object is kept in a
+    module global because ctypes must not garbage-collect it while C holds it.
+    """
+    global _NATIVE_LOG
+    if _NATIVE_LOG is not None:
+        return
+    import ctypes
+    import logging
+
+    import llama_cpp
+
+    log = logging.getLogger("xlrag.llama_cpp")
+
+    @llama_cpp.llama_log_callback
+    def _callback(level: int, text: bytes, user_data: ctypes.c_void_p) -> None:
+        log.debug(text.decode("utf-8", errors="replace").rstrip())
+
+    _NATIVE_LOG = _callback
+    llama_cpp.llama_log_set(_callback, ctypes.c_void_p(0))
+
+
 def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None) -> tuple[Any, threading.Lock]:
     key = (os.path.realpath(path), n_ctx, n_threads)
     with _MODELS_LOCK:
@@ -115,6 +142,8 @@ def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None) -> tu
                 f"(--llm local:/path/to/model.gguf) or omit it to use the bundled gemma-3-270m"
             )
         from llama_cpp import Llama
+
+        _route_native_log()
 
         try:
             llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads,
@@ -365,20 +394,8 @@ class LocalLlamaChat(BaseChatModel):
 # -- registry factories ----------------------------------------------------------------------
 
 
-def _api_key(provider: str, *env_vars: str) -> str:
-    for var in env_vars:
-        if os.environ.get(var):
-            return os.environ[var]
-    raise MissingAPIKeyError(provider, env_vars[0])
 
 
-def _require(module: str, extra: str, feature: str) -> None:
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # a parent package is missing
-        found = False
-    if not found:
-        raise MissingDependencyError(feature, extra, module)
 
 
 @register("llm", "local")
@@ -392,13 +409,13 @@ def _local(cfg: LLMConfig) -> BaseChatModel:
 
 @register("llm", "openai")
 def _openai(cfg: LLMConfig) -> BaseChatModel:
-    _require("langchain_openai", "openai", "the openai LLM")
+    require("langchain_openai", "openai", "the openai LLM")
     if cfg.base_url:
         # OpenAI-compatible servers (vLLM, llama.cpp, Ollama) usually need no key, but the
         # SDK refuses to start without one: send a placeholder.
         key = os.environ.get("OPENAI_API_KEY") or "not-needed"
     else:
-        key = _api_key("openai LLM", "OPENAI_API_KEY")
+        key = api_key("openai LLM", "OPENAI_API_KEY")
     from langchain_openai import ChatOpenAI
 
     kwargs: dict[str, Any] = {
@@ -418,8 +435,8 @@ def _openai(cfg: LLMConfig) -> BaseChatModel:
 
 @register("llm", "anthropic")
 def _anthropic(cfg: LLMConfig) -> BaseChatModel:
-    _require("langchain_anthropic", "anthropic", "the anthropic LLM")
-    key = _api_key("anthropic LLM", "ANTHROPIC_API_KEY")
+    require("langchain_anthropic", "anthropic", "the anthropic LLM")
+    key = api_key("anthropic LLM", "ANTHROPIC_API_KEY")
     from langchain_anthropic import ChatAnthropic
 
     kwargs: dict[str, Any] = {
@@ -467,8 +484,8 @@ def _cohere_class() -> type[BaseChatModel]:
 
 @register("llm", "cohere")
 def _cohere(cfg: LLMConfig) -> BaseChatModel:
-    _require("langchain_cohere", "cohere", "the cohere LLM")
-    key = _api_key("cohere LLM", "COHERE_API_KEY", "CO_API_KEY")
+    require("langchain_cohere", "cohere", "the cohere LLM")
+    key = api_key("cohere LLM", "COHERE_API_KEY", "CO_API_KEY")
     cls = _cohere_class()
     # model must be set: ChatCohere otherwise asks the API for a default at construction.
     return cls(model=cfg.model or DEFAULT_MODELS["cohere"], cohere_api_key=key,
@@ -479,8 +496,8 @@ def _cohere(cfg: LLMConfig) -> BaseChatModel:
 
 @register("llm", "mistral")
 def _mistral(cfg: LLMConfig) -> BaseChatModel:
-    _require("langchain_mistralai", "mistral", "the mistral LLM")
-    key = _api_key("mistral LLM", "MISTRAL_API_KEY")
+    require("langchain_mistralai", "mistral", "the mistral LLM")
+    key = api_key("mistral LLM", "MISTRAL_API_KEY")
     from langchain_mistralai import ChatMistralAI
 
     kwargs: dict[str, Any] = {

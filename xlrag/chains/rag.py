@@ -81,9 +81,17 @@ def _drop_echo(raw: str, messages: Any) -> str:
             prompt_lines.update(_norm_line(x) for x in text.splitlines() if len(x.strip()) >= 8)
     if not prompt_lines:
         return raw
+    def copied(line: str) -> bool:
+        for candidate in (_norm_line(line), _norm_line(f"{CITED_HEADER} {line}")):
+            if candidate in prompt_lines:
+                return True
+            # A copy cut short by max_tokens is still a copy.
+            if len(candidate) >= 24 and any(p.startswith(candidate) for p in prompt_lines):
+                return True
+        return False
+
     lines = raw.splitlines()
-    kept = [x for x in lines if _norm_line(x) not in prompt_lines
-            and _norm_line(f"{CITED_HEADER} {x}") not in prompt_lines]
+    kept = [x for x in lines if not copied(x)]
     return "\n".join(kept) if len(kept) != len(lines) else raw
 
 

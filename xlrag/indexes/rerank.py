@@ -6,13 +6,12 @@ through LlamaIndex's ``CohereRerank`` postprocessor.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from xlrag.config import RerankConfig
-from xlrag.errors import MissingAPIKeyError, MissingDependencyError, ProviderError
-from xlrag.registry import register
+from xlrag.errors import ProviderError
+from xlrag.registry import api_key, register, require
 from xlrag.schema import Hit
 
 __all__ = ["CohereReranker", "NoRerank", "Reranker", "build_reranker"]
@@ -81,13 +80,8 @@ def _none(cfg: RerankConfig) -> Reranker:
 
 @register("reranker", "cohere")
 def _cohere(cfg: RerankConfig) -> Reranker:
-    import importlib.util
-
-    if importlib.util.find_spec("llama_index.postprocessor.cohere_rerank") is None:
-        raise MissingDependencyError("the cohere reranker", "cohere", "llama-index-postprocessor-cohere-rerank")
-    key = os.environ.get("COHERE_API_KEY") or os.environ.get("CO_API_KEY")
-    if not key:
-        raise MissingAPIKeyError("cohere reranker", "COHERE_API_KEY")
+    require("llama_index.postprocessor.cohere_rerank", "cohere", "the cohere reranker")
+    key = api_key("cohere reranker", "COHERE_API_KEY", "CO_API_KEY")
     return CohereReranker(cfg.model or "rerank-multilingual-v3.0", key, cfg.base_url)
 
 
