@@ -35,9 +35,12 @@ def local_llm():
 
 def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
     q = retriever.prepare(question, lang=lang)
-    msgs = PromptLibrary().build_messages(lang, question, [h.passage.text for h in hits], fmt, options)
+    from xlrag.chains.rag import instruction_text
+
+    lib = PromptLibrary()
+    msgs = lib.build_messages(lang, question, [h.passage.text for h in hits], fmt, options)
     return {"query": q, "hits": hits, "fmt": fmt, "options": options, "mode": "qlang_en",
-            "model": "test/replayed", "messages": msgs}
+            "model": "test/replayed", "messages": msgs, "instructions": instruction_text(lib, lang, fmt)}
 
 
 def test_model_citations_resolve_to_passages(retriever, hits):
@@ -205,3 +208,20 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
     assert any(t != QUESTION_EN for s, t in texts.items() if s != "en")
     retriever.retrieve(QUESTION_EN, mode=policy, k=6, lang="en")
     assert sorted(calls) == ["de", "ru"]  # cached: translated once per language
+
+
+@pytest.mark.parametrize(("lang", "output", "kept"), [
+    # Real gemma-3-270m replies: the format example copied, spliced and cut short.
+    ("en", ' the documents you used, for example <doc0>, <doc1>, and so on. Reply in exactly the format below. '
+           'Keep the three headers "Cited Documents:", "Answer:" and "Explanation:" in English, exactly as written.\n'
+           "Answer: the documents you used, for example, and so on.", ""),
+    ("de", " die Dokumente, die du verwendet hast, z. B. <doc0>, <doc2>\nAnswer: die Dokumente, die du verwendet "
+           "hast, z. B., usw.\nExplanation: weil … (zitiere die Dokumente direkt im Text, z. B.", ""),
+    # Real answers survive, in the prompt's language or not.
+    ("en", " <doc0>\nAnswer: Saturday and Sunday.\nExplanation: because <doc0> lists the weekend days.", None),
+    ("de", " <doc1>\nAnswer: 308 Punkte.\nExplanation: weil die Verteidigung nur 308 Punkte abgab <doc1>.", None),
+])
+def test_echo_detection_on_real_replies(lang, output, kept):
+    from xlrag.chains.rag import _drop_echo, instruction_text
+
+    assert _drop_echo(output, instruction_text(PromptLibrary(), lang, "citation")) == (output if kept is None else kept)

@@ -11,6 +11,7 @@ runs retrieval in worker threads.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.prompts import CITED_HEADER, PromptLibrary
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
-__all__ = ["Format", "build_chain", "finalize", "model_label"]
+__all__ = ["Format", "build_chain", "finalize", "instruction_text", "model_label"]
 
 Format = Literal["answer", "mc", "citation"]
 _QUERY_FIELDS = ("lang", "relevant_langs", "target_lang", "id")
@@ -63,30 +64,55 @@ def _first_answer(text: str) -> str:
     return ""
 
 
-def _norm_line(line: str) -> str:
-    return " ".join(line.lower().split())
+_WORD = re.compile(r"\w+", re.UNICODE)
+_MARKER_WORD = re.compile(r"^doc\d*$")
 
 
-def _drop_echo(raw: str, messages: Any) -> str:
-    """Remove reply lines copied verbatim from the prompt's instructions.
+def _words(line: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(line.lower()) if not _MARKER_WORD.match(w) and not w.isdigit())
+
+
+def instruction_text(prompts: PromptLibrary, lang: str, fmt: str) -> str:
+    """The instruction part of a prompt (no question, no documents): what an echo copies."""
+    header = "Chosen Option:" if fmt == "mc" else "Answer:"
+    parts = [prompts.render("system", lang), prompts.render("answer_language", lang),
+             prompts.render("answer", lang), prompts.render("citation_format", lang, answer_header=header),
+             prompts.render("multiple_choice", lang, options="")]
+    return "\n".join(parts)
+
+
+def _drop_echo(raw: str, instructions_text: str) -> str:
+    """Remove reply lines copied from the prompt's instructions.
 
     Small base models often copy the format example ("Cited Documents: the documents
-    you used, e.g. <doc0>, <doc2>") instead of filling it in; such a line is not an
-    answer. Lines are compared whole, so an extractive answer that quotes part of a
-    passage is kept.
+    you used, e.g. <doc0>, <doc2>") instead of filling it in, sometimes cut short or
+    with the markers dropped or two lines spliced; such a line is not an answer. A line
+    counts as copied when nearly all its words come from one instruction line and it
+    shares most of that line's words, or when (five words or more) nine in ten of its
+    words are instruction words. Document blocks are not instructions: an extractive answer
+    quoting a passage is kept.
     """
-    prompt_lines: set[str] = set()
-    for _, text in messages:
-        if isinstance(text, str):
-            prompt_lines.update(_norm_line(x) for x in text.splitlines() if len(x.strip()) >= 8)
-    if not prompt_lines:
+    lines_in = [x for x in instructions_text.splitlines() if x.strip()]
+    exact = {" ".join(x.lower().split()) for x in lines_in}
+    instructions = [_words(x) for x in lines_in if len(_words(x)) >= 3]
+    if not instructions:
         return raw
+
+    vocabulary = frozenset().union(*instructions)
+
     def copied(line: str) -> bool:
-        for candidate in (_norm_line(line), _norm_line(f"{CITED_HEADER} {line}")):
-            if candidate in prompt_lines:
-                return True
-            # A copy cut short by max_tokens is still a copy.
-            if len(candidate) >= 24 and any(p.startswith(candidate) for p in prompt_lines):
+        norm = " ".join(line.lower().split())
+        if norm and (norm in exact or f"cited documents: {norm}" in exact):
+            return True
+        words = _words(line)
+        if len(words) < 3:
+            return False
+        # Spliced from several instruction lines: almost every word is an instruction word.
+        if len(words) >= 5 and len(words & vocabulary) >= 0.9 * len(words):
+            return True
+        for inst in instructions:
+            shared = len(words & inst)
+            if shared >= 0.85 * len(words) and shared >= 0.5 * len(inst):
                 return True
         return False
 
@@ -103,7 +129,7 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
     options: list[str] | None = state.get("options")
     raw = _text(message)
     flags: list[str] = [] if hits else ["closed_book"]
-    cleaned = _drop_echo(raw, state.get("messages") or [])
+    cleaned = _drop_echo(raw, state.get("instructions") or "")
     if cleaned != raw:
         flags.append("prompt_echo")
         raw_for_parse = cleaned
@@ -218,9 +244,9 @@ def build_chain(
 
     def _messages(state: dict[str, Any]) -> dict[str, Any]:
         docs = [h.passage.text for h in state["hits"]]
-        msgs = prompts.build_messages(state["query"].lang or "en", state["query"].text, docs or None,
-                                      state["fmt"], state["options"])
-        return {**state, "messages": msgs}
+        lang = state["query"].lang or "en"
+        msgs = prompts.build_messages(lang, state["query"].text, docs or None, state["fmt"], state["options"])
+        return {**state, "messages": msgs, "instructions": instruction_text(prompts, lang, state["fmt"])}
 
     kind = getattr(llm, "_llm_type", "")
 
