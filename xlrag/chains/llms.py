@@ -39,6 +39,7 @@ maps it onto ``<docN>`` citations):
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import threading
 from collections import OrderedDict
@@ -130,6 +131,15 @@ def _route_native_log() -> None:
     llama_cpp.llama_log_set(_callback, ctypes.c_void_p(0))
 
 
+def _close_all() -> None:
+    """Free native models before interpreter teardown, when llama.cpp's own __del__
+    would run with its ctypes bindings already gone (a noisy, harmless TypeError)."""
+    with _MODELS_LOCK:
+        for llama, _ in _MODELS.values():
+            llama.close()
+        _MODELS.clear()
+
+
 def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None) -> tuple[Any, threading.Lock]:
     key = (os.path.realpath(path), n_ctx, n_threads)
     with _MODELS_LOCK:
@@ -151,6 +161,8 @@ def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None) -> tu
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise ProviderError(f"could not load local model {path}: {e}") from e
         entry = (llama, threading.Lock())
+        if not _MODELS:
+            atexit.register(_close_all)
         _MODELS[key] = entry
         while len(_MODELS) > _CACHE_SIZE:
             _MODELS.popitem(last=False)
