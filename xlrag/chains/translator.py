@@ -7,16 +7,18 @@ translation (queries repeat a lot in evaluation runs).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from xlrag.config import LLMConfig
-from xlrag.errors import ProviderError
 from xlrag.indexes.translate import CachedTranslator
 from xlrag.languages import native_name, normalize_code
 from xlrag.prompts import PromptLibrary
 from xlrag.registry import register
 
 __all__ = ["LLMTranslator", "build_translator"]
+
+log = logging.getLogger(__name__)
 
 
 def _first_line(text: str) -> str:
@@ -53,8 +55,11 @@ class LLMTranslator:
                                      target_language=native_name(tgt), text=text)
         reply = self.llm.invoke([("user", prompt)])
         out = _first_line(getattr(reply, "content", reply) if not isinstance(reply, str) else reply)
-        if not out:
-            raise ProviderError(f"the LLM returned no translation of {text[:60]!r} into {tgt}")
+        if not any(ch.isalnum() for ch in out):
+            # Searching with "." would retrieve noise; searching with the untranslated
+            # query still works through the multilingual embedder.
+            log.warning("no usable %s translation of %r from the LLM; searching with the original", tgt, text[:60])
+            return text
         return out
 
 
