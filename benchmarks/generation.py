@@ -14,7 +14,8 @@ retrieving with ``qlang_en`` (k=3) from an index of the vendored XQuAD corpus.
    exact same prompt to the same number of tokens. Target sum(chain)/sum(raw) <= 1.3.
 
     python benchmarks/generation.py [--per-lang 10] [--langs ar,de,en,es,ru,zh]
-                                    [--latency-n 8] [--max-tokens 64] [--threads N]
+                                    [--latency-n 8] [--latency-reps 3] [--max-tokens 64]
+                                    [--threads N]
 
 Prints a table and writes benchmarks/results/generation.json. The defaults take about
 ten minutes on 2 CPU cores.
@@ -23,6 +24,7 @@ ten minutes on 2 CPU cores.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections import Counter, defaultdict
@@ -133,6 +135,7 @@ def run_answers(chain, questions: dict[str, list[dict]], detector: LinguaDetecto
         if reuse and lang in reuse:  # identical prompts and greedy decoding: identical replies
             rows[lang] = reuse[lang]
             done += len(qs)
+            progress(label, done, total, t0)
             continue
         rows[lang] = []
         for q in qs:
@@ -147,6 +150,12 @@ def run_answers(chain, questions: dict[str, list[dict]], detector: LinguaDetecto
     return rows
 
 
+def _detectable(rows: list[dict]) -> float | None:
+    """Correctness among replies lingua could place: numeric answers ("308") have no language."""
+    seen = [r for r in rows if r["detected"] is not None]
+    return sum(r["correct_lang"] for r in seen) / len(seen) if seen else None
+
+
 def summarise_answers(rows: dict[str, list[dict]]) -> dict:
     out: dict = {"per_lang": {}}
     flat = [r for rs in rows.values() for r in rs]
@@ -154,14 +163,17 @@ def summarise_answers(rows: dict[str, list[dict]]) -> dict:
         out["per_lang"][lang] = {
             "n": len(rs),
             "lang_correct": sum(r["correct_lang"] for r in rs) / len(rs),
+            "lang_correct_detectable": _detectable(rs),
             "char3_recall": sum(r["char3_recall"] for r in rs) / len(rs),
             "detected": dict(Counter(str(r["detected"]) for r in rs).most_common()),
         }
     for key in ("lang_correct", "char3_recall"):
-        mean, lo, hi = bootstrap_ci([float(r[key if key != "lang_correct" else "correct_lang"]) for r in flat])
+        field = "correct_lang" if key == "lang_correct" else key
+        mean, lo, hi = bootstrap_ci([float(r[field]) for r in flat])
         out[key] = {"mean": mean, "ci95": [lo, hi]}
     out["n"] = len(flat)
     out["undetectable"] = sum(r["detected"] is None for r in flat) / len(flat)
+    out["lang_correct_detectable"] = _detectable(flat)
     out["detected"] = dict(Counter(str(r["detected"]) for r in flat).most_common())
     return out
 
@@ -223,7 +235,13 @@ def rebuilt_prompt(ans) -> str:
     return render_prompt(convert_to_messages(msgs))
 
 
-def run_latency(chain, llm, questions: list[dict], warmup: dict) -> dict:
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def run_latency(chain, llm, questions: list[dict], warmup: dict, reps: int) -> dict:
     llama, lock = llm._load()
 
     # Warm-up, untimed; it also checks that the rebuilt prompt is byte-identical to the one
@@ -233,60 +251,87 @@ def run_latency(chain, llm, questions: list[dict], warmup: dict) -> dict:
     if render_prompt(capture.messages) != rebuilt_prompt(ans):
         raise SystemExit("the rebuilt prompt differs from the chain's; the latency ratio would mean nothing")
 
+    def chain_call(q: dict):
+        # llama-cpp-python reuses the KV cache of the longest common prompt prefix. Without a
+        # reset the raw call would find the chain's identical prompt already evaluated (and the
+        # chain the previous call's shared system prompt): every timed call starts cold.
+        llama.reset()
+        out = _timed(lambda: chain.invoke(chain_input(q)))
+        return out, llama.n_tokens
+
+    def raw_call(prompt: str, n: int):
+        llama.reset()
+        with lock:  # the chain's model call takes the same lock
+            out = _timed(lambda: llama.create_completion(prompt, max_tokens=n, temperature=0, stop=[]))
+        return out, llama.n_tokens
+
     rows = []
     for q in questions:
-        # llama-cpp-python reuses the KV cache of the longest common prompt prefix. Without a
-        # reset the raw call would find the chain's identical prompt already evaluated, and the
-        # chain would find the previous question's shared system prompt: both start cold.
-        llama.reset()
-        t0 = time.perf_counter()
-        ans = chain.invoke(chain_input(q))
-        chain_s = time.perf_counter() - t0
-        evaluated_chain = llama.n_tokens
-
+        chain_times, raw_times = [], []
+        (ans, t), kv_chain = chain_call(q)
+        chain_times.append(t)
         prompt = rebuilt_prompt(ans)
         n = llm.count_tokens(ans.raw_output)
         # max_tokens <= 0 means "until the context is full" in llama.cpp; an empty reply still
         # sampled at least one token (the stop).
         want = max(n, 1)
-        llama.reset()
-        t0 = time.perf_counter()
-        with lock:  # the chain's model call takes the same lock
-            out = llama.create_completion(prompt, max_tokens=want, temperature=0, stop=[])
-        raw_s = time.perf_counter() - t0
+        # Repetitions alternate the order (chain-raw, raw-chain, chain-raw, ...) so a burst of
+        # load from other processes does not always hit the same side; the minimum per side is
+        # the least-disturbed run.
+        for rep in range(reps):
+            if rep % 2 == 0 and rep:
+                chain_times.append(chain_call(q)[0][1])
+            (out, t), kv_raw = raw_call(prompt, want)
+            raw_times.append(t)
+            if rep % 2 == 1:
+                chain_times.append(chain_call(q)[0][1])
         choice = out["choices"][0]
+        chain_s, raw_s = min(chain_times), min(raw_times)
         rows.append({
-            "id": q["id"], "lang": q["lang"], "chain_s": chain_s, "raw_s": raw_s,
-            "ratio": chain_s / raw_s, "completion_tokens": n,
+            "id": q["id"], "lang": q["lang"], "chain_s": chain_s, "raw_s": raw_s, "ratio": chain_s / raw_s,
+            "chain_times": chain_times, "raw_times": raw_times, "completion_tokens": n,
             "raw_completion_tokens": out["usage"]["completion_tokens"],
             "prompt_tokens": out["usage"]["prompt_tokens"],
-            # tokens in the KV cache after each call: prompt + generated (the chain also
-            # generates the stop sequence, which its reply no longer contains)
-            "kv_tokens_chain": evaluated_chain, "kv_tokens_raw": llama.n_tokens,
+            # tokens in the KV cache after each call: prompt + generated, so the chain's count
+            # also shows the stop-sequence tokens it generated but its reply no longer contains
+            "kv_tokens_chain": kv_chain, "kv_tokens_raw": kv_raw,
             "raw_stopped_early": choice.get("finish_reason") == "stop",
             "same_text": choice["text"].startswith(ans.raw_output),
         })
     chain_sum, raw_sum = sum(r["chain_s"] for r in rows), sum(r["raw_s"] for r in rows)
-    return {"n": len(rows), "chain_s": chain_sum, "raw_s": raw_sum,
-            "ratio": chain_sum / raw_sum if raw_sum else float("nan"), "target": LATENCY_TARGET,
-            "ok": raw_sum > 0 and chain_sum / raw_sum <= LATENCY_TARGET, "rows": rows}
+    all_chain = sum(sum(r["chain_times"]) for r in rows)
+    all_raw = sum(sum(r["raw_times"]) for r in rows)
+    ratio = chain_sum / raw_sum if raw_sum else float("nan")
+    return {"n": len(rows), "reps": reps, "chain_s": chain_sum, "raw_s": raw_sum, "ratio": ratio,
+            "ratio_all_reps": all_chain / all_raw if all_raw else float("nan"),
+            "target": LATENCY_TARGET, "ok": ratio <= LATENCY_TARGET, "rows": rows}
 
 
 # -- report ------------------------------------------------------------------------------------
 
 
+def _f(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.3f}"
+
+
 def print_language_table(local: dict, english: dict) -> None:
-    head = (f"{'lang':5s} {'n':>3s} | {'lang-correct':>12s} {'':>7s} | {'3-gram recall':>13s} {'':>7s} "
-            f"| detected (localized / english)")
-    sub = f"{'':5s} {'':>3s} | {'localized':>12s} {'english':>7s} | {'localized':>13s} {'english':>7s} |"
-    print("\nresponse language (format 'answer', qlang_en k=3)\n" + head + "\n" + sub + "\n" + "-" * len(head))
+    print("\nresponse language (format 'answer', qlang_en k=3); loc = localized prompts, "
+          "eng = English prompts\n"
+          "  lang-correct: reply detected in the question's language (undetectable = wrong)\n"
+          "  detectable: the same among replies lingua could place (numbers have no language)")
+    head = (f"{'lang':5s} {'n':>3s} | {'lang-correct':^13s} | {'detectable':^13s} | {'3-gram recall':^13s} "
+            f"| detected (loc / eng)")
+    sub = f"{'':5s} {'':>3s} | {'loc':>6s} {'eng':>6s} | {'loc':>6s} {'eng':>6s} | {'loc':>6s} {'eng':>6s} |"
+    print(head + "\n" + sub + "\n" + "-" * len(head))
     for lang, a in local["per_lang"].items():
         b = english["per_lang"][lang]
-        det = f"{_short(a['detected'])} / {_short(b['detected'])}"
-        print(f"{lang:5s} {a['n']:3d} | {a['lang_correct']:12.3f} {b['lang_correct']:7.3f} | "
-              f"{a['char3_recall']:13.3f} {b['char3_recall']:7.3f} | {det}")
-    print(f"{'all':5s} {local['n']:3d} | {local['lang_correct']['mean']:12.3f} {english['lang_correct']['mean']:7.3f} | "
-          f"{local['char3_recall']['mean']:13.3f} {english['char3_recall']['mean']:7.3f} | "
+        print(f"{lang:5s} {a['n']:3d} | {a['lang_correct']:6.3f} {b['lang_correct']:6.3f} | "
+              f"{_f(a['lang_correct_detectable']):>6s} {_f(b['lang_correct_detectable']):>6s} | "
+              f"{a['char3_recall']:6.3f} {b['char3_recall']:6.3f} | "
+              f"{_short(a['detected'])} / {_short(b['detected'])}")
+    print(f"{'all':5s} {local['n']:3d} | {local['lang_correct']['mean']:6.3f} {english['lang_correct']['mean']:6.3f} | "
+          f"{_f(local['lang_correct_detectable']):>6s} {_f(english['lang_correct_detectable']):>6s} | "
+          f"{local['char3_recall']['mean']:6.3f} {english['char3_recall']['mean']:6.3f} | "
           f"undetectable {local['undetectable']:.3f} / {english['undetectable']:.3f}")
     for name, s in (("localized", local), ("english", english)):
         ci, cr = s["lang_correct"]["ci95"], s["char3_recall"]["ci95"]
@@ -307,17 +352,20 @@ def print_citation_table(s: dict) -> None:
 
 
 def print_latency_table(lat: dict) -> None:
-    print(f"\nchain vs raw llama.cpp, same prompt, same completion tokens (n={lat['n']}, cold KV cache each)")
-    print(f"  {'id':34s} {'lang':4s} {'p_tok':>5s} {'c_tok':>5s} {'chain s':>8s} {'raw s':>7s} {'ratio':>6s}  note")
+    print(f"\nchain vs raw llama.cpp, same prompt, same completion tokens "
+          f"(n={lat['n']}, min of {lat['reps']} runs per side, cold KV cache each)")
+    print(f"  {'id':30s} {'lang':4s} {'p_tok':>5s} {'c_tok':>5s} {'chain s':>8s} {'raw s':>7s} {'ratio':>6s}  note")
     for r in lat["rows"]:
         notes = []
         if r["raw_stopped_early"]:
             notes.append(f"raw hit EOS after {r['raw_completion_tokens']} tokens")
         if not r["same_text"]:
-            notes.append("raw text differs")
-        print(f"  {r['id']:34s} {r['lang']:4s} {r['prompt_tokens']:5d} {r['completion_tokens']:5d} "
+            notes.append("raw text differs from the chain's reply")
+        print(f"  {r['id']:30s} {r['lang']:4s} {r['prompt_tokens']:5d} {r['completion_tokens']:5d} "
               f"{r['chain_s']:8.3f} {r['raw_s']:7.3f} {r['ratio']:6.3f}  {'; '.join(notes)}")
-    print(f"  {'sum':34s} {'':4s} {'':5s} {'':5s} {lat['chain_s']:8.3f} {lat['raw_s']:7.3f} {lat['ratio']:6.3f}")
+    print(f"  {'sum':30s} {'':4s} {'':5s} {'':5s} {lat['chain_s']:8.3f} {lat['raw_s']:7.3f} {lat['ratio']:6.3f}")
+    print(f"  (sum over all runs instead of the minima: ratio {lat['ratio_all_reps']:.3f}; "
+          f"load average during the runs {lat['load_before']:.2f} -> {lat['load_after']:.2f})")
 
 
 def main() -> None:
@@ -325,6 +373,7 @@ def main() -> None:
     ap.add_argument("--per-lang", type=int, default=10, help="questions per language (the first N in the file)")
     ap.add_argument("--langs", default="ar,de,en,es,ru,zh")
     ap.add_argument("--latency-n", type=int, default=8, help="questions timed for the overhead ratio")
+    ap.add_argument("--latency-reps", type=int, default=3, help="timed runs per side and question (min kept)")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     args = ap.parse_args()
@@ -364,8 +413,10 @@ def main() -> None:
     timed = spread(questions, args.latency_n)
     # The warm-up question is one that is not timed, when there is one.
     rest = [q for qs in questions.values() for q in qs if q not in timed]
+    load_before = os.getloadavg()[0]
     latency = run_latency(build_chain(retriever, llm, fmt="answer", k=K, prompts=localized), llm,
-                          timed, (rest or timed)[0])
+                          timed, (rest or timed)[0], max(args.latency_reps, 1))
+    latency |= {"load_before": load_before, "load_after": os.getloadavg()[0]}
     timings["latency_s"] = time.perf_counter() - t0
     retriever.close()
 
