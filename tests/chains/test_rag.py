@@ -225,3 +225,25 @@ def test_echo_detection_on_real_replies(lang, output, kept):
     from xlrag.chains.rag import _drop_echo, instruction_text
 
     assert _drop_echo(output, instruction_text(PromptLibrary(), lang, "citation")) == (output if kept is None else kept)
+
+
+def test_base_models_get_a_worked_example_in_the_users_language_layout(retriever, hits):
+    from xlrag.chains.rag import base_model_messages
+
+    lib = PromptLibrary()
+    msgs, example = base_model_messages(lib, "de", QUESTION_DE, ["**Kopf** | Text", "Zwei"], "citation", None)
+    (_, system), (_, user) = msgs
+    assert lib.render("answer_language", "de") in system  # still told, in German, to answer in German
+    assert user.startswith(example) and "Frage: What is the capital of Germany?" in example
+    assert "<doc0> Kopf Text" in user  # markdown noise removed for the base model
+    assert user.endswith(f"Frage: {QUESTION_DE}\nCited Documents:")
+
+
+def test_citing_the_examples_doc_number_is_not_an_echo(retriever, hits):
+    from xlrag.chains.rag import base_model_messages
+
+    _, example = base_model_messages(PromptLibrary(), "en", QUESTION_EN, ["a", "b"], "citation", None)
+    st = state(retriever, hits)
+    st["instructions"] += "\n" + example
+    a = finalize(st, AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1> says 308."), None)
+    assert "prompt_echo" not in a.flags and [c.marker for c in a.citations] == [1]

@@ -65,6 +65,9 @@ def _first_answer(text: str) -> str:
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_MARKUP = re.compile(r"[*#|_]+|-{3,}")
+# A line made only of section headers and <docN> markers is structure, not a copy.
+_HEADER_WORDS = frozenset({"cited", "documents", "answer", "explanation", "chosen", "option"})
 _MARKER_WORD = re.compile(r"^doc\d*$")
 
 
@@ -101,6 +104,8 @@ def _drop_echo(raw: str, instructions_text: str) -> str:
     vocabulary = frozenset().union(*instructions)
 
     def copied(line: str) -> bool:
+        if _words(line) <= _HEADER_WORDS:
+            return False
         norm = " ".join(line.lower().split())
         if norm and (norm in exact or f"cited documents: {norm}" in exact):
             return True
@@ -181,6 +186,39 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
                           chosen_option=chosen, citations=citations, flags=flags)
 
 
+def _examples() -> dict[str, str]:
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("xlrag.prompts").joinpath("examples.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: list[str], fmt: str,
+                        options: list[str] | None) -> tuple[list[tuple[str, str]], str]:
+    """Messages for a base model: localized system + language instruction, one worked
+    example of the format, then the documents and question. Returns the messages and
+    the example text (an echo of it is not an answer either)."""
+    from xlrag.prompts import format_options
+
+    qlabel, alabel = prompts.render("question_label", lang), prompts.render("answer_label", lang)
+    example = _examples()[fmt].format(question_label=qlabel, answer_label=alabel)
+    system = f"{prompts.render('system', lang)}\n{prompts.render('answer_language', lang)}"
+    lines = [example, ""]
+    # Markdown bullets and table rules ("* * *", "|---|") send a small base model into
+    # repeating them; the words are what it needs.
+    lines += [f"<doc{i}> {' '.join(_MARKUP.sub(' ', d).split())}" for i, d in enumerate(docs)]
+    lines.append(f"{qlabel}: {question}")
+    if fmt == "mc":
+        lines += [format_options(options or []), f"{alabel}:"]
+    elif fmt == "citation":
+        lines.append("Cited Documents:")
+    else:
+        lines.append(f"{alabel}:")
+    return [("system", system), ("user", "\n".join(lines))], example
+
+
 def build_chain(
     retriever: CrossLingualRetriever | None,
     llm: Runnable,
@@ -191,11 +229,14 @@ def build_chain(
     prompts: PromptLibrary | None = None,
     attributor: PostHocAttributor | None = None,
     post_hoc: bool = True,
+    few_shot: bool | None = None,
 ) -> Runnable:
     """A Runnable answering with ``fmt`` over passages chosen by IR ``mode``.
 
     ``retriever=None`` or ``mode="no_ir"`` answers closed-book. Post-hoc citations
     use the retriever's embedder and stored vectors unless ``post_hoc=False``.
+    ``few_shot`` shows one worked example of the format before the real turn; by
+    default only base models (the local llama.cpp model) get it.
     """
     if fmt not in ("answer", "mc", "citation"):
         raise ConfigError(f"unknown answer format {fmt!r}; use answer, mc or citation")
@@ -244,18 +285,23 @@ def build_chain(
 
     def _messages(state: dict[str, Any]) -> dict[str, Any]:
         docs = [h.passage.text for h in state["hits"]]
-        lang = state["query"].lang or "en"
-        msgs = prompts.build_messages(lang, state["query"].text, docs or None, state["fmt"], state["options"])
-        return {**state, "messages": msgs, "instructions": instruction_text(prompts, lang, state["fmt"])}
+        lang, fmt = state["query"].lang or "en", state["fmt"]
+        instructions = instruction_text(prompts, lang, fmt)
+        if base_model and not (fmt == "citation" and state["options"]):
+            msgs, example = base_model_messages(prompts, lang, state["query"].text, docs, fmt, state["options"])
+            return {**state, "messages": msgs, "instructions": f"{instructions}\n{example}"}
+        msgs = prompts.build_messages(lang, state["query"].text, docs or None, fmt, state["options"])
+        return {**state, "messages": msgs, "instructions": instructions}
 
     kind = getattr(llm, "_llm_type", "")
+    base_model = kind == "xlrag-llama-cpp" if few_shot is None else few_shot
 
     def _stops(lang: str, fmt: str) -> list[str]:
         # A base model does not stop by itself: it starts the next "Question:" in the
         # prompt's own language, or pads with blank lines. Chat models need none of this.
         labels = [prompts.render(role, lang) for role in ("question_label", "documents_label")]
         stops = [f"\n{label}:" for label in labels] + [f"\n{label} :" for label in labels]
-        return stops + (["\n\n"] if fmt in ("answer", "mc") else ["\n\n\n"])
+        return [*stops, "\n\n", "\n<doc"]
 
     def _request(state: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
         """Messages and kwargs; vendors with native grounding also get the passages as documents."""
