@@ -37,7 +37,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import convert_to_messages
 
 from xlrag.chains.llms import build_llm, render_prompt
-from xlrag.chains.rag import build_chain
+from xlrag.chains.rag import base_model_messages, build_chain
 from xlrag.config import LLMConfig, SplitterConfig
 from xlrag.demo import demo_embedder
 from xlrag.detect import LinguaDetector
@@ -231,7 +231,9 @@ def spread(questions: dict[str, list[dict]], n: int) -> list[dict]:
 
 
 def rebuilt_prompt(ans) -> str:
-    msgs = PromptLibrary().build_messages(ans.lang, ans.question, [h.passage.text for h in ans.passages], "answer")
+    # The local model is a base model: the chain shows it a worked example first.
+    msgs, _ = base_model_messages(PromptLibrary(), ans.lang, ans.question,
+                                  [h.passage.text for h in ans.passages], "answer", None)
     return render_prompt(convert_to_messages(msgs))
 
 
