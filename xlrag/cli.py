@@ -310,7 +310,7 @@ def _print_answer(answer: Any) -> None:
     if not answer.citations:
         return
     table = Table(title="citations")
-    for col, width in (("doc", 5), ("source", 8), ("lang", 4), ("document", 12)):
+    for col, width in (("doc", 7), ("source", 8), ("lang", 4), ("document", 12)):
         table.add_column(col, no_wrap=True, min_width=width)
     table.add_column("snippet", no_wrap=True)
     room = max(20, out.width - 50)
