@@ -191,7 +191,7 @@ def _examples() -> dict[str, str]:
 
     import yaml
 
-    text = resources.files("xlrag.prompts").joinpath("examples.yaml").read_text(encoding="utf-8")
+    text = resources.files("xlrag.prompts").joinpath("fewshot", "examples.yaml").read_text(encoding="utf-8")
     return yaml.safe_load(text)
 
 
