@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from langchain_core.runnables import Runnable, RunnableLambda
@@ -186,7 +187,9 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
                           chosen_option=chosen, citations=citations, flags=flags)
 
 
+@lru_cache(maxsize=1)
 def _examples() -> dict[str, str]:
+    # Package data that never changes at run time: read once, not on every chain call.
     from importlib import resources
 
     import yaml
