@@ -23,6 +23,7 @@ __all__ = [
     "RerankConfig",
     "RetrievalConfig",
     "SplitterConfig",
+    "StoreConfig",
     "XlragConfig",
     "load_config",
 ]
@@ -83,6 +84,18 @@ class RerankConfig(_Section):
     base_url: str | None = None
 
 
+class StoreConfig(_Section):
+    """Where the language stores live: Chroma files under ``index_dir``, or a Chroma server."""
+
+    kind: Literal["persistent", "http"] = Field(
+        "persistent", description="persistent: Chroma files in index_dir/chroma; http: a Chroma server (chroma run)"
+    )
+    host: str = Field("localhost", description="Chroma server host (kind: http)")
+    port: int = Field(8000, ge=1, le=65535, description="Chroma server port (kind: http)")
+    ssl: bool = Field(False, description="use https to reach the Chroma server")
+    headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers, e.g. auth tokens")
+
+
 class LLMConfig(_Section):
     provider: str = Field("local", description="registry name: local, openai, anthropic, cohere, mistral")
     model: str | None = Field(None, description="vendor model id; None picks the provider default")
@@ -94,6 +107,15 @@ class LLMConfig(_Section):
     retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors")
     n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
     n_threads: int | None = Field(None, description="threads for the local model (default: all cores)")
+    model_path: Path | None = Field(
+        None, description="local provider: any GGUF file to load instead of a catalogue entry"
+    )
+    chat_format: str | None = Field(
+        None, description="local provider: llama.cpp chat format for model_path (None: from the GGUF)"
+    )
+    few_shot: bool | None = Field(
+        None, description="show one worked example of the answer format; None: the model profile's measured default"
+    )
 
     @classmethod
     def parse_spec(cls, spec: str, base: LLMConfig | None = None) -> LLMConfig:
@@ -116,6 +138,7 @@ class XlragConfig(BaseSettings):
     splitter: SplitterConfig = Field(default_factory=SplitterConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @classmethod

@@ -14,7 +14,9 @@ __all__ = [
     "CorpusRowError",
     "EmbedderMismatchError",
     "EmptyQueryError",
+    "IndexCorruptError",
     "IndexDirError",
+    "IndexLockedError",
     "IndexNotFoundError",
     "MissingAPIKeyError",
     "MissingDependencyError",
@@ -107,6 +109,28 @@ class EmbedderMismatchError(IndexDirError):
             f"index {path} was built with embedder {index_embedder!r} ({index_dim}-d) but "
             f"{embedder!r} ({dim}-d) was given; open it with --embedder matching the index, "
             f"or rebuild it into a new --index-dir"
+        )
+
+
+class IndexCorruptError(IndexDirError):
+    """The index's files are damaged or missing: never answered as an empty result."""
+
+    def __init__(self, path: Path | str, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(
+            f"index {path} is damaged ({why}); run 'xlrag check --repair --index-dir {path}' "
+            f"or rebuild it with 'xlrag index --rebuild --corpus FILE --index-dir {path}'"
+        )
+
+
+class IndexLockedError(IndexDirError):
+    """Another process is writing to the index."""
+
+    def __init__(self, path: Path | str, holder: str):
+        self.path, self.holder = Path(path), holder
+        super().__init__(
+            f"index {path} is being written by another process ({holder}); wait for it to finish "
+            f"(drop --no-wait to queue behind it), or stop that process"
         )
 
 

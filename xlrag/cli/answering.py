@@ -1,0 +1,87 @@
+"""`xlrag ask` and `xlrag demo`: grounded answers with <docN> citations."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
+from xlrag.errors import XlragError
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="the question, in any language")],
+    index_dir: IndexDirOpt = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode (no_ir answers closed-book)")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="citation, answer or mc")] = "citation",
+    options: Annotated[list[str] | None, typer.Option("--options", "-o", help="an answer option (repeat for each)")] = None,
+    k: Annotated[int | None, typer.Option("-k", help="passages shown to the LLM")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    lang: Annotated[str | None, typer.Option(help="the question's language (detected if omitted)")] = None,
+    relevant_langs: Annotated[str | None, typer.Option(help="comma-separated languages for rel_langs")] = None,
+    target_lang: Annotated[str | None, typer.Option(help="language for swap_docs / oracle_lang")] = None,
+    embedder: EmbedderOpt = None,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the GroundedAnswer as JSON")] = False,
+) -> None:
+    """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
+    from xlrag.chains.llms import build_llm
+    from xlrag.chains.rag import build_chain
+    from xlrag.config import LLMConfig
+    from xlrag.errors import ConfigError, EmptyQueryError
+    from xlrag.indexes.retriever import CrossLingualRetriever
+
+    try:
+        if not question.strip():
+            raise EmptyQueryError()
+        if fmt not in ("citation", "answer", "mc"):
+            raise ConfigError(f"unknown --format {fmt!r}; use citation, answer or mc")
+        retrieval: dict[str, Any] = {"mode": mode} if mode else {}
+        if k:
+            retrieval["k"] = k
+        cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
+        if embedder:
+            cfg.embedder.name = embedder
+        if llm:
+            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        chat = build_llm(cfg.llm)
+        retriever = None if cfg.retrieval.mode == "no_ir" else CrossLingualRetriever.from_config(cfg)
+        chain = build_chain(retriever, chat, fmt=fmt, mode=cfg.retrieval.mode)
+        inputs: dict[str, Any] = {"question": question, "lang": lang, "relevant_langs": _csv(relevant_langs) or None,
+                                  "target_lang": target_lang, "options": options or None}
+        answer = chain.invoke({k_: v for k_, v in inputs.items() if v is not None})
+    except XlragError as e:
+        _fail(e)
+    if as_json:
+        out.print_json(answer.model_dump_json())
+        return
+    print_answer(answer)
+
+
+def print_answer(answer: Any) -> None:
+    from xlrag.languages import display_name
+
+    out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {answer.model}")
+    if answer.chosen_option is not None:
+        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {answer.chosen_option}", highlight=False)
+    out.print(f"[bold]answer:[/] {answer.answer or '—'}", highlight=False)
+    if answer.explanation:
+        out.print(f"[bold]explanation:[/] {answer.explanation}", highlight=False)
+    if answer.flags:
+        out.print(f"[yellow]flags:[/] {', '.join(answer.flags)}", highlight=False)
+    if not answer.citations:
+        return
+    table = Table(title="citations")
+    for col, width in (("doc", 7), ("source", 8), ("lang", 4), ("document", 12)):
+        table.add_column(col, no_wrap=True, min_width=width)
+    table.add_column("snippet", no_wrap=True)
+    room = max(20, out.width - 50)
+    for c in answer.citations:
+        hit = answer.passages[c.marker] if c.valid else None
+        flat = " ".join(hit.passage.text.split()) if hit else "(no such document)"
+        table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", c.doc_id or "",
+                      flat if len(flat) <= room else flat[: room - 1] + "…")
+    out.print(table)
