@@ -18,11 +18,11 @@ demo: $(STAMP)
 	$(VENV)/bin/xlrag demo --index-dir .demo-index
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check xlrag tests benchmarks
+	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
 	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q --durations=10
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check xlrag tests benchmarks
+	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
 
 bench: $(STAMP)
 	$(PY) benchmarks/indexing.py

