@@ -47,3 +47,24 @@ def test_import_is_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_every_registry_kind_has_a_provider():
+    # A kind nothing registers is dead surface: config would accept it and fail later.
+    from typing import get_args
+
+    from xlrag import registry
+
+    kinds = get_args(registry.Kind)
+    assert set(kinds) == set(registry._BUILTIN_MODULES)
+    for kind in kinds:
+        assert registry.available(kind), kind
+
+
+def test_module_all_lists_resolve():
+    import xlrag.languages
+    import xlrag.registry
+
+    for module in (xlrag.languages, xlrag.registry):
+        for name in module.__all__:
+            assert callable(getattr(module, name)) or name == "Kind", (module.__name__, name)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from xlrag.errors import UnknownLanguageError
 
-__all__ = ["LangCode", "display_name", "is_known", "native_name", "normalize", "normalize_code"]
+__all__ = ["LangCode", "display_name", "native_name", "normalize", "normalize_code"]
 
 # Codes seen in real multilingual datasets that are not BCP 47: BorderLines and
 # several MT corpora write Chinese as zhs/zht.
@@ -51,14 +51,6 @@ def normalize(code: str) -> LangCode:
 def normalize_code(code: str) -> str:
     """Just the normalised language code (``'zh-Hant'`` → ``'zh'``)."""
     return normalize(code).code
-
-
-def is_known(code: str) -> bool:
-    try:
-        normalize(code)
-    except UnknownLanguageError:
-        return False
-    return True
 
 
 @lru_cache(maxsize=1024)

@@ -17,14 +17,13 @@ from xlrag.errors import MissingAPIKeyError, MissingDependencyError, UnknownProv
 
 __all__ = ["Kind", "api_key", "available", "create", "register", "require"]
 
-Kind = Literal["embedder", "reranker", "llm", "judge", "translator"]
+Kind = Literal["embedder", "reranker", "llm", "translator"]
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "embedder": ("xlrag.indexes.embedders",),
     "reranker": ("xlrag.indexes.rerank",),
     "llm": ("xlrag.chains.llms",),
-    "judge": (),
     "translator": ("xlrag.chains.translator",),
 }
 _loaded: set[str] = set()

@@ -16,7 +16,7 @@ from xlrag.languages import native_name, normalize_code
 from xlrag.prompts import PromptLibrary
 from xlrag.registry import register
 
-__all__ = ["LLMTranslator", "build_translator"]
+__all__ = ["LLMTranslator"]
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +68,3 @@ def _llm_translator(cfg: LLMConfig | None = None, prompts: PromptLibrary | None 
     # The model loads on the first translation, so a retriever that never uses the
     # translate mode never pays for it.
     return CachedTranslator(LLMTranslator(prompts=prompts, config=cfg or LLMConfig()))
-
-
-def build_translator(cfg: LLMConfig | None = None, prompts: PromptLibrary | None = None) -> CachedTranslator:
-    from xlrag.registry import create
-
-    return create("translator", "llm", cfg, prompts)
