@@ -24,6 +24,16 @@ def _fail(e: Exception) -> NoReturn:
     raise typer.Exit(code=2)
 
 
+def warn(message: str, label: str = "warning") -> None:
+    """One line on stderr; ``message`` is printed verbatim (corpus rows and notes hold ``[...]``)."""
+    err.print(f"[yellow]{escape(label)}:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def info(message: str) -> None:
+    """One line of dynamic text on stdout, verbatim: no markup, no highlighting."""
+    out.print(message, markup=False, highlight=False, soft_wrap=True)
+
+
 def _config(config: Path | None, **overrides: Any):
     from xlrag.config import load_config
 

@@ -1,0 +1,82 @@
+"""CLI messages print dynamic text verbatim: rich markup must not eat ``[...]``.
+
+With a vendor extra missing, the error must say ``pip install 'xlrag[openai]'``;
+rich once turned that into ``pip install 'xlrag'``. Each vendor integration is
+made unimportable in-process (a ``None`` entry in ``sys.modules`` is how Python
+marks a module as not importable), then the CLI runs the command that needs it.
+"""
+
+import os
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import TEST_DATA
+from xlrag.cli import app
+from xlrag.cli._app import info, warn
+
+runner = CliRunner()
+QUESTION = "How many points did the Panthers defense surrender?"
+
+# (extra, integration module that registry.require() checks, how the CLI reaches it)
+LLMS = [
+    ("openai", "langchain_openai", "openai:gpt-4o-mini"),
+    ("anthropic", "langchain_anthropic", "anthropic:claude-3-5-haiku-latest"),
+    ("cohere", "langchain_cohere", "cohere:command-r"),
+    ("mistral", "langchain_mistralai", "mistral:mistral-small-latest"),
+]
+EMBEDDERS = [
+    ("openai", "llama_index.embeddings.openai", "openai"),
+    ("cohere", "llama_index.embeddings.cohere", "cohere"),
+    ("mistral", "llama_index.embeddings.mistralai", "mistral"),
+]
+
+
+def one_error_line(result) -> str:
+    lines = [x for x in result.output.strip().splitlines() if x.strip()]
+    assert result.exit_code == 2, result.output
+    assert len(lines) == 1, result.output  # one line, no traceback
+    assert lines[0].startswith("error:"), result.output
+    return lines[0]
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path, monkeypatch):
+    # No ./xlrag.yaml or XLRAG_* variable of the caller's may change what runs.
+    monkeypatch.chdir(tmp_path)
+    for var in [v for v in os.environ if v.startswith("XLRAG_")]:
+        monkeypatch.delenv(var)
+
+
+@pytest.mark.parametrize(("extra", "module", "spec"), LLMS, ids=[x[0] for x in LLMS])
+def test_missing_llm_extra_names_it(extra, module, spec, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)
+    # no_ir needs no index, so the LLM is the first thing that can fail.
+    line = one_error_line(runner.invoke(app, ["ask", "--mode", "no_ir", "--llm", spec, QUESTION]))
+    assert f"pip install 'xlrag[{extra}]'" in line
+
+
+@pytest.mark.parametrize(("extra", "module", "name"), EMBEDDERS, ids=[x[0] for x in EMBEDDERS])
+def test_missing_embedder_extra_names_it(extra, module, name, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, module, None)
+    res = runner.invoke(app, ["index", "--corpus", str(TEST_DATA / "bad" / "corpus.csv"),
+                              "--index-dir", str(tmp_path / "ix"), "--embedder", name])
+    assert f"pip install 'xlrag[{extra}]'" in one_error_line(res)
+
+
+def test_missing_reranker_extra_names_it(xquad_index, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_index.postprocessor.cohere_rerank", None)
+    cfg = tmp_path / "xlrag.yaml"
+    cfg.write_text("rerank:\n  name: cohere\n", encoding="utf-8")
+    res = runner.invoke(app, ["retrieve", "--index-dir", str(xquad_index), "--config", str(cfg), QUESTION])
+    assert "pip install 'xlrag[cohere]'" in one_error_line(res)
+
+
+def test_helpers_print_brackets_verbatim(capsys):
+    text = "line 3: [citation needed] [bold]x[/bold] pip install 'xlrag[openai]'"
+    warn(text, label="skipped")
+    info(text)
+    captured = capsys.readouterr()
+    assert captured.err.strip() == f"skipped: {text}"
+    assert captured.out.strip() == text
