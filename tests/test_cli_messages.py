@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import TEST_DATA
 from xlrag.cli import app
-from xlrag.cli._app import info, warn
+from xlrag.cli._app import echo, warn
 
 runner = CliRunner()
 QUESTION = "How many points did the Panthers defense surrender?"
@@ -76,7 +76,7 @@ def test_missing_reranker_extra_names_it(xquad_index, tmp_path, monkeypatch):
 def test_helpers_print_brackets_verbatim(capsys):
     text = "line 3: [citation needed] [bold]x[/bold] pip install 'xlrag[openai]'"
     warn(text, label="skipped")
-    info(text)
+    echo(text)
     captured = capsys.readouterr()
     assert captured.err.strip() == f"skipped: {text}"
     assert captured.out.strip() == text

@@ -29,7 +29,7 @@ def warn(message: str, label: str = "warning") -> None:
     err.print(f"[yellow]{escape(label)}:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-def info(message: str) -> None:
+def echo(message: str) -> None:
     """One line of dynamic text on stdout, verbatim: no markup, no highlighting."""
     out.print(message, markup=False, highlight=False, soft_wrap=True)
 
