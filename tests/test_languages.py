@@ -46,3 +46,19 @@ def test_lingua_detects_real_questions():
 
 def test_candidate_restriction_helps_short_text():
     assert LinguaDetector(["en", "ar"]).detect("visa") == "en"
+
+
+def test_vendored_borderlines_codes_come_from_normalize():
+    # scripts/build_vendor.py derives each query's lang/script from normalize(); a
+    # hand-kept code map there would drift from what xlrag stores and searches.
+    import json
+    from pathlib import Path
+
+    import xlrag
+
+    path = Path(xlrag.__file__).parent / "data" / "borderlines" / "territories.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    pairs = {(q["upstream_code"], q["lang"], q["script"]) for r in rows for q in r["queries"].values()}
+    assert {"zhs", "zht"} <= {code for code, _, _ in pairs}
+    for code, lang, script in pairs:
+        assert tuple(normalize(code)) == (lang, script), code
