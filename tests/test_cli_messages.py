@@ -80,3 +80,39 @@ def test_helpers_print_brackets_verbatim(capsys):
     captured = capsys.readouterr()
     assert captured.err.strip() == f"skipped: {text}"
     assert captured.out.strip() == text
+
+
+# Corpus text and row errors reach tables and warnings in the command modules.
+# xfail(strict) until their owners escape them (suggested patch in the markup audit);
+# then these pass, strict turns that into a failure, and the marker must go.
+PENDING = pytest.mark.xfail(strict=True, reason="command modules still print corpus text as rich markup")
+
+
+@pytest.fixture(scope="module")
+def bracket_index(tmp_path_factory):
+    import json
+
+    d = tmp_path_factory.mktemp("brackets")
+    rows = [
+        {"id": "d1", "lang": "en", "text": "[openai] The Panthers defense gave up 308 points."},
+        {"id": "d2", "lang": "en", "text": "Kosovo declared independence in 2008 [citation needed]."},
+        {"id": "d3", "lang": "xx[weird]", "text": "A row with a bad language code."},
+    ]
+    (d / "c.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    res = runner.invoke(app, ["index", "-c", str(d / "c.jsonl"), "-i", str(d / "ix"), "--skip-bad"])
+    assert res.exit_code == 0, res.output
+    return d / "ix", res.output
+
+
+@PENDING
+def test_skipped_row_keeps_brackets(bracket_index):
+    _, output = bracket_index
+    assert "xx[weird]" in output
+
+
+@PENDING
+def test_retrieve_table_keeps_brackets(bracket_index):
+    res = runner.invoke(app, ["retrieve", "-i", str(bracket_index[0]), "-k", "2", "--mode", "qlang",
+                              "--lang", "en", "How many points did the Panthers defense surrender?"])
+    assert res.exit_code == 0, res.output
+    assert "[openai]" in res.output
