@@ -13,8 +13,12 @@ never the shared source data, so the pack always matches what the wheel ships.
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
+
+# Run from a checkout, the script uses that checkout's xlrag, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xlrag.demo import DEMO_CORPORA, DEMO_SPLITTER, PACK
 from xlrag.indexes.corpus import load_corpus

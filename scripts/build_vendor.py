@@ -2,9 +2,8 @@
 """Build the vendored data excerpts shipped with xlrag.
 
 Reads the shared source data (default ``../shared/data`` next to the repository
-root) once and writes
-small, attributed excerpts so that xlrag never needs the shared folder at run
-time:
+root) once and writes small, attributed excerpts so that xlrag never needs the
+shared folder at run time:
 
 * ``xlrag/data/travel/``      Travel (Amiraz et al. 2025), CC BY 4.0
 * ``xlrag/data/xquad/``       XQuAD (Artetxe et al. 2020), CC BY-SA 4.0
@@ -34,7 +33,11 @@ import json
 import random
 import re
 import shutil
+import sys
 from pathlib import Path
+
+# Run from a checkout, the script uses that checkout's xlrag, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from xlrag.languages import normalize
 
