@@ -94,6 +94,9 @@ class StoreConfig(_Section):
     port: int = Field(8000, ge=1, le=65535, description="Chroma server port (kind: http)")
     ssl: bool = Field(False, description="use https to reach the Chroma server")
     headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers, e.g. auth tokens")
+    name: str | None = Field(
+        None, description="index name on the server (kind: http): namespaces its collections; default: the index_dir folder name"
+    )
 
 
 class LLMConfig(_Section):

@@ -1,4 +1,4 @@
-"""`xlrag index` and `xlrag info`: building and inspecting an index."""
+"""`xlrag index`, `info`, `check` and `delete`: building, inspecting, verifying and editing an index."""
 
 from __future__ import annotations
 
@@ -9,8 +9,25 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _fail, app, err, out
+from xlrag.cli._app import (
+    ConfigOpt,
+    EmbedderOpt,
+    IndexDirOpt,
+    _config,
+    _fail,
+    app,
+    echo,
+    err,
+    out,
+    warn,
+)
 from xlrag.errors import XlragError
+
+NoWaitOpt = Annotated[bool, typer.Option("--no-wait", help="fail at once if another process is writing the index")]
+
+
+def _waiting(message: str) -> None:
+    warn(message, "waiting")
 
 
 @app.command()
@@ -21,9 +38,16 @@ def index(
     fields: Annotated[str | None, typer.Option("--fields", help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
     chunk_size: Annotated[int | None, typer.Option(help="passage length in tokenizer units")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="skip malformed rows and report them")] = False,
+    source: Annotated[str | None, typer.Option("--source", help="source name (default: the corpus file's path); re-indexing a source prunes documents gone from it")] = None,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
+    no_wait: NoWaitOpt = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Index a corpus into language-tagged stores (idempotent, resumable)."""
+    """Index a corpus into language-tagged stores (idempotent, resumable).
+
+    The index is made to match the corpus, per source: documents gone from the
+    file are removed, edited ones replaced, other sources left alone.
+    """
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -49,7 +73,9 @@ def index(
                 bar.update(task, completed=done, total=total, lang=lang)
 
             report = build_index(corpus, cfg.index_dir, embedder_config=cfg.embedder, splitter=cfg.splitter,
-                                 fields=FieldMap.parse(fields), skip_bad=skip_bad, progress=progress)
+                                 fields=FieldMap.parse(fields), skip_bad=skip_bad, progress=progress,
+                                 source=source, store=cfg.store, rebuild=rebuild, wait=not no_wait,
+                                 on_wait=_waiting)
     except XlragError as e:
         _fail(e)
     for row in report.skipped_rows:
@@ -58,11 +84,18 @@ def index(
         f"indexed {report.documents} documents → {report.passages} passages into {report.index_dir}: "
         f"{report.added} added, {report.already_present} already present"
         + (f", {report.removed_stale} stale removed" if report.removed_stale else "")
+        + (f" ({len(report.pruned_documents)} documents gone from the source)" if report.pruned_documents else "")
         + (f", {len(report.skipped_rows)} bad rows skipped" if report.skipped_rows else "")
         + f" ({report.seconds:.1f}s)",
         highlight=False,
     )
     counts_table(report.per_language, report.embedder)
+    if report.check is not None:
+        c = report.check
+        line = (f"quick check: {c.vectors_checked} new vectors present, {len(c.missing_vectors)} missing, "
+                f"{len(c.duplicates)} duplicates across stores, {len(c.misplaced)} misplaced, "
+                f"{len(c.stale_documents)} stale documents (full check: xlrag check)")
+        (echo if c.ok else lambda m: warn(m, "check"))(line)
 
 
 def counts_table(counts: dict[str, int], embedder: str, status: str | None = None) -> None:
@@ -86,7 +119,7 @@ def info(index_dir: IndexDirOpt = None, config: ConfigOpt = None,
 
     try:
         cfg = _config(config, index_dir=index_dir)
-        stores = LanguageStores.open(cfg.index_dir)
+        stores = LanguageStores.open(cfg.index_dir, store=cfg.store)
         counts = stores.counts()
     except XlragError as e:
         _fail(e)
@@ -98,3 +131,68 @@ def info(index_dir: IndexDirOpt = None, config: ConfigOpt = None,
     counts_table(counts, f"{m.embedder} ({m.dim}-d)", m.status)
 
 
+@app.command()
+def check(
+    index_dir: IndexDirOpt = None,
+    repair: Annotated[bool, typer.Option("--repair", help="re-embed missing vectors, remove duplicates, misplaced copies, old versions and orphans")] = False,
+    sample: Annotated[int, typer.Option("--sample", min=0, help="passages checked to retrieve themselves at rank 1")] = 20,
+    embedder: EmbedderOpt = None,
+    no_wait: NoWaitOpt = False,
+    config: ConfigOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
+) -> None:
+    """Verify an index: every passage has its vector, counts match, no passage in two stores or
+    in the wrong one, no stale versions, a sample retrieves itself at rank 1.
+
+    Exit code 0 when clean, 1 when problems remain (after --repair, if given), 2 on errors.
+    """
+    from xlrag.indexes.integrity import check_index, repair_index
+    from xlrag.indexes.store import LanguageStores
+
+    try:
+        cfg = _config(config, index_dir=index_dir)
+        if embedder:
+            cfg.embedder.name = embedder
+        if repair:
+            report = repair_index(cfg.index_dir, embedder_config=cfg.embedder, store=cfg.store, sample=sample,
+                                  wait=not no_wait, on_wait=_waiting)
+        else:
+            report = check_index(LanguageStores.open(cfg.index_dir, store=cfg.store, verify=False), sample=sample)
+    except XlragError as e:
+        _fail(e)
+    if as_json:
+        out.print_json(json.dumps({**report.model_dump(), "problems": report.problems, "ok": report.ok}))
+    else:
+        for what, n in report.repaired.items():
+            echo(f"repaired: {n} {what}")
+        for label, items in (("vector files lost", report.lost_stores), ("missing vector", report.missing_vectors), ("duplicate", report.duplicates),
+                             ("misplaced", report.misplaced), ("stale document", report.stale_documents),
+                             ("orphan", report.orphans), ("count mismatch", report.count_mismatches),
+                             ("not rank 1 for its own vector", report.self_miss)):
+            for item in items[:10]:
+                warn(item, label)
+            if len(items) > 10:
+                warn(f"... and {len(items) - 10} more", label)
+        if report.unfinished:
+            warn(f"status {report.status}: a write run did not finish; rerun 'xlrag index' for its corpus", "unfinished")
+        echo(("ok: " if report.ok else f"{report.problems} problems: ") + report.summary())
+    if not report.ok:
+        raise typer.Exit(code=1)
+
+
+@app.command()
+def delete(
+    doc_id: Annotated[list[str], typer.Option("--doc-id", help="document id to remove (repeatable)")],
+    index_dir: IndexDirOpt = None,
+    no_wait: NoWaitOpt = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Remove documents (all their passages, from every store) from an index."""
+    from xlrag.indexes.indexer import delete_documents
+
+    try:
+        cfg = _config(config, index_dir=index_dir)
+        report = delete_documents(cfg.index_dir, doc_id, store=cfg.store, wait=not no_wait, on_wait=_waiting)
+    except XlragError as e:
+        _fail(e)
+    echo(f"deleted {len(report.documents)} documents ({report.removed} passages) from {report.index_dir}")

@@ -71,7 +71,7 @@ class CrossLingualRetriever:
     @classmethod
     def from_config(cls, config: XlragConfig, index_dir: str | Path | None = None, **kwargs: Any) -> CrossLingualRetriever:
         embedder = kwargs.pop("embedder", None) or build_embedder(config.embedder)
-        stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim)
+        stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
         detector = kwargs.pop("detector", None) or LinguaDetector(r.detect_candidates)
         if kwargs.get("translator") is None:

@@ -1,33 +1,40 @@
 """Language-tagged ChromaDB stores: one cosine collection per language.
 
-The index directory holds ``xlrag-index.json`` (the manifest: embedder name and
-dimension, languages, splitter settings, build status) and ``chroma/``. Chroma's
-default embedding function is never used: vectors always come from xlrag's
-embedder, so nothing is downloaded and an index cannot be searched with vectors
-from another model.
+An index is a manifest (embedder name and dimension, splitter settings, build
+status) plus one collection per language, on local Chroma files or a Chroma
+server (see :mod:`xlrag.indexes.chroma`). Chroma's default embedding function
+is never used: vectors always come from xlrag's embedder, so nothing is
+downloaded and an index cannot be searched with vectors from another model.
+
+Every passage carries its document's ``source`` (corpus file or name) and
+fingerprint in its metadata; the fingerprint is part of the passage id, so an
+edited document (text, lang, title, metadata or source) gets new ids and its
+old passages are found and removed, from every store.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from xlrag.errors import EmbedderMismatchError, IndexDirError, IndexNotFoundError
+from xlrag.config import StoreConfig
+from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError, IndexNotFoundError
+from xlrag.indexes.chroma import MANIFEST, Backend, guard, verify_files
 from xlrag.schema import Passage
 
-__all__ = ["IndexManifest", "LanguageStores", "StoreResult"]
+__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreResult"]
 
-MANIFEST = "xlrag-index.json"
-FORMAT_VERSION = 1
-_PREFIX = "xlrag_"
+# 2: passage ids include the document fingerprint; metadata holds source and fp;
+# collections are named xlrag.<index>.<lang>.
+FORMAT_VERSION = 2
+_PAGE = 2000
 
 
 class IndexManifest(BaseModel):
@@ -35,7 +42,8 @@ class IndexManifest(BaseModel):
     embedder: str
     dim: int
     splitter: dict[str, Any] = Field(default_factory=dict)
-    status: str = "building"  # "building" until a build run finishes
+    status: str = "building"  # "building" while (or if a crash stopped) a write run
+    counts: dict[str, int] = Field(default_factory=dict, description="passages per store after the last write")
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     updated: str | None = None
 
@@ -49,20 +57,9 @@ class StoreResult(BaseModel):
     scores: list[float]
 
 
-def _client(path: Path):
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    import chromadb
-    from chromadb.config import Settings
-
-    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
-
-
-def _collection_name(lang: str) -> str:
-    return f"{_PREFIX}{lang.replace('-', '_')}"
-
-
-def _metadata_for(p: Passage) -> dict[str, Any]:
-    meta: dict[str, Any] = {"doc_id": p.doc_id, "lang": p.lang, "position": p.position}
+def metadata_for(p: Passage, source: str, fingerprint: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"doc_id": p.doc_id, "lang": p.lang, "position": p.position,
+                            "source": source, "fp": fingerprint}
     if p.title:
         meta["title"] = p.title
     if p.metadata:
@@ -70,7 +67,7 @@ def _metadata_for(p: Passage) -> dict[str, Any]:
     return meta
 
 
-def _passage_from(pid: str, doc: str, meta: dict[str, Any]) -> Passage:
+def passage_from(pid: str, doc: str, meta: dict[str, Any]) -> Passage:
     return Passage(
         id=pid,
         doc_id=str(meta["doc_id"]),
@@ -83,49 +80,81 @@ def _passage_from(pid: str, doc: str, meta: dict[str, Any]) -> Passage:
 
 
 class LanguageStores:
-    """An index directory: opened (``open``) or created (``create``)."""
+    """An index: opened (``open``, read side) or created (``create``, write side)."""
 
-    def __init__(self, index_dir: Path, manifest: IndexManifest):
+    def __init__(self, index_dir: Path, manifest: IndexManifest, store: StoreConfig | None = None):
         self.index_dir = Path(index_dir)
         self.manifest = manifest
-        self._client = _client(self.index_dir / "chroma")
+        self.store = store or StoreConfig()
+        self.backend = Backend(self.index_dir, self.store)
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
 
+    @property
+    def complete(self) -> bool:
+        """False while a write runs, or when one was stopped half-way: results may be partial."""
+        return self.manifest.status == "complete"
+
     # -- opening -----------------------------------------------------------------
     @classmethod
-    def open(cls, index_dir: str | Path, embedder: str | None = None, dim: int | None = None) -> LanguageStores:
-        """Open an existing index; refuse it if ``embedder``/``dim`` do not match the manifest."""
-        index_dir = Path(index_dir)
-        if not index_dir.is_dir():
-            raise IndexNotFoundError(index_dir, "no such directory")
-        mpath = index_dir / MANIFEST
-        if not mpath.exists():
-            raise IndexNotFoundError(index_dir)
-        try:
-            manifest = IndexManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
-        except ValueError as e:
-            raise IndexDirError(f"{mpath} is unreadable ({e}); rebuild the index") from None
-        if manifest.format != FORMAT_VERSION:
-            raise IndexDirError(f"{index_dir} uses index format {manifest.format}; this xlrag reads {FORMAT_VERSION}; rebuild it")
+    def open(cls, index_dir: str | Path, embedder: str | None = None, dim: int | None = None,
+             *, store: StoreConfig | None = None, verify: bool = True) -> LanguageStores:
+        """Open an existing index; refuse it if damaged or if ``embedder``/``dim`` do not match."""
+        index_dir, store = Path(index_dir), store or StoreConfig()
+        if store.kind == "persistent":
+            if index_dir.exists() and not index_dir.is_dir():
+                raise IndexNotFoundError(index_dir, "it is a file, not a directory")
+            if not index_dir.is_dir():
+                raise IndexNotFoundError(index_dir, "no such directory")
+        backend = Backend(index_dir, store)
+        text = backend.read_manifest()
+        if text is None:
+            if store.kind == "persistent" and (index_dir / "chroma").exists():
+                raise IndexCorruptError(index_dir, f"{MANIFEST} is missing but chroma/ holds stores")
+            raise IndexNotFoundError(index_dir if store.kind == "persistent" else backend.where)
+        manifest = cls._parse(index_dir, text)
+        if verify and store.kind == "persistent":
+            verify_files(index_dir)
         cls._check(index_dir, manifest, embedder, dim)
-        return cls(index_dir, manifest)
+        return cls(index_dir, manifest, store)
+
+    @staticmethod
+    def _parse(index_dir: Path, text: str) -> IndexManifest:
+        try:
+            raw = json.loads(text)
+            version = raw.get("format") if isinstance(raw, dict) else None
+            if version is not None and version != FORMAT_VERSION:
+                raise IndexDirError(
+                    f"{index_dir} uses index format {version}; this xlrag reads format {FORMAT_VERSION}; "
+                    f"rebuild it with 'xlrag index --rebuild --corpus FILE --index-dir {index_dir}'"
+                )
+            return IndexManifest.model_validate(raw)
+        except (ValueError, ValidationError) as e:
+            if isinstance(e, IndexDirError):
+                raise
+            raise IndexCorruptError(index_dir, f"{MANIFEST} is unreadable: {str(e).splitlines()[0][:120]}") from None
 
     @classmethod
-    def create(cls, index_dir: str | Path, embedder: str, dim: int, splitter: dict[str, Any] | None = None) -> LanguageStores:
-        """Open ``index_dir`` for writing, creating it if needed (same embedder required)."""
-        index_dir = Path(index_dir)
-        mpath = index_dir / MANIFEST
-        if mpath.exists():
-            stores = cls.open(index_dir, embedder, dim)
-            return stores
-        if index_dir.exists() and any(index_dir.iterdir()):
-            raise IndexDirError(
-                f"{index_dir} exists, is not empty and is not an xlrag index; choose a new --index-dir"
-            )
-        index_dir.mkdir(parents=True, exist_ok=True)
-        manifest = IndexManifest(embedder=embedder, dim=dim, splitter=splitter or {})
-        stores = cls(index_dir, manifest)
+    def create(cls, index_dir: str | Path, embedder: str, dim: int, splitter: dict[str, Any] | None = None,
+               *, store: StoreConfig | None = None) -> LanguageStores:
+        """Open ``index_dir`` for writing, creating it if needed (same embedder required).
+
+        Call it holding the :class:`~xlrag.indexes.lock.WriterLock`.
+        """
+        index_dir, store = Path(index_dir), store or StoreConfig()
+        backend = Backend(index_dir, store)
+        if backend.read_manifest() is not None:
+            return cls.open(index_dir, embedder, dim, store=store)
+        if store.kind == "persistent":
+            leftovers = [p for p in index_dir.iterdir() if not p.name.startswith(".xlrag-write")] if index_dir.is_dir() else []
+            if leftovers:
+                raise IndexDirError(
+                    f"{index_dir} exists, is not empty and is not an xlrag index; choose a new --index-dir"
+                )
+            index_dir.mkdir(parents=True, exist_ok=True)
+        elif backend.languages():
+            raise IndexCorruptError(backend.where, "the server holds its stores but not its manifest")
+        stores = cls(index_dir, IndexManifest(embedder=embedder, dim=dim, splitter=splitter or {}), store)
         stores.save_manifest()
         return stores
 
@@ -138,23 +167,23 @@ class LanguageStores:
         self.manifest = self.manifest.model_copy(
             update={**updates, "updated": datetime.now(UTC).isoformat(timespec="seconds")}
         )
-        tmp = self.index_dir / (MANIFEST + ".tmp")
-        tmp.write_text(self.manifest.model_dump_json(indent=2), encoding="utf-8")
-        tmp.replace(self.index_dir / MANIFEST)  # atomic: a crash never leaves half a manifest
+        self.backend.write_manifest(self.manifest.model_dump_json(indent=2))
+
+    def _guard(self):
+        return guard(self.index_dir, self.store)
 
     # -- collections ---------------------------------------------------------------
     def languages(self) -> list[str]:
-        names = [c.name if hasattr(c, "name") else str(c) for c in self._client.list_collections()]
-        return sorted(n[len(_PREFIX):].replace("_", "-") for n in names if n.startswith(_PREFIX))
+        return self.backend.languages()
 
     def collection(self, lang: str, create: bool = False) -> Any:
-        with self._lock:
+        with self._lock, self._guard():
             col = self._collections.get(lang)
             if col is not None:
                 return col
-            name = _collection_name(lang)
+            name = self.backend.collection_name(lang)
             if create:
-                col = self._client.get_or_create_collection(
+                col = self.backend.client.get_or_create_collection(
                     name,
                     embedding_function=None,
                     configuration={"hnsw": {"space": "cosine", "ef_construction": 200, "ef_search": 200}},
@@ -162,56 +191,93 @@ class LanguageStores:
                 )
             else:
                 try:
-                    col = self._client.get_collection(name, embedding_function=None)
-                except Exception:  # chroma raises NotFoundError/ValueError across versions
-                    return None
+                    col = self.backend.client.get_collection(name, embedding_function=None)
+                except Exception as e:  # NotFoundError, or ValueError in older Chroma
+                    from chromadb.errors import NotFoundError
+
+                    if isinstance(e, NotFoundError | ValueError):
+                        return None
+                    raise
             self._collections[lang] = col
             return col
 
     def counts(self) -> dict[str, int]:
-        return {lang: self.collection(lang).count() for lang in self.languages()}
+        with self._guard():
+            return {lang: self.collection(lang).count() for lang in self.languages()}
+
+    def scan(self, lang: str, texts: bool = False) -> Iterator[tuple[str, str | None, dict[str, Any]]]:
+        """Every ``(id, text or None, metadata)`` of one store, in pages."""
+        col = self.collection(lang)
+        if col is None:
+            return
+        offset = 0
+        include = ["documents", "metadatas"] if texts else ["metadatas"]
+        while True:
+            with self._guard():
+                got = col.get(include=include, limit=_PAGE, offset=offset)
+            docs = got["documents"] if texts else [None] * len(got["ids"])
+            yield from zip(got["ids"], docs, got["metadatas"], strict=True)
+            if len(got["ids"]) < _PAGE:
+                return
+            offset += _PAGE
 
     def existing_ids(self, lang: str, ids: Sequence[str]) -> set[str]:
         col = self.collection(lang)
         if col is None or not ids:
             return set()
         found: set[str] = set()
-        for i in range(0, len(ids), 5000):
-            found.update(col.get(ids=list(ids[i : i + 5000]), include=[])["ids"])
+        with self._guard():
+            for i in range(0, len(ids), 5000):
+                found.update(col.get(ids=list(ids[i : i + 5000]), include=[])["ids"])
         return found
 
-    def add(self, passages: Sequence[Passage], vectors: np.ndarray) -> None:
-        """Write one batch (all passages of one language) in one Chroma call."""
+    def add(self, passages: Sequence[Passage], vectors: np.ndarray, metadatas: Sequence[dict[str, Any]]) -> None:
+        """Write one batch (all passages of one language) in one Chroma call: text, vector
+        and metadata together, so a passage never exists without its vector."""
         if not passages:
             return
         langs = {p.lang for p in passages}
         if len(langs) != 1:
             raise IndexDirError("internal: a batch must hold passages of a single language")
         col = self.collection(langs.pop(), create=True)
-        col.upsert(
-            ids=[p.id for p in passages],
-            embeddings=np.asarray(vectors, dtype=np.float32),
-            documents=[p.text for p in passages],
-            metadatas=[_metadata_for(p) for p in passages],
-        )
+        with self._guard():
+            col.upsert(
+                ids=[p.id for p in passages],
+                embeddings=np.asarray(vectors, dtype=np.float32),
+                documents=[p.text for p in passages],
+                metadatas=list(metadatas),
+            )
+
+    def delete(self, lang: str, ids: Sequence[str]) -> int:
+        col = self.collection(lang)
+        if col is None or not ids:
+            return 0
+        with self._guard():
+            for i in range(0, len(ids), 5000):
+                col.delete(ids=list(ids[i : i + 5000]))
+        return len(ids)
 
     def search(self, lang: str, vector: np.ndarray, n: int, query_text: str = "") -> StoreResult:
         col = self.collection(lang)
         if col is None or n <= 0:
             return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-        count = col.count()
-        if count == 0:
-            return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-        res = col.query(
-            query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-            n_results=min(n, count),
-            include=["documents", "metadatas", "distances"],
-        )
+        with self._guard():
+            count = col.count()
+            if count == 0:
+                return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
+            res = col.query(
+                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                n_results=min(n, count),
+                include=["documents", "metadatas", "distances"],
+            )
         ids, docs, metas, dists = res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]
+        if not ids:
+            # Passages recorded but no vector found: damage, never an empty answer.
+            raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
         return StoreResult(
             store=lang,
             query_text=query_text,
-            passages=[_passage_from(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)],
+            passages=[passage_from(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)],
             scores=[1.0 - float(d) for d in dists],  # Chroma's cosine distance is 1 - cos
         )
 
@@ -220,13 +286,6 @@ class LanguageStores:
         col = self.collection(lang)
         if col is None or not ids:
             return {}
-        res = col.get(ids=list(ids), include=["embeddings"])
+        with self._guard():
+            res = col.get(ids=list(ids), include=["embeddings"])
         return {i: np.asarray(v, dtype=np.float32) for i, v in zip(res["ids"], res["embeddings"], strict=True)}
-
-    def get_passages(self, ids: Sequence[str]) -> list[Passage]:
-        out: list[Passage] = []
-        for lang in self.languages():
-            res = self.collection(lang).get(ids=list(ids), include=["documents", "metadatas"])
-            out.extend(_passage_from(i, d, m) for i, d, m in zip(res["ids"], res["documents"], res["metadatas"], strict=True))
-        order = {pid: n for n, pid in enumerate(ids)}
-        return sorted(out, key=lambda p: order.get(p.id, 0))

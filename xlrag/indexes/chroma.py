@@ -1,0 +1,226 @@
+"""Chroma as xlrag's storage: clients, collection names, the manifest, and damage detection.
+
+Two deployments share one layout. ``persistent``: Chroma files in
+``index_dir/chroma`` and the manifest in ``index_dir/xlrag-index.json``.
+``http``: a Chroma server (``chroma run``); the manifest is the metadata of a
+dedicated collection, so every client of the server sees the same embedder,
+dimension, splitter and status. Collections are namespaced by an index name, so
+several indexes can share one server.
+
+Chroma reports damage as ``InternalError`` (or sqlite errors) from deep inside
+its Rust core; :func:`guard` is the one place that turns those into
+:class:`IndexCorruptError`, and :func:`verify_files` detects the damage it would
+otherwise hide (a deleted database is silently recreated empty; deleted vector
+files leave passages that are never found) before a client is opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from xlrag.config import StoreConfig
+from xlrag.errors import IndexCorruptError, IndexDirError
+
+__all__ = ["MANIFEST", "Backend", "guard", "missing_vector_dirs", "verify_files"]
+
+MANIFEST = "xlrag-index.json"
+SQLITE = "chroma.sqlite3"
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def index_name(index_dir: Path, store: StoreConfig) -> str:
+    """The namespace of the index's collections (``store.name``, else the directory's name)."""
+    if store.kind == "persistent":
+        return "index"  # one index per Chroma directory: nothing to share
+    name = store.name or Path(index_dir).resolve().name
+    if not _NAME_RE.match(name):
+        raise IndexDirError(
+            f"index name {name!r} is not usable on a Chroma server; set store.name to letters, "
+            f"digits, '-' or '_' (at most 63 characters)"
+        )
+    return name
+
+
+@contextlib.contextmanager
+def guard(index_dir: Path | str, store: StoreConfig | None = None) -> Iterator[None]:
+    """Translate Chroma's and sqlite's internal failures into one typed error."""
+    try:
+        yield
+    except (IndexDirError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        from chromadb.errors import ChromaError, NotFoundError
+
+        if isinstance(e, NotFoundError):
+            raise IndexCorruptError(index_dir, f"a store vanished while in use: {_short(e)}") from None
+        if store is not None and store.kind == "http" and _is_connection_error(e):
+            raise IndexDirError(
+                f"cannot reach the Chroma server at {store.host}:{store.port} ({_short(e)}); start it with "
+                f"'chroma run --path DIR --host {store.host} --port {store.port}' or fix store.host/port"
+            ) from None
+        if isinstance(e, ChromaError | sqlite3.DatabaseError):
+            raise IndexCorruptError(index_dir, f"Chroma failed: {_short(e)}") from None
+        raise
+
+
+def _short(e: BaseException) -> str:
+    text = " ".join(str(e).split()) or type(e).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _is_connection_error(e: BaseException) -> bool:
+    import httpx
+
+    return isinstance(e, httpx.TransportError | ConnectionError)
+
+
+def verify_files(index_dir: Path) -> None:
+    """Cheap structural checks of a persistent index, before Chroma may 'repair' by recreating.
+
+    Reads the sqlite header (magic, page count against the file size) and, for
+    every store holding passages, that its HNSW vector folder exists.
+    """
+    lost = missing_vector_dirs(index_dir)
+    if lost:
+        name, segment, count = lost[0]
+        raise IndexCorruptError(
+            index_dir, f"the vector files of store {name.rsplit('.', 1)[-1]!r} (chroma/{segment}/) are missing; {count} passages have no vectors"
+        )
+
+
+def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
+    """``(collection, segment, passages)`` of stores whose HNSW folder is gone; raises
+    :class:`IndexCorruptError` when the database itself is missing or damaged.
+
+    Run before a client opens: Chroma may rebuild the folder from what is left of its
+    log, which hides the loss of every vector already purged from that log.
+    """
+    chroma_dir = index_dir / "chroma"
+    db = chroma_dir / SQLITE
+    if not db.is_file():
+        raise IndexCorruptError(index_dir, f"{db} is missing")
+    size = db.stat().st_size
+    with db.open("rb") as fh:
+        header = fh.read(100)
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)")
+    page_size = struct.unpack(">H", header[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    pages = struct.unpack(">I", header[28:32])[0]
+    # The in-header page count is valid when the change counter matches "version-valid-for".
+    if header[24:28] == header[92:96] and pages * page_size > size:
+        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} of {pages * page_size} bytes)")
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
+        try:
+            rows = con.execute(
+                "SELECT c.name, v.id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = m.id) "
+                "FROM collections c JOIN segments v ON v.collection = c.id AND v.scope = 'VECTOR' "
+                "JOIN segments m ON m.collection = c.id AND m.scope = 'METADATA'"
+            ).fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        raise IndexCorruptError(index_dir, f"{db} is unreadable ({_short(e)})") from None
+    return [(str(n), str(seg), int(c)) for n, seg, c in rows if c and not (chroma_dir / str(seg)).is_dir()]
+
+
+class Backend:
+    """One index's view of a Chroma deployment: client, collection names, manifest I/O."""
+
+    def __init__(self, index_dir: Path, store: StoreConfig):
+        self.index_dir = Path(index_dir)
+        self.store = store
+        self.name = index_name(self.index_dir, store)
+        self.prefix = f"xlrag.{self.name}."
+        self.manifest_collection = f"xlrag-manifest.{self.name}"
+        self._client: Any = None
+
+    @property
+    def where(self) -> str:
+        if self.store.kind == "http":
+            scheme = "https" if self.store.ssl else "http"
+            return f"{scheme}://{self.store.host}:{self.store.port} (index {self.name!r})"
+        return str(self.index_dir)
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+            import chromadb
+            from chromadb.config import Settings
+
+            settings = Settings(anonymized_telemetry=False)
+            with guard(self.index_dir, self.store):
+                if self.store.kind == "http":
+                    self._client = chromadb.HttpClient(
+                        host=self.store.host, port=self.store.port, ssl=self.store.ssl,
+                        headers=dict(self.store.headers) or None, settings=settings,
+                    )
+                else:
+                    self._client = chromadb.PersistentClient(path=str(self.index_dir / "chroma"), settings=settings)
+        return self._client
+
+    def collection_name(self, lang: str) -> str:
+        return self.prefix + lang
+
+    def languages(self) -> list[str]:
+        with guard(self.index_dir, self.store):
+            names = [c.name if hasattr(c, "name") else str(c) for c in self.client.list_collections()]
+        return sorted(n[len(self.prefix):] for n in names if n.startswith(self.prefix))
+
+    # -- manifest -------------------------------------------------------------------
+    def read_manifest(self) -> str | None:
+        """The manifest's JSON text, or None when there is none."""
+        if self.store.kind == "persistent":
+            path = self.index_dir / MANIFEST
+            return path.read_text(encoding="utf-8") if path.is_file() else None
+        with guard(self.index_dir, self.store):
+            try:
+                col = self.client.get_collection(self.manifest_collection, embedding_function=None)
+            except Exception as e:
+                from chromadb.errors import NotFoundError
+
+                if isinstance(e, NotFoundError | ValueError):
+                    return None
+                raise
+            return str((col.metadata or {}).get("manifest") or "") or None
+
+    def write_manifest(self, text: str) -> None:
+        if self.store.kind == "persistent":
+            tmp = self.index_dir / (MANIFEST + ".tmp")
+            tmp.write_text(text, encoding="utf-8")
+            tmp.replace(self.index_dir / MANIFEST)  # atomic: a crash never leaves half a manifest
+            return
+        with guard(self.index_dir, self.store):
+            col = self.client.get_or_create_collection(self.manifest_collection, embedding_function=None)
+            col.modify(metadata={"manifest": text})
+
+    def drop_all(self) -> None:
+        """Delete every collection of this index and its manifest (``index --rebuild``).
+
+        Locally the files are removed, not opened: a damaged database must not stop a rebuild.
+        """
+        if self.store.kind == "persistent":
+            import shutil
+
+            chroma_dir = self.index_dir / "chroma"
+            if not ((self.index_dir / MANIFEST).exists() or (chroma_dir / SQLITE).exists()):
+                return  # not an xlrag index: leave it for create() to refuse
+            if chroma_dir.is_dir():
+                shutil.rmtree(chroma_dir)
+            (self.index_dir / MANIFEST).unlink(missing_ok=True)
+            return
+        with guard(self.index_dir, self.store):
+            for lang in self.languages():
+                self.client.delete_collection(self.collection_name(lang))
+            with contextlib.suppress(Exception):
+                self.client.delete_collection(self.manifest_collection)
