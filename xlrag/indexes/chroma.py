@@ -215,6 +215,7 @@ class Backend:
             chroma_dir = self.index_dir / "chroma"
             if not ((self.index_dir / MANIFEST).exists() or (chroma_dir / SQLITE).exists()):
                 return  # not an xlrag index: leave it for create() to refuse
+            _forget_system(chroma_dir)
             if chroma_dir.is_dir():
                 shutil.rmtree(chroma_dir)
             (self.index_dir / MANIFEST).unlink(missing_ok=True)
@@ -224,3 +225,16 @@ class Backend:
                 self.client.delete_collection(self.collection_name(lang))
             with contextlib.suppress(Exception):
                 self.client.delete_collection(self.manifest_collection)
+
+
+def _forget_system(chroma_dir: Path) -> None:
+    """Stop the Chroma system this process caches for ``chroma_dir``: after its files are
+    removed, a cached one would write to a deleted database ("readonly database")."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for key in (str(chroma_dir), str(chroma_dir.resolve())):
+        SharedSystemClient._identifier_to_refcount.pop(key, None)
+        system = SharedSystemClient._identifier_to_system.pop(key, None)
+        if system is not None:
+            with contextlib.suppress(Exception):
+                system.stop()

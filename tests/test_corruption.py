@@ -1,0 +1,84 @@
+"""Damage is an error, never an empty answer: each damage gives one clear line and exit 2
+from info, retrieve and ask, and a typed error in Python."""
+
+import os
+import shutil
+import sqlite3
+
+import pytest
+from typer.testing import CliRunner
+
+from xlrag.cli import app
+from xlrag.errors import IndexCorruptError, IndexNotFoundError
+from xlrag.indexes.indexer import index_documents
+from xlrag.indexes.store import LanguageStores
+
+runner = CliRunner()
+
+
+def _sqlite(ix):
+    return ix / "chroma" / "chroma.sqlite3"
+
+
+def _truncate(path):
+    with path.open("r+b") as fh:
+        fh.truncate(path.stat().st_size // 2)
+
+
+def _hnsw_folder(ix):
+    db = sqlite3.connect(f"file:{_sqlite(ix)}?mode=ro", uri=True)
+    (segment,) = db.execute("SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection "
+                            "WHERE s.scope = 'VECTOR' AND c.name LIKE '%.de'").fetchone()
+    db.close()
+    return ix / "chroma" / segment
+
+
+def _as_file(ix):
+    shutil.rmtree(ix)
+    ix.write_text("not a directory")
+
+
+DAMAGE = {
+    "sqlite deleted": (lambda ix: _sqlite(ix).unlink(), IndexCorruptError, "chroma.sqlite3 is missing"),
+    "sqlite truncated": (lambda ix: _truncate(_sqlite(ix)), IndexCorruptError, "is truncated"),
+    "sqlite garbage": (lambda ix: _sqlite(ix).write_bytes(os.urandom(300_000)), IndexCorruptError,
+                       "is not a SQLite database"),
+    "manifest deleted": (lambda ix: (ix / "xlrag-index.json").unlink(), IndexCorruptError, "xlrag-index.json is missing"),
+    "manifest truncated": (lambda ix: _truncate(ix / "xlrag-index.json"), IndexCorruptError,
+                           "xlrag-index.json is unreadable"),
+    "hnsw folder deleted": (lambda ix: shutil.rmtree(_hnsw_folder(ix)), IndexCorruptError,
+                            "vector files of store 'de'"),
+    "index-dir is a file": (_as_file, IndexNotFoundError, "is a file, not a directory"),
+}
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory, xquad_docs, embedder, splitter_config):
+    ix = tmp_path_factory.mktemp("pristine") / "ix"
+    index_documents(xquad_docs[:12], ix, embedder, splitter_config)
+    return ix
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_damage_is_a_one_line_error_everywhere(damage, pristine, tmp_path):
+    ix = tmp_path / "ix"
+    shutil.copytree(pristine, ix)
+    harm, error, why = DAMAGE[damage]
+    harm(ix)
+    with pytest.raises(error, match=why):
+        LanguageStores.open(ix)
+    commands = {
+        "info": ["info", "--index-dir", ix],
+        "retrieve": ["retrieve", "Wie viele Punkte?", "--lang", "de", "--index-dir", ix],
+        # A model path that does not exist: had ask loaded the model first, it would fail on that.
+        "ask": ["ask", "Wie viele Punkte?", "--lang", "de", "--mode", "qlang", "--llm", f"local:{tmp_path}/none.gguf",
+                "--index-dir", ix],
+    }
+    for name, args in commands.items():
+        result = runner.invoke(app, [str(a) for a in args])
+        lines = [x for x in result.output.strip().splitlines() if x.strip()]
+        assert result.exit_code == 2, (name, result.output)
+        assert len(lines) == 1 and lines[0].startswith("error:"), (name, result.output)
+        assert why in lines[0], (name, lines[0])
+        if error is IndexCorruptError:
+            assert "xlrag check --repair" in lines[0] and "--rebuild" in lines[0]
