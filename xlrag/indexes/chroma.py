@@ -161,10 +161,13 @@ class Backend:
             settings = Settings(anonymized_telemetry=False)
             with guard(self.index_dir, self.store):
                 if self.store.kind == "http":
-                    self._client = chromadb.HttpClient(
-                        host=self.store.host, port=self.store.port, ssl=self.store.ssl,
-                        headers=dict(self.store.headers) or None, settings=settings,
-                    )
+                    try:
+                        self._client = chromadb.HttpClient(
+                            host=self.store.host, port=self.store.port, ssl=self.store.ssl,
+                            headers=dict(self.store.headers) or None, settings=settings,
+                        )
+                    except ValueError as e:  # what HttpClient raises when nothing answers
+                        raise ConnectionError(str(e)) from None
                 else:
                     self._client = chromadb.PersistentClient(path=str(self.index_dir / "chroma"), settings=settings)
         return self._client
@@ -183,9 +186,10 @@ class Backend:
         if self.store.kind == "persistent":
             path = self.index_dir / MANIFEST
             return path.read_text(encoding="utf-8") if path.is_file() else None
+        client = self.client
         with guard(self.index_dir, self.store):
             try:
-                col = self.client.get_collection(self.manifest_collection, embedding_function=None)
+                col = client.get_collection(self.manifest_collection, embedding_function=None)
             except Exception as e:
                 from chromadb.errors import NotFoundError
 

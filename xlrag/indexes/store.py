@@ -111,7 +111,9 @@ class LanguageStores:
         if text is None:
             if store.kind == "persistent" and (index_dir / "chroma").exists():
                 raise IndexCorruptError(index_dir, f"{MANIFEST} is missing but chroma/ holds stores")
-            raise IndexNotFoundError(index_dir if store.kind == "persistent" else backend.where)
+            if store.kind == "http":
+                raise IndexNotFoundError(index_dir, f"the Chroma server {backend.where} has no such index")
+            raise IndexNotFoundError(index_dir)
         manifest = cls._parse(index_dir, text)
         if verify and store.kind == "persistent":
             verify_files(index_dir)
