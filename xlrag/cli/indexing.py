@@ -92,9 +92,11 @@ def index(
     counts_table(report.per_language, report.embedder)
     if report.check is not None:
         c = report.check
-        line = (f"quick check: {c.vectors_checked} new vectors present, {len(c.missing_vectors)} missing, "
+        line = (f"quick check: {c.vectors_checked - len(c.missing_vectors)} vectors of this source present, "
+                f"{len(c.missing_vectors)} missing, "
                 f"{len(c.duplicates)} duplicates across stores, {len(c.misplaced)} misplaced, "
-                f"{len(c.stale_documents)} stale documents (full check: xlrag check)")
+                f"{len(c.stale_documents)} stale documents"
+                + (" (fix: xlrag check --repair)" if not c.ok else " (full check: xlrag check)"))
         (echo if c.ok else lambda m: warn(m, "check"))(line)
 
 
@@ -147,7 +149,6 @@ def check(
     Exit code 0 when clean, 1 when problems remain (after --repair, if given), 2 on errors.
     """
     from xlrag.indexes.integrity import check_index, repair_index
-    from xlrag.indexes.store import LanguageStores
 
     try:
         cfg = _config(config, index_dir=index_dir)
@@ -157,7 +158,7 @@ def check(
             report = repair_index(cfg.index_dir, embedder_config=cfg.embedder, store=cfg.store, sample=sample,
                                   wait=not no_wait, on_wait=_waiting)
         else:
-            report = check_index(LanguageStores.open(cfg.index_dir, store=cfg.store, verify=False), sample=sample)
+            report = check_index(cfg.index_dir, store=cfg.store, sample=sample)
     except XlragError as e:
         _fail(e)
     if as_json:

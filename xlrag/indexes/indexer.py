@@ -158,12 +158,17 @@ def index_documents(
             if p.id not in present[p.lang]:
                 todo[p.lang].append(p)
         total = sum(len(v) for v in todo.values())
-        added_ids = _write(stores, todo, metas, embedder, batch_size, total, progress)
+        _write(stores, todo, metas, embedder, batch_size, total, progress)
         removed = sum(stores.delete(lang, ids) for lang, ids in stale.items())
 
         counts = stores.counts()
         stores.save_manifest(status="complete", counts=counts)
-        check = check_index(stores, sample=0, vector_ids=added_ids)
+        # The cheap check: every passage of this source has its vector (a vector lost before this
+        # run would otherwise hide behind "already present"), nothing duplicated or misplaced.
+        by_lang: dict[str, list[str]] = defaultdict(list)
+        for p in passages:
+            by_lang[p.lang].append(p.id)
+        check = check_index(stores, sample=0, vector_ids=dict(by_lang))
     return IndexReport(
         index_dir=str(index_dir) if store.kind == "persistent" else stores.backend.where,
         embedder=embedder.name,

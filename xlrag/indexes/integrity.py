@@ -95,10 +95,17 @@ def _missing(col: Any, ids: Sequence[str]) -> list[str]:
     return [i for i in ids if i not in have]
 
 
-def check_index(stores: LanguageStores, *, sample: int = 20, vector_ids: dict[str, list[str]] | None = None,
-                seed: int = 0) -> CheckReport:
-    """Verify ``stores``. ``vector_ids`` limits the vector check to those ids (the cheap check
-    ``index`` runs on what it wrote); ``sample=0`` skips self-retrieval."""
+def check_index(stores: LanguageStores | str | Path, *, store: StoreConfig | None = None, sample: int = 20,
+                vector_ids: dict[str, list[str]] | None = None, seed: int = 0) -> CheckReport:
+    """Verify an index (a path, or open ``stores``); read-only, no lock taken.
+
+    ``vector_ids`` limits the vector check to those ids (the cheap check ``index`` runs on
+    what it wrote); ``sample=0`` skips self-retrieval.
+    """
+    if isinstance(stores, str | Path):
+        from xlrag.indexes.store import LanguageStores
+
+        stores = LanguageStores.open(stores, store=store, verify=False)
     report = CheckReport(index=stores.backend.where, status=stores.manifest.status)
     if stores.store.kind == "persistent" and stores.backend._client is None:
         from xlrag.indexes.chroma import missing_vector_dirs
