@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from xlrag.errors import EmptyQueryError
+from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
 __all__ = ["Citation", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "make_query"]
@@ -138,7 +139,7 @@ class GroundedAnswer(BaseModel):
 
     question: str
     lang: str = Field(description="the user's language: the answer should be in it")
-    format: Literal["answer", "mc", "citation"]
+    format: AnswerFormat
     mode: str = Field(description="IR mode that chose the passages")
     model: str = Field(description="provider/model that answered")
     answer: str | None = None

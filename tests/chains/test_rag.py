@@ -35,12 +35,13 @@ def local_llm():
 
 def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
     q = retriever.prepare(question, lang=lang)
-    from xlrag.chains.rag import instruction_text
+    from xlrag.chains.rag import echo_reference
 
     lib = PromptLibrary()
-    msgs = lib.build_messages(lang, question, [h.passage.text for h in hits], fmt, options)
+    docs = [h.passage.text for h in hits]
+    msgs = lib.build_messages(lang, question, docs, fmt, options)
     return {"query": q, "hits": hits, "fmt": fmt, "options": options, "mode": "qlang_en",
-            "model": "test/replayed", "messages": msgs, "instructions": instruction_text(lib, lang, fmt)}
+            "model": "test/replayed", "messages": msgs, "instructions": echo_reference(msgs, docs, question, options)}
 
 
 def test_model_citations_resolve_to_passages(retriever, hits):
@@ -222,9 +223,11 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
     ("de", " <doc1>\nAnswer: 308 Punkte.\nExplanation: weil die Verteidigung nur 308 Punkte abgab <doc1>.", None),
 ])
 def test_echo_detection_on_real_replies(lang, output, kept):
-    from xlrag.chains.rag import _drop_echo, instruction_text
+    from xlrag.chains.rag import _drop_echo, echo_reference
 
-    assert _drop_echo(output, instruction_text(PromptLibrary(), lang, "citation")) == (output if kept is None else kept)
+    # These replies came from the chat-style prompt, so the reference is cut from it.
+    msgs = PromptLibrary().build_messages(lang, QUESTION_EN, ["a passage"], "citation")
+    assert _drop_echo(output, echo_reference(msgs, ["a passage"], QUESTION_EN)) == (output if kept is None else kept)
 
 
 def test_base_models_get_a_worked_example_in_the_users_language_layout(retriever, hits):

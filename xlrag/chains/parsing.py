@@ -25,6 +25,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from xlrag.formats import Section, label_words, words_pattern
+
 __all__ = [
     "CitationParse",
     "MCParse",
@@ -87,12 +89,11 @@ _CLOSERS = "\"'”’»)]}）」』】*_"
 # Prompt labels (see xlrag/prompts/*.yaml) plus common chat-template turn tokens. A line that
 # starts with one of these after the reply has begun means the model is writing the next
 # prompt, so parsing stops there.
+# The prompt-file labels come from the prompt library itself (one owner: xlrag.formats); the
+# rest are chat-template roles and spellings no shipped prompt uses but models write.
 _QUESTION_LABELS = (
-    "question|query|q|user|human|instructions?|context|input|options?|documents|passages?|"
-    "pregunta|pergunta|domanda|frage|kysymys|soru|swali|pertanyaan|câu hỏi|вопрос|запитання|"
-    "السؤال|پرسش|प्रश्न|คำถาม|質問|问题|問題|질문|"
-    "documentos|documenti|dokumente|dokumen|asiakirjat|belgeler|nyaraka|tài liệu|"
-    "документы|документи|المستندات|اسناد|दस्तावेज़|เอกสาร|文書|文档|문서"
+    words_pattern((*label_words("question_label"), *label_words("documents_label")))
+    + r"|query|q|user|human|instructions?|context|input|options?|passages?|問題"
 )
 _STOP_LINE_RE = re.compile(
     rf"^[ \t]*(?:\*\*|__|#+[ \t]*)?(?:{_QUESTION_LABELS})[ \t]*\d*[ \t]*(?:\*\*|__)?[ \t]*[:：]",
@@ -368,12 +369,12 @@ _CLOSE_BRACKETS = ")]）】"
 # Characters that may follow a label letter directly: "B)", "B.", "B:", "**B**", "B,".
 _AFTER_LABEL = frozenset(")]）】.:：,،;!?*_\"”»。，！？、")
 
-_ANSWER_WORDS = (
-    "answer|chosen option|option chosen|selected option|correct option|choice|"
-    "antwort|câu trả lời|jawaban|jibu|resposta|respuesta|risposta|réponse|vastaus|yanıt|cevap|"
-    "відповідь|ответ|الإجابة|الجواب|پاسخ|उत्तर|คำตอบ|回答|答案|答え|답변|정답|תשובה|απάντηση"
+# Every answer label the prompts use, the English section names, and other spellings
+# models write.
+_ANSWER_WORDS_RE = words_pattern(
+    (*label_words("answer_label"), Section.ANSWER, Section.CHOICE, "option chosen", "selected option",
+     "correct option", "choice", "cevap", "الجواب", "答え", "정답", "תשובה", "απάντηση")
 )
-_ANSWER_WORDS_RE = _ANSWER_WORDS.replace(" ", r"\s+")
 _MC_HEADER_RE = re.compile(
     rf"(?P<colon>(?<![^\W_])(?:(?:final|correct|my|the)\s+)?(?:{_ANSWER_WORDS_RE})(?:\*\*|\*|__)?\s*[:：])"
     r"|(?P<phrase>(?<![^\W_])(?:(?:the|my)\s+)?(?:(?:correct|right|final|best)\s+)?"
@@ -882,11 +883,10 @@ _SECTION_WORDS: dict[str, str] = {
         r"sources?\s+cited|documentos\s+citados|цитируемые\s+документы|процитированные\s+документы|"
         r"引用(?:的)?文[档檔件書书]|المستندات\s+المذكورة|المستندات\s+المستشهد\s+بها"
     ),
-    "answer": (
-        r"(?:final\s+)?answer|chosen\s+option|option\s+chosen|selected\s+option|"
-        r"antwort|câu\s+trả\s+lời|jawaban|jibu|resposta|respuesta|risposta|réponse|vastaus|yanıt|"
-        r"відповідь|ответ|الإجابة|الجواب|پاسخ|उत्तर|คำตอบ|回答|答案|答え|답변"
-    ),
+    "answer": r"(?:final\s+)?(?:" + words_pattern(
+        (*label_words("answer_label"), Section.ANSWER, Section.CHOICE, "option chosen", "selected option",
+         "الجواب", "答え")
+    ) + ")",
     "explanation": (
         r"explanation|reasoning|rationale|justification|explicación|explicação|spiegazione|"
         r"erklärung|объяснение|пояснение|пояснення|解释|解釋|説明|الشرح|التفسير|التوضيح|توضیح|"
@@ -904,8 +904,9 @@ _HEADER_LINE_RE = re.compile(
 # Tiny models sometimes put several sections on one line; only the canonical English spelling
 # with a colon is trusted mid-line, because "answer:" also occurs in ordinary prose.
 _HEADER_INLINE_RE = re.compile(
-    r"(?<=\S)[ \t]+(?:\*\*)?(?:(?P<cited>Cited [Dd]ocuments)|(?P<answer>Answer|Chosen Option)"
-    r"|(?P<explanation>Explanation))(?:\*\*)?:(?:\*\*)?"
+    rf"(?<=\S)[ \t]+(?:\*\*)?(?:(?P<cited>{re.escape(Section.CITED)}|{re.escape(Section.CITED.capitalize())})"
+    rf"|(?P<answer>{re.escape(Section.ANSWER)}|{re.escape(Section.CHOICE)})"
+    rf"|(?P<explanation>{re.escape(Section.EXPLANATION)}))(?:\*\*)?:(?:\*\*)?"
 )
 _FENCE_RE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$\n?", re.MULTILINE)
 _LIST_LIKE_RE = re.compile(
@@ -977,7 +978,7 @@ def _ends_complete(value: str) -> bool:
 def parse_citation(
     output: str,
     n_docs: int,
-    answer_header: Literal["Answer", "Chosen Option"] = "Answer",
+    answer_header: Literal[Section.ANSWER, Section.CHOICE] | str = Section.ANSWER,
 ) -> CitationParse:
     """Read a reply in the "Cited Documents / Answer / Explanation" format.
 
@@ -988,7 +989,7 @@ def parse_citation(
     if n_docs < 0:
         raise ValueError("n_docs must be >= 0")
     answer_name = answer_header.rstrip(":").strip()
-    expected = {"cited": "Cited Documents", "answer": answer_name, "explanation": "Explanation"}
+    expected = {"cited": Section.CITED.value, "answer": answer_name, "explanation": Section.EXPLANATION.value}
     text = (output or "").replace("\r\n", "\n")
     # Chat models like to wrap the whole reply in a code fence.
     text = _FENCE_RE.sub("", text)

@@ -12,9 +12,9 @@ runs retrieval in worker threads.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any
 
 from langchain_core.runnables import Runnable, RunnableLambda
 
@@ -22,13 +22,14 @@ from xlrag.chains.grounding import PostHocAttributor, resolve_markers
 from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
 from xlrag.chains.vendor_citations import anthropic_documents, cohere_documents, vendor_citations
 from xlrag.errors import ConfigError
+from xlrag.formats import CITED_HEADER, AnswerFormat, Section, parse_format
 from xlrag.indexes.retriever import CrossLingualRetriever
-from xlrag.prompts import CITED_HEADER, PromptLibrary
+from xlrag.prompts import PromptLibrary
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+from xlrag.text import first_line
 
-__all__ = ["Format", "build_chain", "finalize", "instruction_text", "model_label"]
+__all__ = ["build_chain", "echo_reference", "finalize", "model_label"]
 
-Format = Literal["answer", "mc", "citation"]
 _QUERY_FIELDS = ("lang", "relevant_langs", "target_lang", "id")
 
 
@@ -57,18 +58,10 @@ def _text(message: Any) -> str:
     return str(content)
 
 
-def _first_answer(text: str) -> str:
-    for line in text.strip().splitlines():
-        line = line.strip()
-        if line:
-            return line
-    return ""
-
-
 _WORD = re.compile(r"\w+", re.UNICODE)
 _MARKUP = re.compile(r"[*#|_]+|-{3,}")
 # A line made only of section headers and <docN> markers is structure, not a copy.
-_HEADER_WORDS = frozenset({"cited", "documents", "answer", "explanation", "chosen", "option"})
+_HEADER_WORDS = frozenset(w.lower() for s in Section for w in s.value.split())
 _MARKER_WORD = re.compile(r"^doc\d*$")
 
 
@@ -76,13 +69,55 @@ def _words(line: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(line.lower()) if not _MARKER_WORD.match(w) and not w.isdigit())
 
 
-def instruction_text(prompts: PromptLibrary, lang: str, fmt: str) -> str:
-    """The instruction part of a prompt (no question, no documents): what an echo copies."""
-    header = "Chosen Option:" if fmt == "mc" else "Answer:"
-    parts = [prompts.render("system", lang), prompts.render("answer_language", lang),
-             prompts.render("answer", lang), prompts.render("citation_format", lang, answer_header=header),
-             prompts.render("multiple_choice", lang, options="")]
-    return "\n".join(parts)
+def echo_reference(messages: Sequence[tuple[str, str]], documents: Sequence[str], question: str,
+                   options: Sequence[str] | None = None) -> str:
+    """What an echo copies: every line of the messages actually sent, except the documents,
+    the question and the answer options (quoting a passage or naming an option is an answer)."""
+    from xlrag.prompts import format_options
+
+    def norm(line: str) -> str:
+        return " ".join(_MARKUP.sub(" ", line).split())
+
+    doc_lines = {norm(x) for d in documents for x in d.splitlines() if x.strip()}
+    doc_lines |= {norm(d) for d in documents}
+    doc_lines |= {norm(x) for x in format_options(options or []).splitlines()}
+    asked = norm(question)
+    kept = []
+    for _, content in messages:
+        for line in content.splitlines():
+            n = norm(line)
+            body = _DOC_PREFIX.sub("", n)
+            if not n or body in doc_lines or n in doc_lines or (asked and asked in n):
+                continue
+            kept.append(line)
+    return "\n".join(kept)
+
+
+_DOC_PREFIX = re.compile(r"^<doc\d+>\s*")
+_HEADER_PREFIX = re.compile(
+    r"^[\s*_#>]*(?:" + "|".join(re.escape(s.value) for s in Section) + r")[\s*_]*:[\s*_]*", re.IGNORECASE
+)
+_ELLIPSIS = "….。 "
+
+
+def _placeholder(line: str) -> str | None:
+    """The value of a "Header: value" line, folded for comparison (None: no header)."""
+    m = _HEADER_PREFIX.match(line)
+    if not m:
+        return None
+    value = " ".join(line[m.end():].split()).lower()
+    return value or None
+
+
+def _fills_placeholder(value: str, placeholder: str) -> bool:
+    """``value`` copies ``placeholder``, whole or up to the template's own ellipsis."""
+    if value == placeholder:
+        return True
+    stem = value.rstrip(_ELLIPSIS)
+    if not stem or not placeholder.startswith(stem):
+        return False
+    # "因为……" copies "因为……（…）": a short stem counts when the template's "…" follows it.
+    return len(stem) >= 4 or placeholder[len(stem):].lstrip().startswith(("…", "..."))
 
 
 def _drop_echo(raw: str, instructions_text: str) -> str:
@@ -103,8 +138,14 @@ def _drop_echo(raw: str, instructions_text: str) -> str:
         return raw
 
     vocabulary = frozenset().union(*instructions)
+    # "Answer: your answer" in the template: a reply line whose value is a template
+    # placeholder ("Answer: 你的答案", "**Explanation:** because …") fills nothing in.
+    placeholders = {v for v in map(_placeholder, lines_in) if v and _words(v)}
 
     def copied(line: str) -> bool:
+        value = _placeholder(line)
+        if value is not None and any(_fills_placeholder(value, p) for p in placeholders):
+            return True
         if _words(line) <= _HEADER_WORDS:
             return False
         norm = " ".join(line.lower().split())
@@ -131,7 +172,7 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
     """Parse the LLM reply for ``state`` (question, query, hits, fmt, options) into a GroundedAnswer."""
     query: Query = state["query"]
     hits: list[Hit] = state["hits"]
-    fmt: Format = state["fmt"]
+    fmt = AnswerFormat(state["fmt"])
     options: list[str] | None = state.get("options")
     raw = _text(message)
     flags: list[str] = [] if hits else ["closed_book"]
@@ -155,7 +196,7 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
     elif fmt == "citation":
         # The prompt ends with the "Cited Documents:" header for the model to continue.
         text = raw_for_parse if CITED_HEADER.lower() in raw_for_parse.lower() else f"{CITED_HEADER} {raw_for_parse}"
-        parsed = parse_citation(text, len(hits), "Chosen Option" if options else "Answer")
+        parsed = parse_citation(text, len(hits), Section.CHOICE if options else Section.ANSWER)
         if parsed.status == "unparseable":
             flags.append("unparseable")
         if parsed.truncated:
@@ -169,7 +210,7 @@ def finalize(state: Mapping[str, Any], message: Any, attributor: PostHocAttribut
             else:
                 flags.append(mc.status)
     else:
-        answer = strip_markers(_first_answer(raw_for_parse)) or None
+        answer = strip_markers(first_line(raw_for_parse)) or None
         citations = resolve_markers(find_markers(raw_for_parse), hits)
 
     citations += vendor_citations(message, hits)
@@ -216,7 +257,7 @@ def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: 
     if fmt == "mc":
         lines += [format_options(options or []), f"{alabel}:"]
     elif fmt == "citation":
-        lines.append("Cited Documents:")
+        lines.append(CITED_HEADER)
     else:
         lines.append(f"{alabel}:")
     return [("system", system), ("user", "\n".join(lines))], example
@@ -226,7 +267,7 @@ def build_chain(
     retriever: CrossLingualRetriever | None,
     llm: Runnable,
     *,
-    fmt: Format = "citation",
+    fmt: AnswerFormat | str = AnswerFormat.CITATION,
     mode: str | None = None,
     k: int | None = None,
     prompts: PromptLibrary | None = None,
@@ -241,8 +282,7 @@ def build_chain(
     ``few_shot`` shows one worked example of the format before the real turn; by
     default only base models (the local llama.cpp model) get it.
     """
-    if fmt not in ("answer", "mc", "citation"):
-        raise ConfigError(f"unknown answer format {fmt!r}; use answer, mc or citation")
+    fmt = parse_format(fmt)
     prompts = prompts or PromptLibrary()
     if attributor is None and post_hoc and retriever is not None:
         attributor = PostHocAttributor(retriever.embedder, retriever.stores)
@@ -289,12 +329,13 @@ def build_chain(
     def _messages(state: dict[str, Any]) -> dict[str, Any]:
         docs = [h.passage.text for h in state["hits"]]
         lang, fmt = state["query"].lang or "en", state["fmt"]
-        instructions = instruction_text(prompts, lang, fmt)
         if base_model and not (fmt == "citation" and state["options"]):
-            msgs, example = base_model_messages(prompts, lang, state["query"].text, docs, fmt, state["options"])
-            return {**state, "messages": msgs, "instructions": f"{instructions}\n{example}"}
-        msgs = prompts.build_messages(lang, state["query"].text, docs or None, fmt, state["options"])
-        return {**state, "messages": msgs, "instructions": instructions}
+            msgs, _ = base_model_messages(prompts, lang, state["query"].text, docs, fmt, state["options"])
+        else:
+            msgs = prompts.build_messages(lang, state["query"].text, docs or None, fmt, state["options"])
+        # The echo reference is cut from the very messages sent, so it can never drift from them.
+        return {**state, "messages": msgs, "instructions": echo_reference(msgs, docs, state["query"].text,
+                                                                         state["options"])}
 
     kind = getattr(llm, "_llm_type", "")
     base_model = kind == "xlrag-llama-cpp" if few_shot is None else few_shot

@@ -15,20 +15,11 @@ from xlrag.indexes.translate import CachedTranslator
 from xlrag.languages import native_name, normalize_code
 from xlrag.prompts import PromptLibrary
 from xlrag.registry import register
+from xlrag.text import first_line
 
 __all__ = ["LLMTranslator"]
 
 log = logging.getLogger(__name__)
-
-
-def _first_line(text: str) -> str:
-    # Base models keep going after the translation (a new "Question:", a second
-    # translation); the first non-empty line is the translation itself.
-    for line in text.strip().splitlines():
-        line = line.strip().strip('"“”«»')
-        if line:
-            return line
-    return ""
 
 
 class LLMTranslator:
@@ -54,7 +45,10 @@ class LLMTranslator:
         prompt = self.prompts.render("translation", tgt, source_language=native_name(src),
                                      target_language=native_name(tgt), text=text)
         reply = self.llm.invoke([("user", prompt)])
-        out = _first_line(getattr(reply, "content", reply) if not isinstance(reply, str) else reply)
+        # Base models keep going after the translation (a new "Question:", a second
+        # translation); the first non-empty line is the translation itself.
+        out = first_line(getattr(reply, "content", reply) if not isinstance(reply, str) else reply,
+                         strip='"“”«»')
         if not any(ch.isalnum() for ch in out):
             # Searching with "." would retrieve noise; searching with the untranslated
             # query still works through the multilingual embedder.

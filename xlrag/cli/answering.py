@@ -9,6 +9,7 @@ from rich.table import Table
 
 from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
 from xlrag.errors import XlragError
+from xlrag.formats import AnswerFormat, parse_format
 
 
 @app.command()
@@ -16,7 +17,7 @@ def ask(
     question: Annotated[str, typer.Argument(help="the question, in any language")],
     index_dir: IndexDirOpt = None,
     mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode (no_ir answers closed-book)")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="citation, answer or mc")] = "citation",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
     options: Annotated[list[str] | None, typer.Option("--options", "-o", help="an answer option (repeat for each)")] = None,
     k: Annotated[int | None, typer.Option("-k", help="passages shown to the LLM")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
@@ -31,14 +32,13 @@ def ask(
     from xlrag.chains.llms import build_llm
     from xlrag.chains.rag import build_chain
     from xlrag.config import LLMConfig
-    from xlrag.errors import ConfigError, EmptyQueryError
+    from xlrag.errors import EmptyQueryError
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
         if not question.strip():
             raise EmptyQueryError()
-        if fmt not in ("citation", "answer", "mc"):
-            raise ConfigError(f"unknown --format {fmt!r}; use citation, answer or mc")
+        fmt = parse_format(fmt)
         retrieval: dict[str, Any] = {"mode": mode} if mode else {}
         if k:
             retrieval["k"] = k

@@ -24,12 +24,13 @@ def prompts_list(
     """Every (language, role) with where its template comes from."""
     from xlrag.languages import normalize_code
     from xlrag.prompts import PromptLibrary
+    from xlrag.text import first_line
 
     try:
         lib = PromptLibrary(overrides_dir=overrides)
         if lang:
             code = normalize_code(lang)
-            rows = [(code, role, src, (tmpl.splitlines() or [""])[0]) for role, src, tmpl in lib.entries(code)]
+            rows = [(code, role, src, first_line(tmpl)) for role, src, tmpl in lib.entries(code)]
         else:
             rows = lib.rows()
     except XlragError as e:

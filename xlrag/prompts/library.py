@@ -12,12 +12,20 @@ import string
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Literal
 
 import yaml
 
 from xlrag.errors import ConfigError, EmptyQueryError, UnknownLanguageError
+from xlrag.formats import (
+    ANSWER_HEADER,
+    CHOICE_HEADER,
+    CITED_HEADER,
+    EXPLANATION_HEADER,
+    AnswerFormat,
+    parse_format,
+)
 from xlrag.languages import native_name, normalize_code
+from xlrag.text import first_line
 
 __all__ = [
     "ANSWER_HEADER",
@@ -25,9 +33,7 @@ __all__ = [
     "CITED_HEADER",
     "EXPLANATION_HEADER",
     "FALLBACK_LANGUAGE",
-    "FORMATS",
     "ROLES",
-    "Format",
     "PromptLibrary",
     "format_documents",
     "format_options",
@@ -45,16 +51,8 @@ ROLES: tuple[str, ...] = (
     "documents_label",
     "answer_label",
 )
-Format = Literal["answer", "mc", "citation"]
-FORMATS: tuple[str, ...] = ("answer", "mc", "citation")
 FALLBACK_LANGUAGE = "en"
 
-# These stay in English in every language: the BordIRlines-style parser finds the
-# sections of a reply by these literal strings, whatever language the prose is in.
-CITED_HEADER = "Cited Documents:"
-ANSWER_HEADER = "Answer:"
-CHOICE_HEADER = "Chosen Option:"
-EXPLANATION_HEADER = "Explanation:"
 
 _PACKAGE = "xlrag.prompts"
 _LETTERS = string.ascii_uppercase
@@ -94,11 +92,6 @@ def format_options(options: Sequence[str]) -> str:
 def format_documents(documents: Sequence[str]) -> str:
     """``['x', 'y']`` → ``'<doc0> x\\n<doc1> y'``: the numbering the citation format cites."""
     return "\n".join(f"<doc{i}> {str(doc).strip()}" for i, doc in enumerate(documents))
-
-
-def _first_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[0] if lines else ""
 
 
 class PromptLibrary:
@@ -290,7 +283,7 @@ class PromptLibrary:
         """``(lang, role, source, first line)`` for every shipped or overridden language."""
         langs = sorted(set(self.languages()) | set(self._overrides))
         return [
-            (lang, role, source, _first_line(template))
+            (lang, role, source, first_line(template))
             for lang in langs
             for role, source, template in self.entries(lang)
         ]
@@ -302,7 +295,7 @@ class PromptLibrary:
         lang: str,
         question: str,
         documents: Sequence[str] | None = None,
-        fmt: Format = "answer",
+        fmt: AnswerFormat | str = AnswerFormat.ANSWER,
         options: Sequence[str] | None = None,
     ) -> list[tuple[str, str]]:
         """``[("system", ...), ("user", ...)]`` asking for an answer in ``lang``.
@@ -313,8 +306,7 @@ class PromptLibrary:
         ``options`` the answer line is ``Chosen Option:``). The user turn ends with
         the header the reply should start with, so base models continue in format.
         """
-        if fmt not in FORMATS:
-            raise ConfigError(f"unknown prompt format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+        fmt = parse_format(fmt)
         if fmt == "mc" and not options:
             raise ConfigError("format 'mc' needs options; pass options=['...', '...']")
         if fmt == "answer" and options:

@@ -1,0 +1,152 @@
+"""The answer-format contract has one owner (xlrag.formats); everything else derives from it."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+import yaml
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from tests.conftest import ROOT
+from xlrag.chains.parsing import parse_citation, parse_mc
+from xlrag.chains.rag import _drop_echo, base_model_messages, build_chain, echo_reference
+from xlrag.errors import ConfigError
+from xlrag.formats import (
+    CHOICE_HEADER,
+    CITED_HEADER,
+    LABEL_ROLES,
+    AnswerFormat,
+    Section,
+    label_words,
+    parse_format,
+)
+from xlrag.prompts import PromptLibrary
+from xlrag.schema import GroundedAnswer
+
+PROMPT_FILES = sorted((ROOT / "xlrag" / "prompts").glob("*.yaml"))
+
+
+def _labels(role: str) -> list[tuple[str, str]]:
+    out = []
+    for f in PROMPT_FILES:
+        value = yaml.safe_load(f.read_text(encoding="utf-8")).get(role)
+        if value:
+            out.append((f.stem, value.strip()))
+    return out
+
+
+def test_label_words_are_exactly_the_prompt_files_labels():
+    for role in LABEL_ROLES:
+        assert set(label_words(role)) == {v for _, v in _labels(role)}, role
+
+
+@pytest.mark.parametrize(("lang", "label"), _labels("answer_label"))
+def test_every_answer_label_is_read_as_the_answer(lang, label):
+    reply = f"{CITED_HEADER} <doc0>\n{label}: Ceuta\n{Section.EXPLANATION.header} because <doc0>."
+    parsed = parse_citation(reply, 2)
+    assert parsed.answer == "Ceuta" and parsed.cited == [0], (lang, parsed)
+    assert parse_mc(f"{label}: B", ["España", "Marruecos"]).index == 1, lang
+
+
+@pytest.mark.parametrize(("lang", "label"), _labels("question_label") + _labels("documents_label"))
+def test_every_question_and_documents_label_ends_the_reply(lang, label):
+    reply = (f"{CITED_HEADER} <doc0>\n{Section.ANSWER.header} 308\n"
+             f"{Section.EXPLANATION.header} because <doc0>.\n{label}: what next? <doc1>")
+    parsed = parse_citation(reply, 2)
+    assert parsed.explanation == "because <doc0>." and 1 not in parsed.inline, (lang, parsed)
+
+
+def test_format_names_are_derived_everywhere():
+    field = GroundedAnswer.model_fields["format"].annotation
+    assert field is AnswerFormat
+    assert [f.value for f in AnswerFormat] == ["answer", "mc", "citation"]
+    from xlrag.cli.answering import ask
+
+    help_text = typing.get_type_hints(ask, include_extras=True)["fmt"].__metadata__[0].help
+    assert all(f.value in help_text for f in AnswerFormat)
+    assert parse_format("citation") is AnswerFormat.CITATION
+    with pytest.raises(ConfigError, match="did you mean 'citation'"):
+        parse_format("citaton")
+    with pytest.raises(ConfigError, match="did you mean 'mc'"):
+        build_chain(None, GenericFakeChatModel(messages=iter([])), fmt="mcq")
+
+
+def _sent_lines(messages) -> list[str]:
+    return [x for _, content in messages for x in content.splitlines() if x.strip()]
+
+
+@pytest.mark.parametrize(("fmt", "options", "base"), [
+    ("citation", None, False), ("citation", ["España", "Marruecos"], False), ("answer", None, False),
+    ("mc", ["España", "Marruecos"], False), ("citation", None, True), ("mc", ["España", "Marruecos"], True),
+    ("answer", None, True),
+])
+@pytest.mark.parametrize("lang", ["es", "zh", "ar", "bn"])
+def test_echo_reference_is_exactly_what_was_sent(fmt, options, base, lang):
+    lib = PromptLibrary()
+    docs = ["Ceuta es una ciudad autónoma española.\nSegunda línea del documento.", "Marruecos reclama Ceuta."]
+    question = "¿Quién controla Ceuta?"
+    if base:
+        msgs, _ = base_model_messages(lib, lang, question, docs, fmt, options)
+    else:
+        msgs = lib.build_messages(lang, question, docs, fmt, options)
+    ref = echo_reference(msgs, docs, question, options).splitlines()
+    sent = _sent_lines(msgs)
+    assert set(ref) <= set(sent)  # nothing the model did not see
+    left_out = [x for x in sent if x not in ref]
+    # only the documents, the question and the options are left out
+    assert all(question in x or "Ceuta" in x or "Segunda" in x or x.lstrip().startswith(("A)", "B)"))
+               for x in left_out), left_out
+    if fmt == "citation" and options and not base:
+        assert any(CHOICE_HEADER in x for x in ref)  # the header actually sent, not "Answer:"
+
+
+def test_a_reply_copying_the_sent_choice_line_is_an_echo(retriever):
+    """End to end: the scripted model copies a line of the prompt it received."""
+    seen: list[str] = []
+
+    class Copier(GenericFakeChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            user = messages[-1].content
+            seen.append(user)
+            line = next(x for x in user.splitlines() if x.startswith(CHOICE_HEADER))
+            self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{line}")])
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    chain = build_chain(retriever, Copier(messages=iter([])), fmt="citation", k=2, few_shot=False)
+    a = chain.invoke({"question": "¿Quién controla Ceuta?", "lang": "es", "options": ["España", "Marruecos"]})
+    assert seen and "prompt_echo" in a.flags and a.answer is None and a.chosen_option is None
+
+
+# Real small-chat-model replies that reproduce the template's placeholders (issue 7: Qwen2.5 0.5B
+# through llama_cpp.server) and the same shape in other languages.
+PLACEHOLDER_ECHOES = [
+    ("zh", "Cited Documents: 你使用的文档，例如 <doc0>, <doc2>\nAnswer: 你的答案\nExplanation: 因为……"),
+    ("zh", "**Answer:** 你的答案\n**Explanation:** 因为……"),
+    ("es", "Cited Documents: los documentos que usaste, por ejemplo <doc0>, <doc2>\nAnswer: tu respuesta\n"
+           "Explanation: porque …"),
+    ("de", "Answer: deine Antwort\nExplanation: weil …"),
+]
+
+
+@pytest.mark.parametrize(("lang", "reply"), PLACEHOLDER_ECHOES)
+def test_template_placeholders_are_an_echo_not_an_answer(lang, reply):
+    lib = PromptLibrary()
+    template = lib.render("citation_format", lang, answer_header=Section.ANSWER.header)
+    value = next(x for x in template.splitlines() if x.startswith(Section.ANSWER.header))
+    assert value.split(":", 1)[1].strip().rstrip("….") in reply  # the reply copies this language's template
+    msgs = lib.build_messages(lang, "¿Quién controla Ceuta?", ["Ceuta."], "citation")
+    ref = echo_reference(msgs, ["Ceuta."], "¿Quién controla Ceuta?")
+    cleaned = _drop_echo(reply, ref)
+    assert "Answer" not in cleaned and "Explanation" not in cleaned, cleaned
+    parsed = parse_citation(f"{CITED_HEADER} {cleaned}", 3)
+    assert parsed.answer is None
+
+
+def test_a_real_answer_is_not_a_placeholder_echo():
+    lib = PromptLibrary()
+    msgs = lib.build_messages("zh", "特斯拉是哪一年去世的？", ["特斯拉于1943年去世。"], "citation")
+    ref = echo_reference(msgs, ["特斯拉于1943年去世。"], "特斯拉是哪一年去世的？")
+    reply = "Cited Documents: <doc0>\nAnswer: 1943年\nExplanation: 因为 <doc0> 说特斯拉于1943年去世。"
+    assert _drop_echo(reply, ref) == reply

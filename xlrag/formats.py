@@ -1,0 +1,98 @@
+"""The answer-format contract, defined once.
+
+Everything that names a format, writes a section header or recognises a label
+derives from here: the prompt library renders the headers, the parser finds
+them, the chain and the CLI validate format names, and the result model types
+its ``format`` field. ``tests/test_formats.py`` proves each derivation.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from enum import StrEnum
+from functools import cache
+
+from xlrag.errors import ConfigError
+
+__all__ = [
+    "ANSWER_HEADER",
+    "CHOICE_HEADER",
+    "CITED_HEADER",
+    "EXPLANATION_HEADER",
+    "LABEL_ROLES",
+    "AnswerFormat",
+    "Section",
+    "label_words",
+    "parse_format",
+    "words_pattern",
+]
+
+
+class AnswerFormat(StrEnum):
+    """How the model is asked to answer (and how its reply is parsed)."""
+
+    ANSWER = "answer"  # a short answer in the user's language (mRAG)
+    MC = "mc"  # exactly one of the given options (BordIRlines "direct")
+    CITATION = "citation"  # Cited Documents / Answer / Explanation with <docN> (BordIRlines)
+
+
+class Section(StrEnum):
+    """The section headers of the citation format.
+
+    They stay in English in every language: the parser finds a reply's sections by
+    these literal names whatever language the prose is in (BordIRlines convention).
+    """
+
+    CITED = "Cited Documents"
+    ANSWER = "Answer"
+    CHOICE = "Chosen Option"
+    EXPLANATION = "Explanation"
+
+    @property
+    def header(self) -> str:
+        return f"{self.value}:"
+
+
+CITED_HEADER = Section.CITED.header
+ANSWER_HEADER = Section.ANSWER.header
+CHOICE_HEADER = Section.CHOICE.header
+EXPLANATION_HEADER = Section.EXPLANATION.header
+
+# Prompt roles whose values are labels a reply may contain (a model that starts the next
+# "Question:" has finished its answer; "Respuesta:" introduces one).
+LABEL_ROLES = ("question_label", "documents_label", "answer_label")
+
+
+def parse_format(value: str | AnswerFormat) -> AnswerFormat:
+    """``value`` as an :class:`AnswerFormat`; an unknown name fails with a suggestion."""
+    try:
+        return AnswerFormat(value)
+    except ValueError:
+        names = [f.value for f in AnswerFormat]
+        close = difflib.get_close_matches(str(value), names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown answer format {value!r}{hint}; use one of: {', '.join(names)}") from None
+
+
+@cache
+def label_words(role: str) -> tuple[str, ...]:
+    """Every spelling of a label role across the shipped prompt files, longest first.
+
+    Derived from ``xlrag/prompts/*.yaml`` (the prompts the models are actually sent),
+    so adding a prompt language teaches the parser its labels too.
+    """
+    if role not in LABEL_ROLES:
+        raise ConfigError(f"{role!r} is not a label role; use one of: {', '.join(LABEL_ROLES)}")
+    from xlrag.prompts.library import PromptLibrary
+
+    lib = PromptLibrary()
+    found = {lib.get(role, lang).strip() for lang in lib.languages()}
+    return tuple(sorted((w for w in found if w), key=lambda w: (-len(w), w)))
+
+
+def words_pattern(words: Iterable[str]) -> str:
+    """A regex alternation of ``words`` (longest first), spaces matching any whitespace."""
+    unique = sorted({w.strip() for w in words if w.strip()}, key=lambda w: (-len(w), w))
+    return "|".join(r"\s+".join(re.escape(part) for part in w.split()) for w in unique)
