@@ -10,8 +10,10 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from tests.conftest import ROOT
+from xlrag.chains.echo import drop_echo as _drop_echo
+from xlrag.chains.echo import echo_reference
 from xlrag.chains.parsing import parse_citation, parse_mc
-from xlrag.chains.rag import _drop_echo, base_model_messages, build_chain, echo_reference
+from xlrag.chains.rag import base_model_messages, build_chain
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     CHOICE_HEADER,

@@ -10,8 +10,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from tests.chains.conftest import TEST_THREADS
+from xlrag.chains.echo import echo_reference
 from xlrag.chains.grounding import PostHocAttributor
-from xlrag.chains.rag import build_chain, finalize
+from xlrag.chains.rag import ChainState, build_chain, finalize
 from xlrag.config import LLMConfig
 from xlrag.errors import ConfigError
 from xlrag.prompts import PromptLibrary
@@ -35,19 +36,21 @@ def local_llm():
 
 def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
     q = retriever.prepare(question, lang=lang)
-    from xlrag.chains.rag import echo_reference
-
     lib = PromptLibrary()
     docs = [h.passage.text for h in hits]
     msgs = lib.build_messages(lang, question, docs, fmt, options)
-    return {"query": q, "hits": hits, "fmt": fmt, "options": options, "mode": "qlang_en",
-            "model": "test/replayed", "messages": msgs, "instructions": echo_reference(msgs, docs, question, options)}
+    return ChainState(query=q, hits=hits, fmt=fmt, options=options, mode="qlang_en", model="test/replayed",
+                      echo_reference=echo_reference(msgs, docs, question, options))
+
+
+def fin(st: ChainState, message: Any, attributor) -> GroundedAnswer:
+    return finalize(st.model_copy(update={"message": message}), attributor)
 
 
 def test_model_citations_resolve_to_passages(retriever, hits):
     out = ("Cited Documents: <doc0>, <doc2>\nAnswer: 308 points.\n"
            "Explanation: because the defense gave up just 308 points <doc0>.")
-    a = finalize(state(retriever, hits), AIMessage(out), None)
+    a = fin(state(retriever, hits), AIMessage(out), None)
     assert isinstance(a, GroundedAnswer)
     assert a.answer == "308 points." and "<doc0>" in a.explanation
     assert [c.marker for c in a.citations] == [0, 2]
@@ -58,7 +61,7 @@ def test_model_citations_resolve_to_passages(retriever, hits):
 
 def test_invalid_ids_are_flagged_not_dropped(retriever, hits):
     out = "Cited Documents: <doc7>\nAnswer: 308.\nExplanation: because <doc7> says so."
-    a = finalize(state(retriever, hits), AIMessage(out), None)
+    a = fin(state(retriever, hits), AIMessage(out), None)
     assert [(c.marker, c.valid, c.passage_id) for c in a.citations] == [(7, False, None)]
     assert "invalid_citation" in a.flags and "no_citations" in a.flags
 
@@ -66,7 +69,7 @@ def test_invalid_ids_are_flagged_not_dropped(retriever, hits):
 def test_no_citations_get_post_hoc_ones_marked_as_such(retriever, hits):
     out = "Cited Documents:\nAnswer: The Panthers defense gave up just 308 points.\nExplanation: because it did."
     attributor = PostHocAttributor(retriever.embedder, retriever.stores)
-    a = finalize(state(retriever, hits), AIMessage(out), attributor)
+    a = fin(state(retriever, hits), AIMessage(out), attributor)
     assert "no_citations" in a.flags and "post_hoc_citations" in a.flags
     assert a.citations and all(c.source == "post_hoc" and c.post_hoc and c.score >= 0.8 for c in a.citations)
     assert a.citations[0].passage_id == hits[0].id  # the passage that states it
@@ -77,15 +80,15 @@ def test_template_echo_is_not_an_answer(retriever, hits):
     lib = PromptLibrary()
     example = next(x for x in lib.render("citation_format", "en", answer_header="Answer:").splitlines()
                    if x.startswith("Answer:"))
-    a = finalize(state(retriever, hits), AIMessage(example), None)
+    a = fin(state(retriever, hits), AIMessage(example), None)
     assert "prompt_echo" in a.flags and a.answer is None
 
 
 def test_mc_parses_native_options(retriever, hits):
     options = ["308", "24", "136"]
-    a = finalize(state(retriever, hits, fmt="mc", options=options), AIMessage(" A) 308"), None)
+    a = fin(state(retriever, hits, fmt="mc", options=options), AIMessage(" A) 308"), None)
     assert (a.option_index, a.chosen_option, a.flags) == (0, "308", [])
-    a = finalize(state(retriever, hits, fmt="mc", options=options), AIMessage("I am not sure."), None)
+    a = fin(state(retriever, hits, fmt="mc", options=options), AIMessage("I am not sure."), None)
     assert a.option_index is None and "unparseable" in a.flags
 
 
@@ -93,7 +96,7 @@ def test_citation_with_options_uses_chosen_option(retriever):
     hits = retriever.retrieve("¿Quién controla Ceuta?", mode="qlang", k=2, lang="es")
     options = ["España", "Marruecos"]
     out = "Cited Documents: <doc1>\nChosen Option: A) España\nExplanation: porque <doc1> lo dice."
-    a = finalize(state(retriever, hits, fmt="citation", options=options, question="¿Quién controla Ceuta?",
+    a = fin(state(retriever, hits, fmt="citation", options=options, question="¿Quién controla Ceuta?",
                        lang="es"), AIMessage(out), None)
     assert a.option_index == 0 and a.chosen_option == "España" and a.citations[0].marker == 1
 
@@ -161,7 +164,7 @@ def test_bad_inputs(retriever, local_llm):
 def test_local_model_end_to_end(retriever, local_llm):
     chain = build_chain(retriever, local_llm, fmt="citation", mode="qlang_en", k=3)
     a = chain.invoke({"question": QUESTION_DE})
-    assert a.lang == "de" and a.mode == "qlang_en" and a.model.startswith("xlrag-llama-cpp")
+    assert a.lang == "de" and a.mode == "qlang_en" and a.model.startswith("local/gemma-3-270m")
     assert len(a.passages) == 3 and {h.lang for h in a.passages} <= {"de", "en"}
     assert a.raw_output.strip()
     # Whatever the tiny model wrote, every citation is validated and labelled.
@@ -223,7 +226,7 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
     ("de", " <doc1>\nAnswer: 308 Punkte.\nExplanation: weil die Verteidigung nur 308 Punkte abgab <doc1>.", None),
 ])
 def test_echo_detection_on_real_replies(lang, output, kept):
-    from xlrag.chains.rag import _drop_echo, echo_reference
+    from xlrag.chains.echo import drop_echo as _drop_echo
 
     # These replies came from the chat-style prompt, so the reference is cut from it.
     msgs = PromptLibrary().build_messages(lang, QUESTION_EN, ["a passage"], "citation")
@@ -247,6 +250,6 @@ def test_citing_the_examples_doc_number_is_not_an_echo(retriever, hits):
 
     _, example = base_model_messages(PromptLibrary(), "en", QUESTION_EN, ["a", "b"], "citation", None)
     st = state(retriever, hits)
-    st["instructions"] += "\n" + example
-    a = finalize(st, AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1> says 308."), None)
+    st = st.model_copy(update={"echo_reference": st.echo_reference + "\n" + example})
+    a = fin(st, AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1> says 308."), None)
     assert "prompt_echo" not in a.flags and [c.marker for c in a.citations] == [1]

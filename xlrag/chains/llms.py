@@ -55,6 +55,15 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
+from xlrag.chains.profiles import (
+    FEW_SHOT_KEY,
+    PROVIDER_KEY,
+    AnthropicProfile,
+    CohereProfile,
+    LocalProfile,
+    ProviderProfile,
+    register_profile,
+)
 from xlrag.config import LLMConfig
 from xlrag.errors import ProviderError
 from xlrag.registry import api_key, register, require
@@ -410,6 +419,9 @@ class LocalLlamaChat(BaseChatModel):
 
 
 
+register_profile("local", LocalProfile())
+
+
 @register("llm", "local")
 def _local(cfg: LLMConfig) -> BaseChatModel:
     model_path = cfg.model or None
@@ -417,6 +429,9 @@ def _local(cfg: LLMConfig) -> BaseChatModel:
         model_path = None
     return LocalLlamaChat(model_path=model_path, n_ctx=cfg.n_ctx, n_threads=cfg.n_threads,
                           seed=cfg.seed, temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+
+
+register_profile("openai", ProviderProfile(name="openai"))
 
 
 @register("llm", "openai")
@@ -443,6 +458,9 @@ def _openai(cfg: LLMConfig) -> BaseChatModel:
             # (llama-cpp-python's among them) ignore it and would generate until n_ctx.
             kwargs["extra_body"] = {"max_tokens": cfg.max_tokens}
     return ChatOpenAI(**kwargs)
+
+
+register_profile("anthropic", AnthropicProfile())
 
 
 @register("llm", "anthropic")
@@ -494,6 +512,9 @@ def _cohere_class() -> type[BaseChatModel]:
     return _COHERE_CLASS
 
 
+register_profile("cohere", CohereProfile())
+
+
 @register("llm", "cohere")
 def _cohere(cfg: LLMConfig) -> BaseChatModel:
     require("langchain_cohere", "cohere", "the cohere LLM")
@@ -504,6 +525,9 @@ def _cohere(cfg: LLMConfig) -> BaseChatModel:
                temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
                timeout_seconds=cfg.timeout, max_retries=cfg.retries,
                base_url=cfg.base_url or None)  # the host root; the SDK appends /v2/chat
+
+
+register_profile("mistral", ProviderProfile(name="mistral"))
 
 
 @register("llm", "mistral")
@@ -528,5 +552,9 @@ def build_llm(cfg: LLMConfig | None = None) -> BaseChatModel:
     from xlrag.registry import create
 
     cfg = cfg or LLMConfig()
-    return create("llm", cfg.provider, cfg)
+    llm = create("llm", cfg.provider, cfg)
+    # Public metadata, so build_chain finds the provider's profile (and the configured
+    # few_shot choice) without inspecting the model's type.
+    llm.metadata = {**(llm.metadata or {}), PROVIDER_KEY: cfg.provider, FEW_SHOT_KEY: cfg.few_shot}
+    return llm
 

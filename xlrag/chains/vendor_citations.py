@@ -17,7 +17,7 @@ from typing import Any
 
 from xlrag.schema import Citation, Hit
 
-__all__ = ["anthropic_documents", "cohere_documents", "vendor_citations"]
+__all__ = ["anthropic_citations", "anthropic_documents", "cohere_citations", "cohere_documents"]
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -41,11 +41,12 @@ def _citation(n: int, hits: Sequence[Hit], span: str | None) -> Citation:
     return Citation(marker=n, valid=False, source="vendor", text=span)
 
 
-def vendor_citations(message: Any, hits: Sequence[Hit]) -> list[Citation]:
+def cohere_citations(message: Any, hits: Sequence[Hit]) -> list[Citation]:
+    """Cohere's citation spans: ``sources[i].id`` is the passage id we sent."""
     out: list[Citation] = []
     kwargs = getattr(message, "additional_kwargs", None) or {}
     position = {h.id: i for i, h in enumerate(hits)}
-    for c in kwargs.get("citations") or []:  # Cohere
+    for c in kwargs.get("citations") or []:
         for src in _get(c, "sources", None) or []:
             sid = _get(src, "id")
             if sid is None:
@@ -53,8 +54,14 @@ def vendor_citations(message: Any, hits: Sequence[Hit]) -> list[Citation]:
             n = position.get(str(sid), -1)
             out.append(_citation(n, hits, _get(c, "text")) if n >= 0 else
                        Citation(marker=-1, valid=False, source="vendor", text=_get(c, "text")))
+    return out
+
+
+def anthropic_citations(message: Any, hits: Sequence[Hit]) -> list[Citation]:
+    """Anthropic's ``char_location`` citations: ``document_index`` is the <docN> number."""
+    out: list[Citation] = []
     content = getattr(message, "content", None)
-    if isinstance(content, list):  # Anthropic content blocks
+    if isinstance(content, list):
         for block in content:
             for c in (_get(block, "citations", None) or []) if isinstance(block, dict) else []:
                 idx = _get(c, "document_index")

@@ -1,0 +1,160 @@
+"""What differs between LLM providers, in one profile per provider.
+
+A :class:`ProviderProfile` says whether a model is driven as a chat model or a
+base model, whether it gets the worked example of the answer format by default,
+which stop sequences end its reply, how the request is built (Cohere takes the
+passages as ``documents``, Anthropic as document blocks) and how the vendor's
+native citations are read. Each LLM factory registers its profile beside itself
+(``xlrag/chains/llms.py``), so adding a vendor touches one place, and the chain
+never branches on a provider's type.
+
+``build_llm`` records the provider name in the model's public ``metadata``
+(``xlrag_provider``); a chat model built by the user gets :data:`CHAT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from pydantic import BaseModel, ConfigDict
+
+from xlrag.chains.vendor_citations import (
+    anthropic_citations,
+    anthropic_documents,
+    cohere_citations,
+    cohere_documents,
+)
+from xlrag.errors import UnknownProviderError
+from xlrag.prompts import PromptLibrary
+from xlrag.schema import Citation, Hit
+
+__all__ = [
+    "CHAT",
+    "PROVIDER_KEY",
+    "AnthropicProfile",
+    "CohereProfile",
+    "LocalProfile",
+    "ProviderProfile",
+    "Request",
+    "profile_for",
+    "register_profile",
+]
+
+PROVIDER_KEY = "xlrag_provider"  # in BaseChatModel.metadata
+FEW_SHOT_KEY = "xlrag_few_shot"  # LLMConfig.few_shot, carried with the model built from it
+
+Messages = list[tuple[str, Any]]
+
+
+class Request(BaseModel):
+    """The messages and call options actually sent to the model."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    messages: Messages
+    kwargs: dict[str, Any] = {}
+
+
+class ProviderProfile(BaseModel):
+    """The generic chat model: instructions only, no stop sequences, no native citations."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = "chat"
+
+    def is_chat(self, llm: Any) -> bool:
+        return True
+
+    def few_shot_default(self, llm: Any) -> bool:
+        return False
+
+    def stop(self, llm: Any, prompts: PromptLibrary, lang: str) -> list[str]:
+        return []
+
+    def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
+        return Request(messages=messages, kwargs={"stop": stop} if stop else {})
+
+    def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
+        return []
+
+
+class LocalProfile(ProviderProfile):
+    """llama.cpp: a base model continues a pattern and never stops by itself; an instruct
+    model goes through its chat template. The model itself says which it is."""
+
+    name: str = "local"
+
+    def is_chat(self, llm: Any) -> bool:
+        return bool(getattr(llm, "chat", False))
+
+    def few_shot_default(self, llm: Any) -> bool:
+        return bool(getattr(llm, "few_shot_default", True))
+
+    def stop(self, llm: Any, prompts: PromptLibrary, lang: str) -> list[str]:
+        if self.is_chat(llm):
+            return []
+        # A base model starts the next "Question:" in the prompt's own language, or pads
+        # with blank lines, or starts another document.
+        labels = [prompts.render(role, lang) for role in ("question_label", "documents_label")]
+        return [*(f"\n{label}:" for label in labels), *(f"\n{label} :" for label in labels), "\n\n", "\n<doc"]
+
+
+class CohereProfile(ProviderProfile):
+    """Cohere v2 chat grounds on ``documents=`` and answers with citation spans."""
+
+    name: str = "cohere"
+
+    def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
+        base = super().request(messages, hits, stop)
+        return Request(messages=messages, kwargs={**base.kwargs, "documents": cohere_documents(hits)}) if hits else base
+
+    def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
+        return cohere_citations(message, hits)
+
+
+class AnthropicProfile(ProviderProfile):
+    """Anthropic takes the passages as document blocks with citations enabled."""
+
+    name: str = "anthropic"
+
+    def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
+        if not hits:
+            return super().request(messages, hits, stop)
+        (_, system), (_, user) = messages
+        blocks = [*anthropic_documents(hits), {"type": "text", "text": user}]
+        return super().request([("system", system), ("user", blocks)], hits, stop)
+
+    def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
+        return anthropic_citations(message, hits)
+
+
+CHAT = ProviderProfile()
+_PROFILES: dict[str, ProviderProfile] = {}
+
+
+def register_profile(provider: str, profile: ProviderProfile) -> ProviderProfile:
+    """Register ``profile`` for the LLM provider registered as ``provider``."""
+    _PROFILES[provider] = profile
+    return profile
+
+
+def profile_for(llm: Any, profile: ProviderProfile | str | None = None) -> ProviderProfile:
+    """The profile to drive ``llm`` with: the one given, else its provider's, else :data:`CHAT`."""
+    if isinstance(profile, ProviderProfile):
+        return profile
+    import xlrag.chains.llms  # noqa: F401  (the built-in factories register their profiles)
+
+    name = profile or (getattr(llm, "metadata", None) or {}).get(PROVIDER_KEY)
+    if name is None:
+        return CHAT
+    try:
+        return _PROFILES[name]
+    except KeyError:
+        raise UnknownProviderError("llm profile", name, sorted(_PROFILES)) from None
+
+
+def configured_few_shot(llm: Any) -> bool | None:
+    """``LLMConfig.few_shot`` of the config the model was built from (None: not set)."""
+    return (getattr(llm, "metadata", None) or {}).get(FEW_SHOT_KEY)
