@@ -25,12 +25,17 @@ def _truncate(path):
         fh.truncate(path.stat().st_size // 2)
 
 
-def _hnsw_folder(ix):
-    db = sqlite3.connect(f"file:{_sqlite(ix)}?mode=ro", uri=True)
-    (segment,) = db.execute("SELECT s.id FROM segments s JOIN collections c ON c.id = s.collection "
-                            "WHERE s.scope = 'VECTOR' AND c.name LIKE '%.de'").fetchone()
+def _lose_vectors(ix):
+    """The de store's HNSW folder deleted, its vectors already purged from Chroma's log (as
+    Chroma does once they are persisted): the passages' rows remain, their vectors are gone."""
+    db = sqlite3.connect(_sqlite(ix))
+    segment, collection = db.execute(
+        "SELECT s.id, c.id FROM segments s JOIN collections c ON c.id = s.collection "
+        "WHERE s.scope = 'VECTOR' AND c.name LIKE '%.de'").fetchone()
+    db.execute("DELETE FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",))
+    db.commit()
     db.close()
-    return ix / "chroma" / segment
+    shutil.rmtree(ix / "chroma" / segment)
 
 
 def _as_file(ix):
@@ -46,7 +51,7 @@ DAMAGE = {
     "manifest deleted": (lambda ix: (ix / "xlrag-index.json").unlink(), IndexCorruptError, "xlrag-index.json is missing"),
     "manifest truncated": (lambda ix: _truncate(ix / "xlrag-index.json"), IndexCorruptError,
                            "xlrag-index.json is unreadable"),
-    "hnsw folder deleted": (lambda ix: shutil.rmtree(_hnsw_folder(ix)), IndexCorruptError,
+    "hnsw folder deleted": (_lose_vectors, IndexCorruptError,
                             "vector files of store 'de'"),
     "index-dir is a file": (_as_file, IndexNotFoundError, "is a file, not a directory"),
 }

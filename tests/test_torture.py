@@ -67,44 +67,51 @@ def test_five_writers_a_reader_and_a_kill(tmp_path):
     stop = tmp_path / "stop"
     reader = subprocess.Popen([sys.executable, "-c", READER, str(ix), str(stop)], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    rng = random.Random(6)
     writers = {}
-    for name, corpus in corpora.items():
-        time.sleep(rng.uniform(0.0, 1.5))
-        writers[name] = subprocess.Popen(
-            [*XLRAG, "index", "--corpus", corpus, "--index-dir", ix, "--chunk-size", "400"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # Kill the last writer once it holds the lock and has had time to write some batches.
-    victim = writers[KILLED]
-    holder = ix / ".xlrag-write.holder"
-    deadline = time.time() + 300
-    while time.time() < deadline and victim.poll() is None:
-        try:
-            if json.loads(holder.read_text())["pid"] == victim.pid:
-                break
-        except (OSError, ValueError, KeyError):
-            pass
-        time.sleep(0.05)
-    time.sleep(2.5)
-    assert victim.poll() is None, "the writer to kill finished too early"
-    victim.send_signal(signal.SIGKILL)
-    outputs = {name: p.communicate(timeout=300) for name, p in writers.items()}
-    assert victim.returncode == -signal.SIGKILL
-    for name, p in writers.items():
-        if name != KILLED:
-            assert p.returncode == 0, (name, outputs[name][1])
-            assert "waiting: index" in outputs[name][1] or "indexed" in outputs[name][0]
-    assert any("waiting: index" in err and "pid " in err for _, err in outputs.values())
+    try:
+        rng = random.Random(6)
+        for name, corpus in corpora.items():
+            time.sleep(rng.uniform(0.0, 1.5))
+            writers[name] = subprocess.Popen(
+                [*XLRAG, "index", "--corpus", corpus, "--index-dir", ix, "--chunk-size", "400"],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Kill the last writer once it holds the lock and has had time to write some batches.
+        victim = writers[KILLED]
+        holder = ix / ".xlrag-write.holder"
+        deadline = time.time() + 300
+        while time.time() < deadline and victim.poll() is None:
+            try:
+                if json.loads(holder.read_text())["pid"] == victim.pid:
+                    break
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.05)
+        time.sleep(1.5)
+        assert victim.poll() is None, "the writer to kill finished too early"
+        victim.send_signal(signal.SIGKILL)
+        outputs = {name: p.communicate(timeout=300) for name, p in writers.items()}
+        assert victim.returncode == -signal.SIGKILL
+        for name, p in writers.items():
+            if name != KILLED:
+                assert p.returncode == 0, (name, outputs[name][1])
+                assert "waiting: index" in outputs[name][1] or "indexed" in outputs[name][0]
+        assert any("waiting: index" in err and "pid " in err for _, err in outputs.values())
 
-    rerun = _cli("index", "--corpus", corpora[KILLED], "--index-dir", ix, "--chunk-size", "400")
-    assert rerun.returncode == 0, rerun.stderr
-    assert "quick check:" in rerun.stdout and ", 0 missing," in rerun.stdout
+        rerun = _cli("index", "--corpus", corpora[KILLED], "--index-dir", ix, "--chunk-size", "400")
+        assert rerun.returncode == 0, rerun.stderr
+        assert "quick check:" in rerun.stdout and ", 0 missing," in rerun.stdout
 
-    stop.touch()
-    searches, reader_err = reader.communicate(timeout=60)
-    assert reader.returncode == 0, reader_err  # readers never broke while writers wrote
-    assert int(searches) > 0
+        stop.touch()
+        searches, reader_err = reader.communicate(timeout=60)
+        assert reader.returncode == 0, reader_err  # readers never broke while writers wrote
+        assert int(searches) > 0
 
+    finally:
+        stop.touch()
+        for p in [reader, *writers.values()]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     report, res = _check(ix)
     assert res.returncode == 0, res.stdout + res.stderr
     assert report["missing_vectors"] == [] and report["duplicates"] == [] and report["stale_documents"] == []

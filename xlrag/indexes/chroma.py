@@ -97,40 +97,75 @@ def verify_files(index_dir: Path) -> None:
 
 
 def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
-    """``(collection, segment, passages)`` of stores whose HNSW folder is gone; raises
+    """``(collection, segment, passages)`` of stores whose vectors are gone: the HNSW folder is
+    missing and Chroma's log no longer holds every vector to rebuild it from. Raises
     :class:`IndexCorruptError` when the database itself is missing or damaged.
 
-    Run before a client opens: Chroma may rebuild the folder from what is left of its
-    log, which hides the loss of every vector already purged from that log.
+    Run before a client opens (Chroma rebuilds a folder from whatever is left of its log,
+    hiding the loss). Everything is read inside one read transaction, so a writer's commit
+    in progress is never mistaken for damage.
     """
     chroma_dir = index_dir / "chroma"
     db = chroma_dir / SQLITE
     if not db.is_file():
         raise IndexCorruptError(index_dir, f"{db} is missing")
+    with db.open("rb") as fh:
+        magic = fh.read(16)
+    if magic != _SQLITE_MAGIC:
+        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)")
+    try:
+        # mode=rw, not ro: like Chroma, roll back the hot journal a killed writer left behind.
+        con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=60, isolation_level=None)
+        try:
+            con.execute("BEGIN")
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # SHARED lock: no commit until we end
+            _check_length(index_dir, db)
+            rows = con.execute(
+                "SELECT c.name, v.id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = m.id), "
+                "(SELECT COUNT(*) FROM embeddings_queue q WHERE q.topic LIKE '%/' || c.id) "
+                "FROM collections c JOIN segments v ON v.collection = c.id AND v.scope = 'VECTOR' "
+                "JOIN segments m ON m.collection = c.id AND m.scope = 'METADATA'"
+            ).fetchall()
+            con.execute("ROLLBACK")
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        _check_length(index_dir, db)  # the likelier, clearer reason first
+        raise IndexCorruptError(index_dir, f"{db} is unreadable ({_short(e)})") from None
+    return [(str(n), str(seg), int(c)) for n, seg, c, logged in rows
+            if c and logged < c and not (chroma_dir / str(seg)).is_dir()]
+
+
+def stored_collections(index_dir: Path) -> int:
+    """How many collections the local database holds (0 if there is none yet): a new index
+    creates its database before its manifest, and its collections only after."""
+    db = index_dir / "chroma" / SQLITE
+    if not db.is_file():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
+        try:
+            return int(con.execute("SELECT COUNT(*) FROM collections").fetchone()[0])
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as e:
+        if "no such table" in str(e):
+            return 0  # Chroma is creating its schema right now
+        return 1  # a database there, and damaged: treat as holding stores
+
+
+def _check_length(index_dir: Path, db: Path) -> None:
     size = db.stat().st_size
     with db.open("rb") as fh:
         header = fh.read(100)
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)")
+    if len(header) < 100:
+        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} bytes)")
     page_size = struct.unpack(">H", header[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
     pages = struct.unpack(">I", header[28:32])[0]
     # The in-header page count is valid when the change counter matches "version-valid-for".
     if header[24:28] == header[92:96] and pages * page_size > size:
         raise IndexCorruptError(index_dir, f"{db} is truncated ({size} of {pages * page_size} bytes)")
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-        try:
-            rows = con.execute(
-                "SELECT c.name, v.id, (SELECT COUNT(*) FROM embeddings e WHERE e.segment_id = m.id) "
-                "FROM collections c JOIN segments v ON v.collection = c.id AND v.scope = 'VECTOR' "
-                "JOIN segments m ON m.collection = c.id AND m.scope = 'METADATA'"
-            ).fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as e:
-        raise IndexCorruptError(index_dir, f"{db} is unreadable ({_short(e)})") from None
-    return [(str(n), str(seg), int(c)) for n, seg, c in rows if c and not (chroma_dir / str(seg)).is_dir()]
 
 
 class Backend:

@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from xlrag.config import StoreConfig
 from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError, IndexNotFoundError
-from xlrag.indexes.chroma import MANIFEST, Backend, guard, verify_files
+from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
 from xlrag.schema import Passage
 
 __all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreResult"]
@@ -109,7 +109,7 @@ class LanguageStores:
         backend = Backend(index_dir, store)
         text = backend.read_manifest()
         if text is None:
-            if store.kind == "persistent" and (index_dir / "chroma").exists():
+            if store.kind == "persistent" and stored_collections(index_dir):
                 raise IndexCorruptError(index_dir, f"{MANIFEST} is missing but chroma/ holds stores")
             if store.kind == "http":
                 raise IndexNotFoundError(index_dir, f"the Chroma server {backend.where} has no such index")
