@@ -230,7 +230,7 @@ def delete_documents(
     wanted = list(dict.fromkeys(doc_ids))
     if not wanted:
         raise IndexDirError("no document ids given; pass --doc-id ID (repeatable)")
-    with WriterLock(index_dir, wait=wait, on_wait=on_wait):
+    with WriterLock(index_dir, wait=wait, on_wait=on_wait, create=store.kind == "http"):
         stores = LanguageStores.open(index_dir, store=store)
         found: dict[str, list[str]] = defaultdict(list)
         known: set[str] = set()

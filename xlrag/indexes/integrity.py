@@ -184,7 +184,7 @@ def repair_index(
     from xlrag.indexes.lock import WriterLock
     from xlrag.indexes.store import LanguageStores
 
-    with WriterLock(index_dir, wait=wait, on_wait=on_wait):
+    with WriterLock(index_dir, wait=wait, on_wait=on_wait, create=store is not None and store.kind == "http"):
         stores = LanguageStores.open(index_dir, store=store, verify=False)
         before = check_index(stores, sample=sample)
         repaired: dict[str, int] = defaultdict(int)

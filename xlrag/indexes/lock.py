@@ -31,7 +31,8 @@ HOLDER_FILE = ".xlrag-write.holder"
 class WriterLock:
     """``with WriterLock(dir, wait=False): ...``; ``on_wait`` gets one message if it must wait."""
 
-    def __init__(self, index_dir: str | Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None):
+    def __init__(self, index_dir: str | Path, *, wait: bool = True, on_wait: Callable[[str], None] | None = None,
+                 create: bool = True):
         from filelock import FileLock
 
         self.index_dir = Path(index_dir)
@@ -39,6 +40,10 @@ class WriterLock:
         self.on_wait = on_wait
         if self.index_dir.exists() and not self.index_dir.is_dir():
             raise IndexDirError(f"--index-dir {self.index_dir} is a file, not a directory; choose a directory")
+        if not create and not self.index_dir.is_dir():
+            from xlrag.errors import IndexNotFoundError
+
+            raise IndexNotFoundError(self.index_dir, "no such directory")
         self.index_dir.mkdir(parents=True, exist_ok=True)
         self._lock = FileLock(str(self.index_dir / LOCK_FILE))
 
