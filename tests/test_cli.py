@@ -160,7 +160,7 @@ def test_ask_table_mc(xquad_index, monkeypatch):
 def test_ask_errors(xquad_index):
     assert "empty" in error_line(run("ask", "--index-dir", xquad_index, " "))
     assert "unknown answer format 'essay'" in error_line(run("ask", "--index-dir", xquad_index, "--format", "essay", "hi there"))
-    assert "needs options" in error_line(run("ask", "--index-dir", xquad_index, "--format", "mc", "-k", "1",
+    assert "at least two answer options" in error_line(run("ask", "--index-dir", xquad_index, "--format", "mc", "-k", "1",
                                              "How many points did the Panthers defense surrender?"))
     assert "unknown llm" in error_line(run("ask", "--index-dir", xquad_index, "--llm", "nope:x", "hi there"))
 

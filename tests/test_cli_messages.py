@@ -83,9 +83,7 @@ def test_helpers_print_brackets_verbatim(capsys):
 
 
 # Corpus text and row errors reach tables and warnings in the command modules.
-# xfail(strict) until their owners escape them (suggested patch in the markup audit);
-# then these pass, strict turns that into a failure, and the marker must go.
-PENDING = pytest.mark.xfail(strict=True, reason="command modules still print corpus text as rich markup")
+# Corpus text and notes are printed verbatim, brackets and all.
 
 
 @pytest.fixture(scope="module")
@@ -104,13 +102,11 @@ def bracket_index(tmp_path_factory):
     return d / "ix", res.output
 
 
-@PENDING
 def test_skipped_row_keeps_brackets(bracket_index):
     _, output = bracket_index
     assert "xx[weird]" in output
 
 
-@PENDING
 def test_retrieve_table_keeps_brackets(bracket_index):
     res = runner.invoke(app, ["retrieve", "-i", str(bracket_index[0]), "-k", "2", "--mode", "qlang",
                               "--lang", "en", "How many points did the Panthers defense surrender?"])

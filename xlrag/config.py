@@ -73,6 +73,9 @@ class RetrievalConfig(_Section):
         description="how rankings from several language stores are merged; 'score' merges "
         "raw cosine, which favours the query's own language",
     )
+    max_question_chars: int = Field(
+        2000, ge=1, description="ask refuses longer questions (retrieval alone cuts them to the embedder's window)"
+    )
     detect_candidates: list[str] | None = Field(
         None, description="restrict query language detection to these languages"
     )

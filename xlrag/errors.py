@@ -18,6 +18,7 @@ __all__ = [
     "IndexDirError",
     "IndexLockedError",
     "IndexNotFoundError",
+    "InvalidArgumentError",
     "MissingAPIKeyError",
     "MissingDependencyError",
     "PolicyError",
@@ -25,11 +26,25 @@ __all__ = [
     "UnknownLanguageError",
     "UnknownProviderError",
     "XlragError",
+    "XlragWarning",
 ]
 
 
 class XlragError(Exception):
     """Base class of every error xlrag raises on purpose."""
+
+
+class XlragWarning(UserWarning):
+    """Something xlrag did on the user's behalf that they should know about (e.g. truncation)."""
+
+
+class InvalidArgumentError(XlragError, ValueError):
+    """An argument has the wrong type or value; the message names it and what is expected."""
+
+    def __init__(self, name: str, expected: str, got: object):
+        self.name, self.expected = name, expected
+        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+        super().__init__(f"{name} must be {expected}, got {type(got).__name__} {shown}")
 
 
 class ConfigError(XlragError):

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from xlrag.errors import EmptyQueryError
+from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
@@ -154,6 +154,8 @@ class GroundedAnswer(BaseModel):
         "post_hoc_citations, closed_book",
     )
     raw_output: str = ""
+    index_complete: bool = Field(True, description="False when the index was half-built: passages may be missing")
+    retrieval_notes: list[str] = Field(default_factory=list, description="why a wanted store was not searched")
 
     @property
     def cited_passages(self) -> list[Hit]:
@@ -169,15 +171,38 @@ class GroundedAnswer(BaseModel):
         return [c for c in self.citations if c.valid and c.source != "post_hoc"]
 
 
-def make_query(text: str, **fields: Any) -> Query:
-    """Build a :class:`Query`, raising xlrag's own error (not pydantic's wrapper) on bad input."""
+_EXPECTED = {
+    "text": "the question as text",
+    "lang": "a language code such as 'es'",
+    "target_lang": "a language code such as 'es'",
+    "relevant_langs": "a list of language codes, e.g. ['es', 'ar']",
+    "id": "a string id",
+}
+
+
+def make_query(text: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
+               target_lang: str | None = None, id: str | None = None) -> Query:
+    """Build a :class:`Query`, raising xlrag's own one-line errors (never pydantic's dump)."""
     from pydantic import ValidationError
 
+    values: dict[str, Any] = {"text": text, "lang": lang, "target_lang": target_lang, "id": id}
+    if relevant_langs is not None:
+        values["relevant_langs"] = relevant_langs
+    if isinstance(text, str) and not text.strip():
+        raise EmptyQueryError()
+    for name in ("text", "lang", "target_lang", "id"):
+        if values[name] is not None and not isinstance(values[name], str):
+            raise InvalidArgumentError("question" if name == "text" else name, _EXPECTED[name], values[name])
+    if relevant_langs is not None and (not isinstance(relevant_langs, list | tuple)
+                                       or not all(isinstance(x, str) for x in relevant_langs)):
+        raise InvalidArgumentError("relevant_langs", _EXPECTED["relevant_langs"], relevant_langs)
     try:
-        return Query(text=text, **fields)
+        return Query(**{k: v for k, v in values.items() if v is not None})
     except ValidationError as e:
         for err in e.errors():
             inner = (err.get("ctx") or {}).get("error")
             if isinstance(inner, Exception):
                 raise inner from None
-        raise
+        err = e.errors()[0]
+        name = str(err["loc"][0]) if err["loc"] else "query"
+        raise InvalidArgumentError(name, _EXPECTED.get(name, "valid"), err.get("input")) from None

@@ -90,6 +90,8 @@ class ChainState(BaseModel):
     request: Request | None = None
     echo_reference: str = Field("", description="the sent instructions an echo would copy")
     message: Any = None
+    complete: bool = True
+    notes: list[str] = Field(default_factory=list)
 
 
 @lru_cache(maxsize=1)
@@ -189,7 +191,8 @@ def finalize(state: ChainState, attributor: PostHocAttributor | None,
     return GroundedAnswer(question=query.text, lang=query.lang or "", format=fmt, mode=state.mode,
                           model=state.model, passages=hits, raw_output=raw, answer=answer,
                           explanation=explanation, option_index=index, chosen_option=chosen,
-                          citations=citations, flags=flags)
+                          citations=citations, flags=flags, index_complete=state.complete,
+                          retrieval_notes=state.notes)
 
 
 class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
@@ -232,9 +235,10 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
             raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
 
     def _state(self, inp: ChainInput, query: Query, hits: list[Hit]) -> ChainState:
-        state = ChainState(query=query, hits=hits, fmt=self.fmt, mode=self._mode(inp), model=self.label,
+        state = ChainState(query=query, hits=list(hits), fmt=self.fmt, mode=self._mode(inp), model=self.label,
                            options=list(inp.options) if inp.options else None,
-                           option_aliases=inp.option_aliases)
+                           option_aliases=inp.option_aliases, complete=getattr(hits, "complete", True),
+                           notes=list(getattr(hits, "notes", [])))
         docs = [h.passage.text for h in hits]
         lang = query.lang or "en"
         if self.few_shot and not (self.fmt is AnswerFormat.CITATION and state.options):
@@ -256,8 +260,8 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         self._check(inp)
         query = self._query(inp)
         mode = self._mode(inp)
-        hits = [] if self.retriever is None or mode == "no_ir" else list(
-            self.retriever.retrieve(query, mode=mode, k=self.k))
+        hits = [] if self.retriever is None or mode == "no_ir" else self.retriever.retrieve(
+            query, mode=mode, k=self.k)
         return self._state(inp, query, hits)
 
     async def aprepare(self, value: Any) -> ChainState:
@@ -265,8 +269,8 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         self._check(inp)
         query = await asyncio.to_thread(self._query, inp)
         mode = self._mode(inp)
-        hits = [] if self.retriever is None or mode == "no_ir" else list(
-            await self.retriever.aretrieve(query, mode=mode, k=self.k))
+        hits = [] if self.retriever is None or mode == "no_ir" else await self.retriever.aretrieve(
+            query, mode=mode, k=self.k)
         return self._state(inp, query, hits)
 
     # -- Runnable --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
+from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
 
@@ -32,19 +33,24 @@ def ask(
     from xlrag.chains.llms import build_llm
     from xlrag.chains.rag import build_chain
     from xlrag.config import LLMConfig
-    from xlrag.errors import EmptyQueryError
+    from xlrag.errors import ConfigError, EmptyQueryError
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
         if not question.strip():
             raise EmptyQueryError()
         fmt = parse_format(fmt)
+        if fmt is AnswerFormat.MC and len(options or []) < 2:
+            raise ConfigError("--format mc needs at least two answer options: repeat -o, e.g. -o España -o Marruecos")
         retrieval: dict[str, Any] = {"mode": mode} if mode else {}
         if k:
             retrieval["k"] = k
         cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
         if embedder:
             cfg.embedder.name = embedder
+        if len(question) > cfg.retrieval.max_question_chars:
+            raise ConfigError(f"the question has {len(question)} characters, over the limit of "
+                              f"{cfg.retrieval.max_question_chars}; shorten it or raise retrieval.max_question_chars")
         if llm:
             cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
         chat = build_llm(cfg.llm)
@@ -52,9 +58,11 @@ def ask(
         chain = build_chain(retriever, chat, fmt=fmt, mode=cfg.retrieval.mode)
         inputs: dict[str, Any] = {"question": question, "lang": lang, "relevant_langs": _csv(relevant_langs) or None,
                                   "target_lang": target_lang, "options": options or None}
-        answer = chain.invoke({k_: v for k_, v in inputs.items() if v is not None})
+        with shown_warnings():
+            answer = chain.invoke({k_: v for k_, v in inputs.items() if v is not None})
     except XlragError as e:
         _fail(e)
+    retrieval_warnings(answer.index_complete, answer.retrieval_notes)
     if as_json:
         out.print_json(answer.model_dump_json())
         return

@@ -79,7 +79,7 @@ def index(
     except XlragError as e:
         _fail(e)
     for row in report.skipped_rows:
-        err.print(f"[yellow]skipped:[/] {row}", highlight=False, soft_wrap=True)
+        warn(row, "skipped")
     out.print(
         f"indexed {report.documents} documents → {report.passages} passages into {report.index_dir}: "
         f"{report.added} added, {report.already_present} already present"

@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, err, out
+from xlrag.cli._app import (
+    ConfigOpt,
+    EmbedderOpt,
+    IndexDirOpt,
+    _config,
+    _csv,
+    _fail,
+    app,
+    echo,
+    err,
+    out,
+    warn,
+)
 from xlrag.errors import XlragError
 
 
@@ -72,10 +88,14 @@ def retrieve(
         cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
         if embedder:
             cfg.embedder.name = embedder
+        if out_path is not None:
+            check_output_path(out_path)
         retriever = CrossLingualRetriever.from_config(cfg)
         if question is not None:
             q = make_query(question, lang=lang, relevant_langs=_csv(relevant_langs), target_lang=target_lang)
-            hits = retriever.retrieve(q)
+            with shown_warnings():
+                hits = retriever.retrieve(q)
+            retrieval_warnings(hits.complete, hits.notes)
         else:
             rows = _read_queries(queries)
             prepared = []
@@ -94,24 +114,67 @@ def retrieve(
     _batch(retriever, prepared, out_path)
 
 
+def check_output_path(path: Path) -> None:
+    """Fail before any work when the results could not be written."""
+    from xlrag.errors import ConfigError
+
+    if path.is_dir():
+        raise ConfigError(f"--out {path} is a directory; give a file path such as {path / 'results.jsonl'}")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--out {path}: the directory {path.parent} does not exist; create it first")
+
+
+@contextmanager
+def shown_warnings() -> Iterator[None]:
+    """xlrag's warnings (e.g. a question cut to the embedder's window) as one line each."""
+    from xlrag.errors import XlragWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", XlragWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, XlragWarning):
+            warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def retrieval_warnings(complete: bool, notes: list[str]) -> None:
+    if not complete:
+        warn("the index is half-built (a build is running or was stopped): passages may be missing; "
+             "finish it with 'xlrag index' and verify with 'xlrag check'")
+    for note in notes:
+        warn(note, "note")
+
+
 def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
+    import os
+    import tempfile
+
     from rich.progress import Progress
 
-    tmp = out_path.with_suffix(out_path.suffix + ".tmp")
+    # A temp file beside the target, so the final rename is atomic; removed on any failure.
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
+    tmp = Path(tmp_name)
+    complete = True
     try:
-        with tmp.open("w", encoding="utf-8") as fh, Progress(console=err, transient=True) as bar:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh, Progress(console=err, transient=True) as bar:
             task = bar.add_task("retrieving", total=len(queries))
             for q in queries:
                 prepared = retriever.prepare(q)
-                hits = retriever.retrieve(prepared)
-                fh.write(json.dumps({"query_id": q.id, "lang": prepared.lang,
+                with shown_warnings():
+                    hits = retriever.retrieve(prepared)
+                complete = complete and hits.complete
+                fh.write(json.dumps({"query_id": q.id, "lang": prepared.lang, "notes": hits.notes,
                                      "results": [h.summary() for h in hits]}, ensure_ascii=False) + "\n")
                 bar.advance(task)
         tmp.replace(out_path)  # all or nothing: a failed batch never leaves a partial results file
     except XlragError as e:
-        tmp.unlink(missing_ok=True)
         _fail(e)
-    out.print(f"wrote {len(queries)} results to {out_path}", highlight=False)
+    finally:
+        tmp.unlink(missing_ok=True)
+    retrieval_warnings(complete, [])
+    echo(f"wrote {len(queries)} results to {out_path}")
 
 
 def print_hits(hits: list[Any], as_json: bool) -> None:
@@ -133,7 +196,8 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
     for h in hits:
         flat = " ".join(h.passage.text.split())
         snippet = flat if len(flat) <= room else flat[: room - 1] + "…"
-        table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", h.doc_id, snippet)
+        table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", escape(h.doc_id),
+                      escape(snippet))
     out.print(table)
 
 

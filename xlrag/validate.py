@@ -1,0 +1,50 @@
+"""Checks at xlrag's public boundary: argument names, counts, and did-you-mean hints."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from xlrag.errors import InvalidArgumentError
+
+__all__ = ["check_k", "did_you_mean", "strict_kwargs"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``known``, or ''."""
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def strict_kwargs(fn: F) -> F:
+    """Reject an unknown keyword with the nearest valid one named.
+
+    Python 3.11 says only "unexpected keyword argument 'target_lan'"; a user who typed
+    it wants to hear 'target_lang'.
+    """
+    params = inspect.signature(fn).parameters
+    keywords = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in ("self", "cls")]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        for key in kwargs:
+            if key not in params:
+                raise TypeError(f"{fn.__qualname__}() got an unexpected keyword argument {key!r}"
+                                f"{did_you_mean(key, keywords)}; valid: {', '.join(keywords)}")
+        return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def check_k(k: Any, name: str = "k") -> int | None:
+    """``k`` as a whole number >= 1 (None stays None: the configured default applies)."""
+    if k is None:
+        return None
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidArgumentError(name, "a whole number >= 1", k)
+    return k
