@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from xlrag.errors import ConfigError
@@ -43,6 +43,17 @@ class EmbedderConfig(_Section):
     base_url: str | None = Field(None, description="vendor endpoint override (proxies, gateways)")
     timeout: float = Field(60.0, gt=0)
     max_retries: int = Field(3, ge=0)
+
+    @model_validator(mode="after")
+    def _local_takes_no_vendor_settings(self) -> EmbedderConfig:
+        # The bundled model has one fixed name and no endpoint: accepting these would
+        # silently index with a model the user did not ask for.
+        if self.name == "local":
+            ignored = [f for f in ("model", "base_url") if getattr(self, f) is not None]
+            if ignored:
+                raise ValueError(f"the local embedder (bundled multilingual-e5-small) takes no {' or '.join(ignored)}; "
+                                 f"remove it, or choose a vendor embedder (openai, cohere, mistral)")
+        return self
 
 
 class SplitterConfig(_Section):
@@ -171,12 +182,48 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+ENV_PREFIX = "XLRAG_"
+# XLRAG_* variables that are not settings: read by the model cache and the HTTP server.
+OTHER_ENV_VARS = frozenset({"XLRAG_CACHE_DIR", "XLRAG_API_KEY"})
+
+
+def _setting_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
+    paths = []
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            paths += _setting_paths(ann, f"{prefix}{name}__")
+        else:
+            paths.append(f"{prefix}{name}")
+    return paths
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Unknown ``XLRAG_*`` variables are a mistake (``XLRAG_RETREIVAL__K``), never ignored."""
+    import difflib
+    import os
+
+    env = os.environ if environ is None else environ
+    valid = [f"{ENV_PREFIX}{p.upper()}" for p in _setting_paths(XlragConfig)]
+    sections = {v.rsplit("__", 1)[0] for v in valid if "__" in v}
+    for key in env:
+        upper = key.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in OTHER_ENV_VARS or upper in valid:
+            continue
+        if upper in sections:
+            continue  # a whole section as JSON, e.g. XLRAG_LLM='{"provider": "openai"}'
+        close = difflib.get_close_matches(upper, valid + sorted(OTHER_ENV_VARS), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ConfigError(f"unknown environment variable {key}{hint} (unset it, or see XlragConfig for the settings)")
+
+
 def load_config(path: str | Path | None = None, **overrides: Any) -> XlragConfig:
     """Build the config from ``xlrag.yaml`` (if present), the environment and overrides.
 
     ``overrides`` use the config's own nesting: ``load_config(retrieval={"mode": "qlang"})``.
     Environment variables beat the YAML file; explicit overrides beat both.
     """
+    check_environment()
     data: dict[str, Any] = {}
     file = Path(path) if path else Path(DEFAULT_CONFIG_FILE)
     if path and not file.exists():

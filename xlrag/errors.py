@@ -97,11 +97,15 @@ class CorpusError(XlragError):
 
 
 class CorpusRowError(CorpusError):
-    def __init__(self, path: Path | str, line: int, reason: str):
+    def __init__(self, path: Path | str, line: int, reason: str, skippable: bool = True):
         self.path, self.line, self.reason = Path(path), line, reason
-        super().__init__(
-            f"{path}:{line}: {reason} (fix the row, or pass --skip-bad to skip malformed rows)"
-        )
+        # The --skip-bad hint only where that option exists and was not already given.
+        hint = " (fix the row, or pass --skip-bad to skip malformed rows)" if skippable else " (fix the row)"
+        super().__init__(f"{path}:{line}: {reason}{hint}")
+
+    def skipped(self) -> CorpusRowError:
+        """The same error as reported after --skip-bad skipped the row."""
+        return CorpusRowError(self.path, self.line, self.reason, skippable=False)
 
 
 class IndexDirError(XlragError):

@@ -53,7 +53,7 @@ def test_skip_bad_reports_count():
 
 
 def test_missing_text_and_unknown_lang():
-    with pytest.raises(CorpusRowError, match=r"missing_text.jsonl:2: missing or empty text"):
+    with pytest.raises(CorpusRowError, match=r"missing_text.jsonl:2: missing text field"):
         load_corpus(BAD / "missing_text.jsonl")
     with pytest.raises(CorpusRowError, match=r"unknown_lang.jsonl:3: unknown language code 'xx-notalang'"):
         load_corpus(BAD / "unknown_lang.jsonl")
@@ -82,3 +82,46 @@ def test_duplicate_ids(tmp_path):
     f.write_text('{"id": "1", "text": "Hello there.", "lang": "en"}\n{"id": "1", "text": "Again.", "lang": "en"}\n')
     with pytest.raises(CorpusRowError, match="duplicate id '1' \\(first on line 1\\)"):
         load_corpus(f)
+
+
+ROW = '{"id": "d1", "text": "Ceuta es una ciudad autónoma española.", "lang": "es"}\n'
+
+
+@pytest.mark.parametrize(("name", "data"), [
+    ("bom.jsonl", b"\xef\xbb\xbf" + ROW.encode()),
+    ("utf16.jsonl", ROW.encode("utf-16")),  # with its BOM, as Windows tools write it
+    ("bom.csv", b"\xef\xbb\xbfid,text,lang\nd1,Ceuta es una ciudad aut\xc3\xb3noma espa\xc3\xb1ola.,es\n"),
+])
+def test_bom_and_utf16_corpora_are_read(tmp_path, name, data):
+    f = tmp_path / name
+    f.write_bytes(data)
+    (doc,) = load_corpus(f).documents
+    assert (doc.id, doc.lang) == ("d1", "es") and doc.text.startswith("Ceuta es una ciudad autónoma")
+
+
+def test_undecodable_and_unreadable_corpora_are_one_line_errors(tmp_path):
+    f = tmp_path / "latin1.jsonl"
+    f.write_bytes('{"id": "d1", "text": "caf\xe9", "lang": "fr"}\n'.encode("latin-1"))
+    with pytest.raises(CorpusError, match=r"not UTF-8 or UTF-16 text.*save it as UTF-8") as e:
+        load_corpus(f)
+    assert "\n" not in str(e.value)
+    # Tests run as root, where permissions are not enforced; a file whose read fails at the
+    # OS level takes the same path (/proc/self/mem reads fail with EIO at offset 0).
+    g = tmp_path / "unreadable.jsonl"
+    g.symlink_to("/proc/self/mem")
+    with pytest.raises(CorpusError, match=r"cannot read corpus file .*unreadable.jsonl"):
+        load_corpus(g)
+
+
+def test_text_of_the_wrong_type_is_named(tmp_path):
+    f = tmp_path / "num.jsonl"
+    f.write_text('{"id": "d1", "text": 12345, "lang": "en"}\n', encoding="utf-8")
+    with pytest.raises(CorpusRowError, match="text field 'text' must be a string, got int"):
+        load_corpus(f)
+
+
+def test_skip_bad_hint_only_where_it_helps(tmp_path):
+    with pytest.raises(CorpusRowError, match="pass --skip-bad"):
+        load_corpus(BAD / "bad_json.jsonl")
+    loaded = load_corpus(BAD / "bad_json.jsonl", skip_bad=True)
+    assert "--skip-bad" not in str(loaded.skipped[0]) and "bad_json.jsonl:4" in str(loaded.skipped[0])

@@ -42,9 +42,9 @@ def _read_queries(path: Path) -> list[tuple[int, dict[str, Any]]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})") from None
+                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})", skippable=False) from None
             if not isinstance(row, dict) or not str(row.get("question") or "").strip():
-                raise CorpusRowError(path, n, "each line needs a non-empty 'question'")
+                raise CorpusRowError(path, n, "each line needs a non-empty 'question'", skippable=False)
             row.setdefault("id", f"q{n}")
             rows.append((n, row))
     return rows

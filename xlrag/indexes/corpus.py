@@ -60,11 +60,35 @@ class CorpusLoad:
     detected: int = 0  # documents whose language was detected rather than given
 
 
+def _encoding(path: Path) -> str:
+    """UTF-8, with or without a BOM, or UTF-16 with its BOM (what spreadsheet exports write)."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except OSError as e:
+        raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    return "utf-8-sig"  # also reads plain UTF-8
+
+
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_or_row_number, raw_row)``; a row that cannot be parsed is an exception value."""
+    try:
+        yield from _parse_rows(path)
+    except UnicodeError as e:
+        raise CorpusError(f"{path} is not UTF-8 or UTF-16 text ({e.reason} at byte {getattr(e, 'start', '?')}); "
+                          f"save it as UTF-8") from None
+    except OSError as e:
+        raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
+    except csv.Error as e:
+        raise CorpusError(f"{path} is not a readable CSV file ({e}); check its quoting") from None
+
+
+def _parse_rows(path: Path) -> Iterator[tuple[int, Any]]:
     suffix = path.suffix.lower()
     if suffix in {".jsonl", ".ndjson", ".json"}:
-        with path.open(encoding="utf-8") as fh:
+        with path.open(encoding=_encoding(path)) as fh:
             for n, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -73,7 +97,7 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
                 except json.JSONDecodeError as e:
                     yield n, CorpusRowError(path, n, f"invalid JSON ({e.msg} at column {e.colno})")
     elif suffix == ".csv":
-        with path.open(encoding="utf-8", newline="") as fh:
+        with path.open(encoding=_encoding(path), newline="") as fh:
             reader = csv.DictReader(fh)
             for row in reader:
                 yield reader.line_num, row
@@ -112,8 +136,12 @@ def _document(path: Path, n: int, row: Any, fields: FieldMap) -> tuple[Document,
     if doc_id in (None, ""):
         raise CorpusRowError(path, n, f"missing id field {fields.id!r}")
     text = row.get(fields.text)
-    if not isinstance(text, str) or not text.strip():
-        raise CorpusRowError(path, n, f"missing or empty text field {fields.text!r}")
+    if text is None:
+        raise CorpusRowError(path, n, f"missing text field {fields.text!r}")
+    if not isinstance(text, str):
+        raise CorpusRowError(path, n, f"text field {fields.text!r} must be a string, got {type(text).__name__}")
+    if not text.strip():
+        raise CorpusRowError(path, n, f"empty text field {fields.text!r}")
     try:
         meta = _metadata(row, fields)
     except (ValueError, json.JSONDecodeError) as e:
@@ -170,7 +198,7 @@ def load_corpus(
         except CorpusRowError as e:
             if not skip_bad:
                 raise
-            skipped.append(e)
+            skipped.append(e.skipped())
             continue
         if needs:
             undetected.append(len(docs))
@@ -185,7 +213,7 @@ def load_corpus(
                 err = CorpusRowError(path, seen[docs[i].id], "language could not be detected; add a lang field")
                 if not skip_bad:
                     raise err
-                skipped.append(err)
+                skipped.append(err.skipped())
                 continue
             docs[i] = docs[i].model_copy(update={"lang": lang, "metadata": {**docs[i].metadata, "lang_detected": True}})
         docs = [d for d in docs if d.lang]

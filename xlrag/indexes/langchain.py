@@ -10,9 +10,10 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from xlrag.schema import Hit
+from xlrag.validate import check_k, strict_kwargs
 
 __all__ = ["XlragLangChainRetriever", "hit_to_document"]
 
@@ -36,21 +37,44 @@ def hit_to_document(hit: Hit) -> LCDocument:
 
 
 class XlragLangChainRetriever(BaseRetriever):
-    """``invoke("question")`` → ``list[Document]``; works in any LCEL chain."""
+    """``invoke("question")`` → ``list[Document]``; works in any LCEL chain.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    The fields set defaults; each call may override them:
+    ``invoke("question", k=1, mode="balanced", relevant_langs=["es"])``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
 
     retriever: Any = Field(description="an xlrag CrossLingualRetriever")
     mode: str | None = None
     k: int | None = None
-    query_fields: dict[str, Any] = Field(default_factory=dict)
+    lang: str | None = None
+    relevant_langs: list[str] | None = None
+    target_lang: str | None = None
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[LCDocument]:
-        hits = self.retriever.retrieve(query, mode=self.mode, k=self.k, **self.query_fields)
+    @field_validator("k")
+    @classmethod
+    def _k(cls, v: int | None) -> int | None:
+        return check_k(v)
+
+    def _args(self, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
+              target_lang: str | None) -> dict[str, Any]:
+        return {"k": check_k(k) or self.k, "mode": mode or self.mode, "lang": lang or self.lang,
+                "relevant_langs": relevant_langs or self.relevant_langs,
+                "target_lang": target_lang or self.target_lang}
+
+    @strict_kwargs
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, mode: str | None = None, lang: str | None = None,
+                                relevant_langs: list[str] | None = None,
+                                target_lang: str | None = None) -> list[LCDocument]:
+        hits = self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs, target_lang))
         return [hit_to_document(h) for h in hits]
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
-    ) -> list[LCDocument]:
-        hits = await self.retriever.aretrieve(query, mode=self.mode, k=self.k, **self.query_fields)
+    @strict_kwargs
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: int | None = None, mode: str | None = None, lang: str | None = None,
+                                       relevant_langs: list[str] | None = None,
+                                       target_lang: str | None = None) -> list[LCDocument]:
+        hits = await self.retriever.aretrieve(query, **self._args(k, mode, lang, relevant_langs, target_lang))
         return [hit_to_document(h) for h in hits]

@@ -13,6 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.schema import Hit
+from xlrag.validate import check_k
 
 __all__ = ["XlragLlamaRetriever", "hit_to_node"]
 
@@ -37,22 +38,20 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
 class XlragLlamaRetriever(BaseRetriever):
     """``retriever.retrieve("question")`` → ``list[NodeWithScore]``.
 
-    ``query_fields`` (lang, relevant_langs, target_lang) and ``mode`` apply to every
-    call; a ``QueryBundle`` whose ``custom_embedding_strs`` is unused is fine.
+    ``mode``, ``k`` and the query fields (``lang``, ``relevant_langs``, ``target_lang``)
+    apply to every call.
     """
 
-    def __init__(self, retriever: CrossLingualRetriever, mode: str | None = None, k: int | None = None,
-                 **query_fields: Any):
+    def __init__(self, retriever: CrossLingualRetriever, mode: str | None = None, k: int | None = None, *,
+                 lang: str | None = None, relevant_langs: list[str] | None = None,
+                 target_lang: str | None = None):
         super().__init__()
         self._xl = retriever
-        self._mode = mode
-        self._k = k
-        self._fields = query_fields
+        self._args: dict[str, Any] = {"mode": mode, "k": check_k(k), "lang": lang,
+                                      "relevant_langs": relevant_langs, "target_lang": target_lang}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = self._xl.retrieve(query_bundle.query_str, mode=self._mode, k=self._k, **self._fields)
-        return [hit_to_node(h) for h in hits]
+        return [hit_to_node(h) for h in self._xl.retrieve(query_bundle.query_str, **self._args)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        hits = await self._xl.aretrieve(query_bundle.query_str, mode=self._mode, k=self._k, **self._fields)
-        return [hit_to_node(h) for h in hits]
+        return [hit_to_node(h) for h in await self._xl.aretrieve(query_bundle.query_str, **self._args)]
