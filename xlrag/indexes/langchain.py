@@ -10,7 +10,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from xlrag.schema import Hit
 from xlrag.validate import check_k, strict_kwargs
@@ -52,10 +52,10 @@ class XlragLangChainRetriever(BaseRetriever):
     relevant_langs: list[str] | None = None
     target_lang: str | None = None
 
-    @field_validator("k")
-    @classmethod
-    def _k(cls, v: int | None) -> int | None:
-        return check_k(v)
+    def __init__(self, **data: Any):
+        # Checked before pydantic, so a bad k is xlrag's one-line error, not a validation dump.
+        check_k(data.get("k"))
+        super().__init__(**data)
 
     def _args(self, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
               target_lang: str | None) -> dict[str, Any]:
