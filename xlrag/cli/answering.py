@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
@@ -72,14 +73,14 @@ def ask(
 def print_answer(answer: Any) -> None:
     from xlrag.languages import display_name
 
-    out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {answer.model}")
+    out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {escape(answer.model)}")
     if answer.chosen_option is not None:
-        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {answer.chosen_option}", highlight=False)
-    out.print(f"[bold]answer:[/] {answer.answer or '—'}", highlight=False)
+        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {escape(answer.chosen_option)}", highlight=False)
+    out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
     if answer.explanation:
-        out.print(f"[bold]explanation:[/] {answer.explanation}", highlight=False)
+        out.print(f"[bold]explanation:[/] {escape(answer.explanation)}", highlight=False)
     if answer.flags:
-        out.print(f"[yellow]flags:[/] {', '.join(answer.flags)}", highlight=False)
+        out.print(f"[yellow]flags:[/] {escape(', '.join(answer.flags))}", highlight=False)
     if not answer.citations:
         return
     table = Table(title="citations")
@@ -90,6 +91,6 @@ def print_answer(answer: Any) -> None:
     for c in answer.citations:
         hit = answer.passages[c.marker] if c.valid else None
         flat = " ".join(hit.passage.text.split()) if hit else "(no such document)"
-        table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", c.doc_id or "",
-                      flat if len(flat) <= room else flat[: room - 1] + "…")
+        table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", escape(c.doc_id or ""),
+                      escape(flat if len(flat) <= room else flat[: room - 1] + "…"))
     out.print(table)

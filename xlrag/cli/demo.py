@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from xlrag.cli._app import _fail, app, err, out
 from xlrag.cli.answering import print_answer
@@ -37,7 +38,7 @@ def demo(
                       MofNCompleteColumn(), console=err, transient=True) as bar:
             task = bar.add_task("index", total=None, lang="")
             reports = build_demo_index(index_dir, lambda d, t, lang: bar.update(task, completed=d, total=t, lang=lang))
-        out.print(f"demo index {index_dir}: " + "; ".join(
+        out.print(f"demo index {escape(str(index_dir))}: " + "; ".join(
             f"{r.documents} docs → {r.passages} passages ({r.added} embedded now)" for r in reports)
             + f" in {time.perf_counter() - t0:.1f}s", highlight=False)
         embedder = demo_embedder()
@@ -46,7 +47,7 @@ def demo(
         retriever = CrossLingualRetriever(stores, embedder, k=k, detector=LinguaDetector())
         for dq in DEMO_QUESTIONS:
             q = retriever.prepare(make_query(dq.text, relevant_langs=list(dq.relevant_langs)))
-            out.rule(f"[bold]{dq.text}[/]  (detected: {q.lang})")
+            out.rule(f"[bold]{escape(dq.text)}[/]  (detected: {q.lang})")
             for mode in dq.modes:
                 print_hits(retriever.retrieve(q, mode=mode), as_json=False)
         if answers:
@@ -57,7 +58,7 @@ def demo(
             out.rule("[bold]grounded answers[/] (local gemma-3-270m, citation format, mode qlang_en, k=3)")
             chain = build_chain(retriever, build_llm(LLMConfig(max_tokens=96)), fmt="citation", mode="qlang_en", k=3)
             for dq in DEMO_QUESTIONS[:answers]:
-                out.print(f"\n[bold]Q:[/] {dq.text}", highlight=False)
+                out.print(f"\n[bold]Q:[/] {escape(dq.text)}", highlight=False)
                 print_answer(chain.invoke({"question": dq.text}))
     except XlragError as e:
         _fail(e)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from xlrag.cli._app import (
@@ -103,7 +104,7 @@ def index(
 def counts_table(counts: dict[str, int], embedder: str, status: str | None = None) -> None:
     from xlrag.languages import display_name
 
-    table = Table(title=f"embedder: {embedder}" + (f"   status: {status}" if status else ""))
+    table = Table(title=escape(f"embedder: {embedder}" + (f"   status: {status}" if status else "")))
     table.add_column("lang")
     table.add_column("language")
     table.add_column("passages", justify="right")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from xlrag.cli._app import _fail, app, out
@@ -41,7 +42,7 @@ def prompts_list(
     table.add_column("first line", no_wrap=True)
     room = max(20, out.width - 45)
     for code, role, source, first in rows:
-        table.add_row(code, role, source, first if len(first) <= room else first[: room - 1] + "…")
+        table.add_row(code, role, escape(source), escape(first if len(first) <= room else first[: room - 1] + "…"))
     out.print(table)
 
 
@@ -63,7 +64,7 @@ def prompts_show(
     except XlragError as e:
         _fail(e)
     for name, source, template in entries:
-        out.rule(f"[bold]{name}[/]  ({source})")
+        out.rule(f"[bold]{name}[/]  ({escape(source)})")
         out.print(template, highlight=False, markup=False)
 
 
