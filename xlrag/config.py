@@ -28,7 +28,6 @@ __all__ = [
     "load_config",
 ]
 
-Fusion = Literal["zscore", "score", "rrf", "interleave", "minmax"]
 DEFAULT_CONFIG_FILE = "xlrag.yaml"
 
 
@@ -79,7 +78,7 @@ class RetrievalConfig(_Section):
     mode: str = Field("qlang_en", description="IR mode (routing policy) name")
     k: int = Field(5, ge=1, description="passages returned (after rerank)")
     k_retrieve: int = Field(20, ge=1, description="candidates fetched before rerank")
-    fusion: Fusion = Field(
+    fusion: str = Field(
         "zscore",
         description="how rankings from several language stores are merged; 'score' merges "
         "raw cosine, which favours the query's own language",
@@ -90,6 +89,16 @@ class RetrievalConfig(_Section):
     detect_candidates: list[str] | None = Field(
         None, description="restrict query language detection to these languages"
     )
+
+    @field_validator("fusion")
+    @classmethod
+    def _known_fusion(cls, v: str) -> str:
+        from xlrag.registry import available
+
+        known = available("fusion")  # the registry is the one list of fusion methods
+        if v not in known:
+            raise ValueError(f"unknown fusion {v!r}; choose one of: {', '.join(known)}")
+        return v
 
 
 class RerankConfig(_Section):

@@ -15,9 +15,9 @@ from typing import Any, Literal
 
 from xlrag.errors import MissingAPIKeyError, MissingDependencyError, UnknownProviderError
 
-__all__ = ["Kind", "api_key", "available", "create", "register", "require"]
+__all__ = ["Kind", "api_key", "available", "create", "get", "register", "require"]
 
-Kind = Literal["embedder", "reranker", "llm", "translator"]
+Kind = Literal["embedder", "reranker", "llm", "translator", "fusion"]
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
@@ -25,6 +25,7 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "reranker": ("xlrag.indexes.rerank",),
     "llm": ("xlrag.chains.llms",),
     "translator": ("xlrag.chains.translator",),
+    "fusion": ("xlrag.indexes.fusion",),
 }
 _loaded: set[str] = set()
 
@@ -52,14 +53,18 @@ def available(kind: Kind) -> list[str]:
     return sorted(n for k, n in _FACTORIES if k == kind)
 
 
-def create(kind: Kind, name: str, *args: Any, **kwargs: Any) -> Any:
-    """Build the provider registered as ``name`` for ``kind``."""
+def get(kind: Kind, name: str) -> Callable[..., Any]:
+    """The callable registered as ``name`` for ``kind``; unknown names list the known ones."""
     _load_builtins(kind)
     try:
-        factory = _FACTORIES[(kind, name)]
+        return _FACTORIES[(kind, name)]
     except KeyError:
         raise UnknownProviderError(kind, name, available(kind)) from None
-    return factory(*args, **kwargs)
+
+
+def create(kind: Kind, name: str, *args: Any, **kwargs: Any) -> Any:
+    """Build the provider registered as ``name`` for ``kind``."""
+    return get(kind, name)(*args, **kwargs)
 
 
 def api_key(provider: str, *env_vars: str) -> str:

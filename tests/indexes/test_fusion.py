@@ -55,5 +55,29 @@ def test_fused_scores_keep_raw_cosine():
 
 
 def test_unknown_fusion():
-    with pytest.raises(ValueError, match="unknown fusion"):
+    from xlrag.errors import XlragError
+
+    with pytest.raises(XlragError, match="unknown fusion 'magic'"):
         fuse([SAME], "magic", 3)
+
+
+def test_fusion_methods_have_one_owner():
+    import typing
+
+    from xlrag.cli.retrieving import retrieve
+    from xlrag.config import RetrievalConfig
+    from xlrag.errors import ConfigError
+    from xlrag.registry import available
+
+    names = available("fusion")
+    assert names == ["interleave", "minmax", "rrf", "score", "zscore"]
+    for name in names:
+        assert RetrievalConfig(fusion=name).fusion == name
+    with pytest.raises(ValueError, match="unknown fusion 'magic'; choose one of: interleave"):
+        RetrievalConfig(fusion="magic")
+    from xlrag.config import load_config
+
+    with pytest.raises(ConfigError, match="unknown fusion"):
+        load_config(retrieval={"fusion": "magic"})
+    help_text = typing.get_type_hints(retrieve, include_extras=True)["fusion"].__metadata__[0].help
+    assert sorted(x.strip() for x in help_text.split(",")) == names

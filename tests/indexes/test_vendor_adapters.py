@@ -371,11 +371,22 @@ def test_cohere_reranker_reorders_by_server_scores_and_keeps_k(cohere_server: Re
     assert req.body["top_n"] == 3
     assert req.body["documents"] == texts
 
-    # the postprocessor is reused; a new k reaches the server
+    # a new k reaches the server
     assert len(reranker.rerank(query, hits, 1)) == 1
     assert cohere_server.requests[-1].body["top_n"] == 1
     assert reranker.rerank(query, [], 3) == []
     assert len(cohere_server.requests) == 2  # no call for an empty candidate list
+
+
+def test_cohere_reranker_concurrent_calls_keep_their_own_k(cohere_server: Replay) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    reranker = build_reranker(RerankConfig(name="cohere", base_url=cohere_server.url))
+    hits = [_hit(i, f"cats sleep in place {i}") for i in range(6)]
+    ks = [1, 5, 2, 4, 3, 6] * 3
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        sizes = list(pool.map(lambda k: len(reranker.rerank("where do cats sleep", hits, k)), ks))
+    assert sizes == ks  # no call is cut to another call's k
 
 
 # -- keys and names ----------------------------------------------------------------------------------

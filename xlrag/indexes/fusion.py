@@ -10,15 +10,15 @@ default, "zscore", was the best on the Travel benchmark (see benchmarks/retrieva
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xlrag.indexes.store import StoreResult
+from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["FUSIONS", "Fused", "fuse"]
+__all__ = ["Fused", "fuse", "normaliser"]
 
-FUSIONS = ("zscore", "score", "rrf", "interleave", "minmax")
 _RRF_K = 60
 # Floor for a store's score spread: with a handful of near-identical scores the
 # z-score would otherwise blow tiny differences up into large ones.
@@ -35,24 +35,47 @@ class Fused:
     store_rank: int
 
 
+# Each method turns one store's scores (best first) into scores comparable across stores.
+Normaliser = Callable[[Sequence[float]], list[float]]
+
+
+@register("fusion", "score")
+def _score(s: Sequence[float]) -> list[float]:
+    return list(s)
+
+
+@register("fusion", "zscore")
+def _zscore(s: Sequence[float]) -> list[float]:
+    mean = sum(s) / len(s)
+    std = math.sqrt(sum((x - mean) ** 2 for x in s) / len(s))
+    return [(x - mean) / max(std, _MIN_STD) for x in s]
+
+
+@register("fusion", "minmax")
+def _minmax(s: Sequence[float]) -> list[float]:
+    lo, hi = min(s), max(s)
+    return [(x - lo) / (hi - lo) if hi > lo else 1.0 for x in s]
+
+
+@register("fusion", "rrf")
+def _rrf(s: Sequence[float]) -> list[float]:
+    return [1.0 / (_RRF_K + r) for r in range(1, len(s) + 1)]
+
+
+@register("fusion", "interleave")
+def _interleave(s: Sequence[float]) -> list[float]:
+    return [1.0 / r for r in range(1, len(s) + 1)]
+
+
+def normaliser(method: str) -> Normaliser:
+    """The registered fusion method ``method``; unknown names list the registered ones."""
+    from xlrag.registry import get
+
+    return get("fusion", method)
+
+
 def _normalised(res: StoreResult, method: str) -> list[float]:
-    s = res.scores
-    if not s:
-        return []
-    if method == "score":
-        return list(s)
-    if method == "zscore":
-        mean = sum(s) / len(s)
-        std = math.sqrt(sum((x - mean) ** 2 for x in s) / len(s))
-        return [(x - mean) / max(std, _MIN_STD) for x in s]
-    if method == "minmax":
-        lo, hi = min(s), max(s)
-        return [(x - lo) / (hi - lo) if hi > lo else 1.0 for x in s]
-    if method == "rrf":
-        return [1.0 / (_RRF_K + r) for r in range(1, len(s) + 1)]
-    if method == "interleave":
-        return [1.0 / r for r in range(1, len(s) + 1)]
-    raise ValueError(f"unknown fusion {method!r}; choose one of {', '.join(FUSIONS)}")
+    return normaliser(method)(res.scores) if res.scores else []
 
 
 def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None) -> list[Fused]:

@@ -47,16 +47,13 @@ class CohereReranker:
         self.model = model
         self._api_key = api_key
         self._base_url = base_url
-        self._post: Any = None
 
     def _postprocessor(self, k: int) -> Any:
+        # One postprocessor per call: top_n is per-request state, and a shared instance
+        # mutated by concurrent calls would cut one caller's list to another caller's k.
         from llama_index.postprocessor.cohere_rerank import CohereRerank
 
-        if self._post is None:
-            self._post = CohereRerank(model=self.model, api_key=self._api_key, top_n=k,
-                                      base_url=self._base_url)
-        self._post.top_n = k
-        return self._post
+        return CohereRerank(model=self.model, api_key=self._api_key, top_n=k, base_url=self._base_url)
 
     def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
         if not hits:

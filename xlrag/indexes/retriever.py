@@ -19,7 +19,7 @@ from xlrag.config import XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector
 from xlrag.errors import PolicyError, XlragWarning
 from xlrag.indexes.embedders import Embedder, build_embedder
-from xlrag.indexes.fusion import FUSIONS, fuse
+from xlrag.indexes.fusion import fuse, normaliser
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreResult
@@ -67,8 +67,7 @@ class CrossLingualRetriever:
         translator: Translator | None = None,
         max_workers: int = 8,
     ):
-        if fusion not in FUSIONS:
-            raise PolicyError(f"unknown fusion {fusion!r}; choose one of: {', '.join(FUSIONS)}")
+        normaliser(fusion)  # an unknown name fails here, listing the registered ones
         if stores.manifest.embedder != embedder.name:
             from xlrag.errors import EmbedderMismatchError
 
