@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from xlrag.validate import strict_kwargs
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -67,16 +69,31 @@ if TYPE_CHECKING:
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 
 
-def open_retriever(index_dir: Any = None, config: Any = None, **kwargs: Any) -> CrossLingualRetriever:
+@strict_kwargs
+def open_retriever(
+    index_dir: Any = None,
+    config: Any = None,
+    *,
+    policy: Any = None,
+    k: int | None = None,
+    k_retrieve: int | None = None,
+    fusion: str | None = None,
+    embedder: Any = None,
+    reranker: Any = None,
+    detector: Any = None,
+    translator: Any = None,
+) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
-    ``kwargs`` override retriever settings: ``policy="balanced"``, ``k=10``,
+    The keyword arguments override the config: ``policy="balanced"``, ``k=10``,
     ``fusion="rrf"``, ``translator=...``.
     """
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 
-    return CrossLingualRetriever.from_config(config or load_config(), index_dir, **kwargs)
+    return CrossLingualRetriever.from_config(
+        config or load_config(), index_dir, policy=policy, k=k, k_retrieve=k_retrieve, fusion=fusion,
+        embedder=embedder, reranker=reranker, detector=detector, translator=translator)
 
 
 def __getattr__(name: str) -> Any:
