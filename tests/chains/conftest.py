@@ -74,14 +74,14 @@ def _get(url: str, timeout: float = 2.0) -> bytes:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server on the bundled gemma."""
+    """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server on gemma-3-270m."""
     from xlrag.chains.llms import bundled_model_path
 
     port = _free_port()
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path(),
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path("gemma-3-270m"),
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
            "--n_threads", str(TEST_THREADS), "--seed", "0", "--verbose", "False"]
     with log.open("wb") as out:

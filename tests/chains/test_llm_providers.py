@@ -61,7 +61,8 @@ def rag_messages(p: Passage, question: str = QUESTION) -> list[Any]:
 
 # -- local: the bundled gemma through llama.cpp ------------------------------------------------
 
-LOCAL_CFG = LLMConfig(max_tokens=24, n_ctx=1024, n_threads=TEST_THREADS)
+# The plumbing tests run on the smallest entry, whatever the catalogue's default is.
+LOCAL_CFG = LLMConfig(model="gemma-3-270m", max_tokens=24, n_ctx=1024, n_threads=TEST_THREADS)
 
 
 @pytest.fixture(scope="module")

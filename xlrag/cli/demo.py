@@ -52,10 +52,13 @@ def demo(
                 print_hits(retriever.retrieve(q, mode=mode), as_json=False)
         if answers:
             from xlrag.chains.llms import build_llm
+            from xlrag.chains.local.catalogue import lookup
             from xlrag.chains.rag import build_chain
             from xlrag.config import LLMConfig
 
-            out.rule("[bold]grounded answers[/] (local gemma-3-270m, citation format, mode qlang_en, k=3)")
+            entry = lookup(None)  # the catalogue's default, chosen by benchmarks/generation.py
+            out.rule(f"[bold]grounded answers[/] (local {entry.name}, {entry.kind}, citation format, "
+                     f"mode qlang_en, k=3)")
             chain = build_chain(retriever, build_llm(LLMConfig(max_tokens=96)), fmt="citation", mode="qlang_en", k=3)
             for dq in DEMO_QUESTIONS[:answers]:
                 out.print(f"\n[bold]Q:[/] {escape(dq.text)}", highlight=False)
