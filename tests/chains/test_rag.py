@@ -31,7 +31,7 @@ def hits(retriever):
 def local_llm():
     from xlrag.chains.llms import build_llm
 
-    return build_llm(LLMConfig(max_tokens=48, n_threads=TEST_THREADS))
+    return build_llm(LLMConfig(model="gemma-3-270m", max_tokens=48, n_threads=TEST_THREADS))  # plumbing: the smallest entry
 
 
 def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
