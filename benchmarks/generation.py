@@ -19,6 +19,15 @@ retrieving with ``qlang_en`` (k=3) from an index of the vendored XQuAD corpus.
 
 Prints a table and writes benchmarks/results/generation.json. The defaults take about
 ten minutes on 2 CPU cores.
+
+    python benchmarks/generation.py models [--xquad-per-lang 10] [--travel-per-lang 20]
+                                           [--configs name[:shot|:noshot],server:shot,...]
+
+compares every local catalogue entry (and the 0.5B model behind llama_cpp.server through the
+openai provider) through build_chain: response language (lingua, <docN> stripped), char
+3-gram recall, gold answer in the reply, valid model-made citations and seconds per answer,
+per set and language with bootstrap CIs; writes benchmarks/results/generation_models.json
+after every 10 answers.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ dependencies; every entry is also a pip extra named after it (declared in PEP 68
 form; pip normalises what users type, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works).
 
 ``few_shot`` is each model's measured default for showing the worked example
-(benchmarks/generation.py, results in benchmarks/results/generation.json).
+(benchmarks/generation.py models; results in benchmarks/results/generation_models*.json).
 """
 
 from __future__ import annotations
