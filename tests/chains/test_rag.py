@@ -253,3 +253,11 @@ def test_citing_the_examples_doc_number_is_not_an_echo(retriever, hits):
     st = st.model_copy(update={"echo_reference": st.echo_reference + "\n" + example})
     a = fin(st, AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1> says 308."), None)
     assert "prompt_echo" not in a.flags and [c.marker for c in a.citations] == [1]
+
+
+def test_a_bare_reply_is_an_answer_not_a_document_list(retriever, hits):
+    # Instruct models given the worked example often reply just "308": that is no <doc308>.
+    a = fin(state(retriever, hits), AIMessage("308"), None)
+    assert a.answer == "308" and "invalid_citation" not in a.flags and "no_citations" in a.flags
+    a = fin(state(retriever, hits), AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1>."), None)
+    assert a.answer == "308" and [c.marker for c in a.citations] == [1]

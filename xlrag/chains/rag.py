@@ -157,9 +157,17 @@ def finalize(state: ChainState, attributor: PostHocAttributor | None,
             flags.append(mc.status)
         index, chosen, answer = mc.index, mc.option, mc.option
     elif fmt is AnswerFormat.CITATION:
-        # The prompt ends with the "Cited Documents:" header for the model to continue.
-        text = cleaned if CITED_HEADER.lower() in cleaned.lower() else f"{CITED_HEADER} {cleaned}"
-        parsed = parse_citation(text, len(hits), Section.CHOICE if options else Section.ANSWER)
+        answer_section = Section.CHOICE if options else Section.ANSWER
+        lowered = cleaned.lower()
+        if CITED_HEADER.lower() in lowered:
+            text = cleaned
+        elif find_markers(cleaned) or any(s.header.lower() in lowered for s in Section):
+            # The prompt ends with the "Cited Documents:" header for the model to continue.
+            text = f"{CITED_HEADER} {cleaned}"
+        else:
+            # A bare reply ("308") is an answer with no citations, not a list of documents.
+            text = f"{CITED_HEADER}\n{answer_section.header} {cleaned.strip()}"
+        parsed = parse_citation(text, len(hits), answer_section)
         if parsed.status == "unparseable":
             flags.append("unparseable")
         if parsed.truncated:
