@@ -76,3 +76,19 @@ def retriever(xquad_index, embedder):
                               "qlang_en", k=6, detector=LinguaDetector(XQUAD_LANGS))
     yield r
     r.close()
+
+
+def lose_vectors(index_dir: Path, lang: str) -> None:
+    """Damage as two concurrent writers did: the ``lang`` store's HNSW folder deleted and its
+    vectors purged from Chroma's log, the passages' rows left in sqlite."""
+    import shutil
+    import sqlite3
+
+    db = sqlite3.connect(index_dir / "chroma" / "chroma.sqlite3")
+    segment, collection = db.execute(
+        "SELECT s.id, c.id FROM segments s JOIN collections c ON c.id = s.collection "
+        "WHERE s.scope = 'VECTOR' AND c.name LIKE ?", (f"%.{lang}",)).fetchone()
+    db.execute("DELETE FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",))
+    db.commit()
+    db.close()
+    shutil.rmtree(index_dir / "chroma" / segment)

@@ -2,7 +2,6 @@
 
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -10,7 +9,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import DATA
+from tests.conftest import DATA, lose_vectors
 from xlrag.cli import app
 
 runner = CliRunner()
@@ -42,14 +41,7 @@ def test_check_clean_then_lost_vectors_then_repair(built, tmp_path):
     assert res.exit_code == 0 and res.output.startswith("ok: 8 passages in 6 stores: 0 missing vectors"), res.output
     ix = tmp_path / "ix"
     shutil.copytree(built, ix)  # a path this process has not opened: no cached Chroma state
-    db = sqlite3.connect(ix / "chroma" / "chroma.sqlite3")
-    segment, collection = db.execute(
-        "SELECT s.id, c.id FROM segments s JOIN collections c ON c.id = s.collection "
-        "WHERE s.scope = 'VECTOR' AND c.name LIKE '%.en'").fetchone()
-    db.execute("DELETE FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",))
-    db.commit()
-    db.close()
-    shutil.rmtree(ix / "chroma" / segment)
+    lose_vectors(ix, "en")
     res = run("check", "--index-dir", ix, "--json")
     report = json.loads(res.stdout)
     assert res.exit_code == 1 and report["lost_stores"] == ["en"] and len(report["missing_vectors"]) > 0

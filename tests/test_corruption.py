@@ -3,11 +3,11 @@ from info, retrieve and ask, and a typed error in Python."""
 
 import os
 import shutil
-import sqlite3
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.conftest import lose_vectors
 from xlrag.cli import app
 from xlrag.errors import IndexCorruptError, IndexNotFoundError
 from xlrag.indexes.indexer import index_documents
@@ -26,16 +26,7 @@ def _truncate(path):
 
 
 def _lose_vectors(ix):
-    """The de store's HNSW folder deleted, its vectors already purged from Chroma's log (as
-    Chroma does once they are persisted): the passages' rows remain, their vectors are gone."""
-    db = sqlite3.connect(_sqlite(ix))
-    segment, collection = db.execute(
-        "SELECT s.id, c.id FROM segments s JOIN collections c ON c.id = s.collection "
-        "WHERE s.scope = 'VECTOR' AND c.name LIKE '%.de'").fetchone()
-    db.execute("DELETE FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",))
-    db.commit()
-    db.close()
-    shutil.rmtree(ix / "chroma" / segment)
+    lose_vectors(ix, "de")
 
 
 def _as_file(ix):

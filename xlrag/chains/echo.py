@@ -38,9 +38,7 @@ def echo_reference(messages: Sequence[tuple[str, str]], documents: Sequence[str]
     the question and the answer options (quoting a passage or naming an option is an answer)."""
     from xlrag.prompts import format_options
 
-    def norm(line: str) -> str:
-        return " ".join(_MARKUP.sub(" ", line).split())
-
+    norm = strip_markup
     doc_lines = {norm(x) for d in documents for x in d.splitlines() if x.strip()}
     doc_lines |= {norm(d) for d in documents}
     doc_lines |= {norm(x) for x in format_options(options or []).splitlines()}
