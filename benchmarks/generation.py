@@ -20,32 +20,22 @@ retrieving with ``qlang_en`` (k=3) from an index of the vendored XQuAD corpus.
 Prints a table and writes benchmarks/results/generation.json. The defaults take about
 ten minutes on 2 CPU cores.
 
-    python benchmarks/generation.py models [--xquad-per-lang 10] [--travel-per-lang 20]
-                                           [--configs name[:shot|:noshot],server:shot,...]
-
-compares every local catalogue entry (and the 0.5B model behind llama_cpp.server through the
-openai provider) through build_chain: response language (lingua, <docN> stripped), char
-3-gram recall, gold answer in the reply, valid model-made citations and seconds per answer,
-per set and language with bootstrap CIs; writes benchmarks/results/generation_models.json
-after every 10 answers.
+The comparison of every local catalogue entry is benchmarks/generation_models.py
+(``generation.py models ...`` still runs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CACHE, SHARED, bootstrap_ci, read_jsonl, write_json
+from _common import CACHE, bootstrap_ci, read_jsonl, write_json
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import convert_to_messages
 
@@ -54,6 +44,7 @@ from xlrag.chains.rag import base_model_messages, build_chain
 from xlrag.config import LLMConfig, SplitterConfig
 from xlrag.demo import demo_embedder
 from xlrag.detect import LinguaDetector
+from xlrag.evals.answers import char3_recall
 from xlrag.indexes.indexer import build_index
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.store import LanguageStores
@@ -72,26 +63,6 @@ CITATION_FLAGS = ("post_hoc_citations", "invalid_citation", "prompt_echo", "trun
 def reply_text(ans) -> str:
     """The text to judge: the parsed answer, or the whole reply when parsing found none."""
     return (ans.answer or "").strip() or ans.raw_output.strip()
-
-
-def _norm(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def _grams(text: str) -> set[str]:
-    # A gold answer shorter than 3 characters ("24") is its own single gram.
-    return {text[i:i + 3] for i in range(len(text) - 2)} if len(text) >= 3 else ({text} if text else set())
-
-
-def char3_recall(answer: str, golds: list[str]) -> float:
-    """Share of a gold answer's character 3-grams found in ``answer``; max over gold answers."""
-    have = _grams(_norm(answer))
-    best = 0.0
-    for gold in golds:
-        want = _grams(_norm(gold))
-        if want:
-            best = max(best, len(want & have) / len(want))
-    return best
 
 
 # -- setup -------------------------------------------------------------------------------------
@@ -463,155 +434,10 @@ def main() -> None:
     print(f"wrote {path}")
 
 
-# -- the catalogue comparison ('models' subcommand) ----------------------------------------------
-# Every catalogue entry (and the 0.5B model behind llama_cpp.server through the openai
-# provider) answers the same questions through the public chain, citation format. Partial
-# results are written after every configuration, so a cut-short run still reports.
-
-DOC_MARK = re.compile(r"<\s*doc\s*\d+\s*>", re.IGNORECASE)
-
-
-def travel_questions(per_lang: int) -> list[dict]:
-    shared = SHARED / "travel" / "queries.jsonl"
-    path = shared if shared.exists() else DATA.parent / "travel" / "queries.jsonl"
-    by_lang: dict[str, list[dict]] = defaultdict(list)
-    for q in read_jsonl(path):
-        if q["lang"] in ("ar", "en") and len(by_lang[q["lang"]]) < per_lang:
-            by_lang[q["lang"]].append({"id": q["id"], "question": q["question"], "lang": q["lang"],
-                                       "answers": [q["answer"]], "set": "travel"})
-    return [q for lang in ("ar", "en") for q in by_lang[lang]]
-
-
-def gold_in(answer: str, golds: list[str]) -> bool:
-    have = _norm(answer)
-    return any(_norm(g) and _norm(g) in have for g in golds)
-
-
-def judge(ans, q: dict, detector: LinguaDetector, seconds: float) -> dict:
-    text = DOC_MARK.sub(" ", reply_text(ans)).strip()
-    detected = detector.detect(text) if text else None
-    return {"id": q["id"], "set": q.get("set", "xquad"), "lang": q["lang"], "seconds": seconds,
-            "answer": ans.answer, "raw_output": ans.raw_output, "flags": ans.flags, "detected": detected,
-            "lang_correct": detected == q["lang"], "char3_recall": char3_recall(text, q["answers"]),
-            "gold_in_answer": gold_in(text, q["answers"]),
-            "model_cited": bool(ans.model_citations)}
-
-
-METRICS = ("lang_correct", "char3_recall", "gold_in_answer", "model_cited", "seconds")
-
-
-def summarise(rows: list[dict]) -> dict:
-    def block(rs: list[dict]) -> dict:
-        out: dict = {"n": len(rs)}
-        for m in METRICS:
-            mean, lo, hi = bootstrap_ci([float(r[m]) for r in rs])
-            out[m] = {"mean": mean, "ci95": [lo, hi]}
-        # numbers ("308") have no language: correctness among replies lingua could place
-        seen = [float(r["lang_correct"]) for r in rs if r["detected"] is not None]
-        mean, lo, hi = bootstrap_ci(seen)
-        out["lang_correct_detectable"] = {"mean": mean, "ci95": [lo, hi], "n": len(seen)}
-        return out
-
-    groups: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        groups[f"{r['set']}-{r['lang']}"].append(r)
-    return {"all": block(rows), "per_lang": {k: block(v) for k, v in sorted(groups.items())}}
-
-
-def start_server(model_path: str, threads: int) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", model_path,
-                             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096",
-                             "--n_threads", str(threads), "--seed", "0", "--verbose", "False"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    base = f"http://127.0.0.1:{port}/v1"
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise SystemExit("llama_cpp.server exited early")
-        try:
-            with opener.open(f"{base}/models", timeout=2):
-                return proc, base
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("llama_cpp.server did not start")
-
-
-def models_main(argv: list[str]) -> None:
-    from xlrag.chains.local.catalogue import CATALOGUE
-    from xlrag.chains.local.runtime import bundled_model_path
-    from xlrag.demo import build_demo_index
-    from xlrag.indexes.retriever import CrossLingualRetriever as Retriever
-
-    ap = argparse.ArgumentParser(description="compare every local catalogue entry")
-    ap.add_argument("--xquad-per-lang", type=int, default=10)
-    ap.add_argument("--travel-per-lang", type=int, default=20)
-    ap.add_argument("--max-tokens", type=int, default=96)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--configs", default="gemma-3-270m,qwen2.5-coder-1.5b-instruct,qwen2.5-coder-0.5b-instruct,"
-                    "qwen2.5-coder-0.5b-instruct:noshot,qwen2.5-coder-1.5b-instruct:noshot,server:shot,server:noshot")
-    ap.add_argument("--out", default="generation_models.json")
-    args = ap.parse_args(argv)
-
-    index = CACHE / "gen-models-index"
-    build_demo_index(index)  # the demo corpora (XQuAD + Travel), embeddings vendored
-    embedder = demo_embedder()
-    stores = LanguageStores.open(index, embedder.name, embedder.dim)
-    retriever = Retriever(stores, embedder, MODE, k=K)
-    xq = [dict(q, set="xquad") for qs in pick_questions(["ar", "de", "en", "es", "ru", "zh"],
-                                                         args.xquad_per_lang).values() for q in qs]
-    questions = xq + travel_questions(args.travel_per_lang)
-    detector = LinguaDetector()
-    result: dict = {"benchmark": "generation-models", "mode": MODE, "k": K, "format": "citation",
-                    "max_tokens": args.max_tokens, "threads": args.threads, "nice": os.nice(0),
-                    "questions": {"xquad": len(xq), "travel": len(questions) - len(xq)},
-                    "configs": {}}
-    for config in [c for c in args.configs.split(",") if c]:
-        name, _, variant = config.partition(":")
-        server = None
-        few_shot: bool | None = {"shot": True, "noshot": False}.get(variant)
-        if name == "server":
-            server, base = start_server(bundled_model_path("qwen2.5-coder-0.5b-instruct"), args.threads)
-            cfg = LLMConfig(provider="openai", base_url=base, model="qwen2.5-coder-0.5b-instruct",
-                            max_tokens=args.max_tokens, timeout=600)
-            qs = xq  # the OpenAI-compatible path: the XQuAD questions
-        else:
-            cfg = LLMConfig(model=name, max_tokens=args.max_tokens, n_threads=args.threads)
-            qs = questions
-            if few_shot is None:
-                few_shot = CATALOGUE[name].few_shot
-        os.environ.setdefault("OPENAI_API_KEY", "not-needed")
-        llm = build_llm(cfg)
-        chain = build_chain(retriever, llm, fmt="citation", k=K, few_shot=few_shot)
-        rows, t0, load0 = [], time.perf_counter(), os.getloadavg()[0]
-        try:
-            for i, q in enumerate(qs, 1):
-                t = time.perf_counter()
-                ans = chain.invoke(chain_input(q))
-                rows.append(judge(ans, q, detector, time.perf_counter() - t))
-                progress(config, i, len(qs), t0)
-                if i % 10 == 0 or i == len(qs):
-                    result["configs"][config] = {"llm": cfg.model_dump(mode="json"), "few_shot": few_shot,
-                                                 "complete": i == len(qs), "load_start": load0,
-                                                 "load_now": os.getloadavg()[0],
-                                                 "summary": summarise(rows), "rows": rows}
-                    write_json(args.out, result)
-        finally:
-            if server is not None:
-                server.terminate()
-                server.wait(timeout=30)
-        a = result["configs"][config]["summary"]["all"]
-        print(f"{config}: " + "  ".join(f"{m} {a[m]['mean']:.3f}" for m in (*METRICS, "lang_correct_detectable")),
-              flush=True)
-    retriever.close()
-
-
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["models"]:
+    if sys.argv[1:2] == ["models"]:  # the catalogue comparison moved to its own script
+        from generation_models import main as models_main
+
         models_main(sys.argv[2:])
     else:
         main()

@@ -61,6 +61,15 @@ class LinguaDetector:
             return None
         return normalize_code(lang.iso_code_639_1.name.lower())
 
+    def detect_with_confidence(self, text: str) -> tuple[str | None, float | None]:
+        """``detect`` and lingua's confidence (0-1) in the language it chose."""
+        det = _build(self._candidates, self._min_distance)
+        lang = det.detect_language_of(text)
+        if lang is None:
+            values = det.compute_language_confidence_values(text)
+            return None, (values[0].value if values else None)
+        return normalize_code(lang.iso_code_639_1.name.lower()), det.compute_language_confidence(text, lang)
+
     def detect_many(self, texts: Sequence[str]) -> list[str | None]:
         det = _build(self._candidates, self._min_distance)
         out = det.detect_languages_in_parallel_of(list(texts))

@@ -326,6 +326,9 @@ class PromptLibrary:
         if fmt == "citation":
             header = CHOICE_HEADER if options else ANSWER_HEADER
             parts.append(self.render("citation_format", lang, answer_header=header))
+            # Said again last: the format's English headers pull small models into English
+            # for the explanation (Russian questions: 2 of 2 explanations in English without it).
+            parts.append(self.render("answer_language", lang))
             parts.append(CITED_HEADER)
         else:
             parts.append(f"{self.render('answer_label', lang)}:")

@@ -1,0 +1,108 @@
+"""Response-language correctness (XRAG): is the reply in the language the user asked in?
+
+lingua judges the text a reader sees. Before it does, the parts that have no language or
+that the format imposes are removed: ``<docN>`` markers, URLs, the English section headers
+the citation format keeps in every language, and the localized answer labels. What is
+left may still have no language at all ("308", "10,000 €"): such a reply is
+``not_applicable``, counted apart and never scored as right or wrong, because guessing
+either way would move the rate by how many questions have numeric answers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel
+
+from xlrag.detect import LinguaDetector
+from xlrag.formats import LABEL_ROLES, Section, label_words, words_pattern
+
+if TYPE_CHECKING:
+    from xlrag.schema import GroundedAnswer
+
+__all__ = ["LanguageVerdict", "judge_language", "language_summary", "response_text"]
+
+_MARKER = re.compile(r"<\s*/?\s*doc\s*\d*\s*>", re.IGNORECASE)
+_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _labels() -> re.Pattern[str]:
+    words = [s.value for s in Section] + [w for role in LABEL_ROLES for w in label_words(role)]
+    return re.compile(rf"(?:{words_pattern(words)})\s*:", re.IGNORECASE)
+
+
+class LanguageVerdict(BaseModel):
+    """lingua's reading of one reply against the language it should be in."""
+
+    expected: str
+    detected: str | None
+    confidence: float | None = None  # lingua's confidence in ``detected``, 0-1
+    status: Literal["correct", "wrong", "undetected", "not_applicable"]
+    reason: str | None = None
+    text: str  # what was judged, after stripping
+
+    @property
+    def correct(self) -> bool | None:
+        """True or False when the reply has words; None when it has no language to judge."""
+        return None if self.status == "not_applicable" else self.status == "correct"
+
+
+def response_text(answer: GroundedAnswer) -> str:
+    """The reply as a reader sees it: the answer and explanation, or the raw reply."""
+    parts = [p for p in (answer.answer, answer.explanation) if p and p.strip()]
+    return "\n".join(parts) if parts else answer.raw_output
+
+
+def _strip(text: str) -> str:
+    text = _MARKER.sub(" ", text)
+    text = _URL.sub(" ", text)
+    text = _labels().sub(" ", text)
+    return " ".join(text.split())
+
+
+def judge_language(text: str, expected: str, detector: LinguaDetector | None = None) -> LanguageVerdict:
+    """Whether ``text`` is in ``expected`` (ISO 639-1), over all of lingua's languages by default.
+
+    All languages, as XRAG does: an answer in a closely related language is wrong too.
+    """
+    detector = detector or LinguaDetector()
+    kept = _strip(text)
+    if not kept:
+        return LanguageVerdict(expected=expected, detected=None, status="not_applicable",
+                               reason="empty reply", text=kept)
+    if not _HAS_LETTER.search(kept):
+        return LanguageVerdict(expected=expected, detected=None, status="not_applicable",
+                               reason="numbers or symbols only", text=kept)
+    detected, confidence = detector.detect_with_confidence(kept)
+    if detected is None:
+        return LanguageVerdict(expected=expected, detected=None, confidence=confidence,
+                               status="undetected", reason="lingua could not decide", text=kept)
+    status = "correct" if detected == expected else "wrong"
+    return LanguageVerdict(expected=expected, detected=detected, confidence=confidence,
+                           status=status, text=kept)
+
+
+def language_summary(verdicts: Iterable[LanguageVerdict]) -> dict:
+    """Rates both ways: over replies that have a language, and over all replies.
+
+    ``rate`` leaves ``not_applicable`` replies out; ``rate_all`` counts them as wrong (the
+    strictest reading). ``undetected`` replies count as wrong in both: they have words, and a
+    reader could not tell their language either.
+    """
+    vs: Sequence[LanguageVerdict] = list(verdicts)
+    counts = Counter(v.status for v in vs)
+    applicable = len(vs) - counts["not_applicable"]
+    confident = [v.confidence for v in vs if v.confidence is not None]
+    return {
+        "n": len(vs),
+        "n_applicable": applicable,
+        "rate": counts["correct"] / applicable if applicable else None,
+        "rate_all": counts["correct"] / len(vs) if vs else None,
+        "status": dict(sorted(counts.items())),
+        "detected": dict(Counter(str(v.detected) for v in vs).most_common()),
+        "mean_confidence": sum(confident) / len(confident) if confident else None,
+    }
