@@ -58,6 +58,7 @@ from xlrag.chains.profiles import (
     AnthropicProfile,
     CohereProfile,
     LocalProfile,
+    OpenAIProfile,
     ProviderProfile,
     register_profile,
 )
@@ -109,7 +110,7 @@ def _local(cfg: LLMConfig) -> BaseChatModel:
                           chat_format=cfg.chat_format, **common)
 
 
-register_profile("openai", ProviderProfile(name="openai"))
+register_profile("openai", OpenAIProfile())
 
 
 @register("llm", "openai")

@@ -36,6 +36,7 @@ __all__ = [
     "AnthropicProfile",
     "CohereProfile",
     "LocalProfile",
+    "OpenAIProfile",
     "ProviderProfile",
     "Request",
     "profile_for",
@@ -79,6 +80,24 @@ class ProviderProfile(BaseModel):
     def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
         return []
 
+    def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
+        """Call options that hold the reply to the JSON ``schema``.
+
+        ``{}``: the provider has no such option here, and the prompt alone asks for JSON (the
+        reply is still parsed strictly, and one that does not parse is recorded as invalid).
+        """
+        return {}
+
+
+class OpenAIProfile(ProviderProfile):
+    """OpenAI and OpenAI-compatible servers: structured outputs through ``response_format``."""
+
+    name: str = "openai"
+
+    def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": name, "schema": schema}}}
+
 
 class LocalProfile(ProviderProfile):
     """llama.cpp: a base model continues a pattern and never stops by itself; an instruct
@@ -99,6 +118,10 @@ class LocalProfile(ProviderProfile):
         # with blank lines, or starts another document.
         labels = [prompts.render(role, lang) for role in ("question_label", "documents_label")]
         return [*(f"\n{label}:" for label in labels), *(f"\n{label} :" for label in labels), "\n\n", "\n<doc"]
+
+    def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
+        # LocalLlamaChat turns this into a llama.cpp grammar (base) or response_format (chat)
+        return {"json_schema": schema}
 
 
 class CohereProfile(ProviderProfile):

@@ -47,6 +47,7 @@ ROLES: tuple[str, ...] = (
     "citation_format",
     "multiple_choice",
     "translation",
+    "judge",
     "question_label",
     "documents_label",
     "answer_label",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -267,6 +268,15 @@ class LocalLlamaChat(BaseChatModel):
             "seed": kwargs.get("seed", self.seed),
             "stop": stops,
         }
+        schema = kwargs.get("json_schema")
+        if schema is not None:
+            # A grammar built from the schema: the model cannot write anything but such JSON.
+            if isinstance(prompt, str):
+                from llama_cpp import LlamaGrammar
+
+                params["grammar"] = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+            else:
+                params["response_format"] = {"type": "json_object", "schema": schema}
         return params, n_prompt
 
     def _metadata(self, finish_reason: str | None, n_prompt: int, n_completion: int) -> dict[str, Any]:
