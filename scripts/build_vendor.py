@@ -159,7 +159,8 @@ def extract_bibtex(readme: str) -> str:
 def build_travel(src: Path, out: Path) -> dict:
     docs = read_jsonl(src / "corpus.jsonl")
     queries = read_jsonl(src / "queries.jsonl")
-    qrels = {r["query_id"]: r["doc_id"] for r in read_jsonl(src / "qrels.jsonl")}
+    qrel_rows = read_jsonl(src / "qrels.jsonl")
+    qrels = {r["query_id"]: r["doc_id"] for r in qrel_rows}
     if len(docs) != 191:
         raise SystemExit(f"travel corpus: expected 191 docs, got {len(docs)}")
 
@@ -200,6 +201,17 @@ def build_travel(src: Path, out: Path) -> dict:
                 }
             )
     write_jsonl(out / "queries.jsonl", sample)
+    # Every judgement of the sampled questions, ids prefixed like the corpus, in query order.
+    order = {q["id"]: i for i, q in enumerate(sample)}
+    judged = sorted((r for r in qrel_rows if r["query_id"] in order), key=lambda r: (order[r["query_id"]], r["doc_id"]))
+    n_qrels = write_jsonl(
+        out / "qrels.jsonl",
+        ({"query_id": r["query_id"], "doc_id": TRAVEL_ID_PREFIX + r["doc_id"], "relevance": r["relevance"]}
+         for r in judged),
+    )
+    for q in sample:
+        if not any(r["query_id"] == q["id"] and TRAVEL_ID_PREFIX + r["doc_id"] == q["gold_doc_id"] for r in judged):
+            raise SystemExit(f"travel {q['id']}: its gold document is not in qrels.jsonl")
 
     bibtex = extract_bibtex((src / "README.md").read_text(encoding="utf-8"))
     write_text(out / "LICENSE", TRAVEL_LICENSE)
@@ -210,6 +222,7 @@ def build_travel(src: Path, out: Path) -> dict:
             n_en=sum(d["lang"] == "en" for d in docs),
             n_ar=sum(d["lang"] == "ar" for d in docs),
             n_q=len(sample),
+            n_qrels=n_qrels,
             per_pair=TRAVEL_PER_PAIR,
             seed=SEED,
             min_words=TRAVEL_MIN_GOLD_WORDS,
@@ -256,11 +269,13 @@ about half of the question–document pairs are cross-lingual.
 | --- | --- | --- |
 | `corpus.jsonl` | {n_docs} | all documents: `{{"id", "text", "lang", "title", "metadata": {{"country"}}}}`; `lang` is `en` ({n_en}) or `ar` ({n_ar}) |
 | `queries.jsonl` | {n_q} | `{{"id", "question", "lang", "gold_doc_id", "gold_doc_lang", "answer"}}`, {per_pair} per language pair en→en, en→ar, ar→en, ar→ar |
+| `qrels.jsonl` | {n_qrels} | `{{"query_id", "doc_id", "relevance"}}`: the judgements of the questions in `queries.jsonl` (the shared copy's `qrels.jsonl` rows for them, `doc_id` prefixed like the corpus), for `xlrag eval retrieval --qrels` |
 | `LICENSE` | – | CC BY 4.0 notice |
 
 `lang` of a question is its actual language (detected from its script);
-`gold_doc_id` is the id of the single gold document in `corpus.jsonl`; the
-answer is in the question's language.
+`gold_doc_id` is the id of the single gold document in `corpus.jsonl` (the
+one document `qrels.jsonl` judges relevant, with relevance 1); the answer is
+in the question's language.
 
 ## Provenance and attribution
 
@@ -310,6 +325,8 @@ Made for this excerpt by `scripts/build_vendor.py`:
    {min_words} words (the Niue and Micronesia pages only say "no data").
    Only the fields listed above are kept (`user_language_label` and
    `source_rows` dropped); question ids are the shared copy's `tq` ids.
+7. `qrels.jsonl` keeps the shared copy's judgements of the sampled questions
+   only, with document ids prefixed as in 5.
 """
 
 

