@@ -63,7 +63,7 @@ def test_answer_language_keeps_the_parameter(lib, lang):
 
 def test_answer_language_renders_native_name(lib):
     assert "العربية" in lib.render("answer_language", "ar")
-    assert lib.render("answer_language", "sw").startswith("Jibu kwa Kiswahili.")
+    assert lib.render("answer_language", "sw").startswith("Jibu kwa Kiswahili, pamoja na maelezo.")
     assert lib.render("answer_language", "de", language="Englisch").startswith(
         "Antworte auf Englisch."
     )
@@ -85,7 +85,7 @@ def test_sw_is_a_file_but_bn_and_nl_fall_back_to_english(lib):
         assert lib.get("system", code) == lib.get("system", "en")
         assert (
             lib.render("answer_language", code)
-            == f"Answer in {name}. Write named entities in {name}."
+            == f"Answer in {name}, the explanation included. Write named entities in {name}."
         )
 
 
@@ -95,7 +95,7 @@ def test_codes_are_normalised(lib):
     # The script survives into the language name, so the model writes Traditional.
     assert "中文（繁體）" in lib.render("answer_language", "zh-Hant")
     assert lib.source("system", "iw") == "fallback:en"
-    assert lib.render("answer_language", "iw") == "Answer in עברית. Write named entities in עברית."
+    assert lib.render("answer_language", "iw") == "Answer in עברית, the explanation included. Write named entities in עברית."
 
 
 def test_unknown_language_raises(lib):

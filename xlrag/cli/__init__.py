@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import sys
 
-from xlrag.cli import answering, demo, evaluating, indexing, models, prompts, retrieving  # noqa: F401  (register commands)
+from xlrag.cli import (  # noqa: F401  (register commands)
+    answering,
+    demo,
+    evaluating,
+    experiments,
+    indexing,
+    models,
+    prompts,
+    retrieving,
+)
 from xlrag.cli._app import app, err
 
 __all__ = ["app", "main"]

@@ -2,7 +2,7 @@
 
 Example: ``PromptLibrary().render("answer_language", "sw")`` starts with
 ``'Jibu kwa Kiswahili.'``; for a language without a file, such as Bengali, the
-English template names the language natively (``'Answer in বাংলা. ...'``).
+English template names the language natively (``'Answer in বাংলা, ...'``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,110 @@
+"""The experiment runner end to end: real index, real local models, records, cache, report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from xlrag.errors import ConfigError
+from xlrag.evals.experiment import load_experiment
+from xlrag.evals.report import write_reports
+from xlrag.evals.runner import RECORDS, ExperimentRunner, read_records
+
+GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 48}
+EXPERIMENT = {
+    "name": "tiny",
+    "datasets": [{"name": "travel", "sample": {"per_lang": 1}}],
+    "modes": ["qlang", "all"],
+    "retrieve_k": 5,
+    "k": 2,
+    "llms": [GEMMA],
+    "judges": {"judges": [{**GEMMA, "seed": 1, "max_tokens": 64}, {**GEMMA, "seed": 2, "max_tokens": 64}]},
+}
+
+
+def _write(tmp_path, data, name="exp.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_run_rerun_report(tmp_path):
+    # one index for every run of the test: building it is the slow part
+    exp = {**EXPERIMENT, "datasets": [{"name": "travel", "sample": {"per_lang": 1}, "index_dir": str(tmp_path / "ix")}]}
+    cfg = load_experiment(_write(tmp_path, exp))
+    out = tmp_path / "run"
+    runner = ExperimentRunner(cfg, out)
+    first = runner.run()
+    runner.close()
+    assert first["written"] == 4 and first["failed"] == 0 and first["llm_calls"] > 0
+    recs = read_records(out / RECORDS)
+    assert sorted(r["mode"] for r in recs) == ["all", "all", "qlang", "qlang"]
+    assert {r["lang"] for r in recs} == {"ar", "en"}
+    for r in recs:
+        assert len(r["retrieved"]) == 5 and len(r["shown"]) == 2
+        assert r["judges"]["verdict"] in ("correct", "incorrect", "invalid")
+        assert len(r["judges"]["votes"]) == 2
+        assert r["language"]["status"] in ("correct", "wrong", "undetected", "not_applicable")
+
+    # the same folder: everything is there, nothing is redone
+    again = ExperimentRunner(cfg, out)
+    second = again.run()
+    again.close()
+    assert second == {"written": 0, "skipped": 4, "failed": 0, "llm_calls": 0}
+
+    # a fresh folder sharing the cache: every record again, not one model call
+    cached = load_experiment(_write(tmp_path, {**exp, "cache": str(out / "cache.sqlite")}, "exp2.yaml"))
+    fresh = ExperimentRunner(cached, tmp_path / "run2")
+    third = fresh.run()
+    fresh.close()
+    assert third["written"] == 4 and third["llm_calls"] == 0
+    replayed = {r["key"]: r["raw_output"] for r in read_records(tmp_path / "run2" / RECORDS)}
+    assert replayed == {r["key"]: r["raw_output"] for r in recs}
+
+    paths = write_reports(out)
+    report = json.loads(paths["json"].read_text(encoding="utf-8"))
+    assert report["records"] == 4 and report["failed"] == 0
+    assert set(report["retrieval"]) == {"travel/qlang", "travel/all"}
+    metrics = report["retrieval"]["travel/all"]["metrics"]
+    assert set(metrics["summary"]) >= {"same_lang", "cross_lang"}
+    assert any("not independent" in n for n in report["notes"])  # one model as the panel
+    cell = report["cells"]["travel/qlang/local:gemma-3-270m/localized"]
+    assert cell["answers"]["n"] == 2 and cell["agreement"]["judges"] == ["local:gemma-3-270m:seed1",
+                                                                          "local:gemma-3-270m:seed2"]
+    html = paths["html"].read_text(encoding="utf-8")
+    assert html.count("data:image/png;base64,") >= 3
+    assert "## Judge agreement" in paths["md"].read_text(encoding="utf-8")
+
+
+def test_torn_last_line_is_cut_on_resume(tmp_path):
+    path = tmp_path / RECORDS
+    path.write_bytes(b'{"key": "a"}\n{"key": "b"}\n{"key": "c", "ans')
+    assert [r["key"] for r in read_records(path)] == ["a", "b"]
+    assert path.read_bytes().endswith(b'"ans')  # reading alone changes nothing
+    read_records(path, repair=True)
+    assert path.read_bytes() == b'{"key": "a"}\n{"key": "b"}\n'
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"datasets": [{"name": "travel"}]}, "name: Field required"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "modes": ["qlnag"]}, "did you mean 'qlang'"),
+        ({"name": "x", "datasets": [{"name": "mine"}]}, "give its corpus and queries"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "k": 30, "retrieve_k": 20}, "only retrieve_k=20"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "llm": [{}]}, "llm: Extra inputs"),
+        ({"name": "x", "datasets": [{"name": "travel"}, {"name": "travel"}]}, "appears twice"),
+    ],
+)
+def test_bad_experiments_fail_in_one_line(tmp_path, data, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        load_experiment(_write(tmp_path, data))
+    assert "\n" not in str(e.value)
+
+
+def test_missing_experiment_file(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_experiment(tmp_path / "nope.yaml")

@@ -1,0 +1,83 @@
+"""``xlrag eval run`` and ``xlrag eval report``: experiment grids and their reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from xlrag.cli._app import _fail, echo, warn
+from xlrag.cli.evaluating import eval_app
+from xlrag.errors import XlragError
+
+
+@eval_app.command("run")
+def eval_run(
+    experiment: Annotated[Path, typer.Argument(help="experiment YAML (datasets × modes × llms × variants)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder: records, cache, reports")],
+    no_report: Annotated[bool, typer.Option("--no-report", help="skip writing the reports at the end")] = False,
+) -> None:
+    """Run the grid; rerun the same command to resume after a kill (nothing redone, nothing lost)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from xlrag.evals.experiment import load_experiment
+    from xlrag.evals.report import write_reports
+    from xlrag.evals.runner import ExperimentRunner
+
+    try:
+        cfg = load_experiment(experiment)
+        if out.exists() and not out.is_dir():
+            raise XlragError(f"--out {out} is a file; give a folder for the run")
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
+        with Progress(*columns, transient=False) as bar:
+            task = bar.add_task(cfg.name, total=None)
+
+            def progress(_: str, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            runner = ExperimentRunner(cfg, out, progress=progress)
+            try:
+                summary = runner.run()
+            finally:
+                runner.close()
+        echo(f"{summary['written']} records written, {summary['skipped']} already present, "
+             f"{summary['failed']} failed, {summary['llm_calls']} model calls (the rest from the cache)")
+        if summary["failed"]:
+            warn(f"{summary['failed']} records failed; their errors are in {out / 'records.jsonl'}")
+        if not no_report:
+            paths = write_reports(out)
+            echo(f"reports: {paths['md']} {paths['html']} {paths['json']}")
+    except XlragError as e:
+        _fail(e)
+
+
+@eval_app.command("report")
+def eval_report(
+    run_dir: Annotated[Path, typer.Argument(help="a run folder made by `xlrag eval run`")],
+    as_json: Annotated[bool, typer.Option("--json", help="print report.json to stdout as well")] = False,
+) -> None:
+    """Rebuild report.json, report.md and report.html from the run's records."""
+    from xlrag.evals.report import write_reports
+    from xlrag.evals.runner import RECORDS
+
+    try:
+        if not (run_dir / RECORDS).exists() or not (run_dir / "experiment.yaml").exists():
+            raise XlragError(f"{run_dir} is not a run folder (no {RECORDS} and experiment.yaml); "
+                             f"make one with `xlrag eval run EXPERIMENT.yaml --out {run_dir}`")
+        paths = write_reports(run_dir)
+    except XlragError as e:
+        _fail(e)
+    if as_json:
+        echo(json.dumps(json.loads(paths["json"].read_text(encoding="utf-8")), ensure_ascii=False))
+    else:
+        echo(f"reports: {paths['md']} {paths['html']} {paths['json']}")

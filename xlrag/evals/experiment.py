@@ -1,0 +1,202 @@
+"""An experiment: one YAML file naming a grid of datasets × IR modes × LLMs × prompt variants.
+
+    name: travel-small
+    datasets:
+      - name: travel            # built in: travel, xquad (vendored, indexed from vendored
+        sample: {per_lang: 5}   # embeddings); or give corpus/queries/qrels paths
+    modes: [qlang, qlang_en, all, balanced]
+    retrieve_k: 20              # ranked list scored by the retrieval metrics
+    k: 3                        # passages shown to the LLM
+    llms: [{provider: local}]   # empty: retrieval only
+    variants: [{name: localized}, {name: english, prompt_lang: en}]
+    judges: {judges: [{seed: 0}, {seed: 1}, {seed: 2}]}
+    concurrency: 4
+
+Every section is validated with pydantic (unknown keys fail with the name of the section);
+relative paths are read from the YAML file's folder. One *cell* of the grid is a
+(dataset, mode, llm, variant) tuple; one *record* is a cell and a query.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from xlrag.config import LLMConfig
+from xlrag.errors import ConfigError
+from xlrag.evals.judges import PanelConfig
+from xlrag.formats import AnswerFormat
+
+__all__ = ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"]
+
+BUILTIN_DATASETS = ("travel", "xquad")
+_DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Sample(_Strict):
+    """A stratified sample: the first ``per_lang`` queries of each language after a seeded shuffle."""
+
+    per_lang: int = Field(ge=1)
+    seed: int = 0
+    langs: list[str] | None = None
+
+
+class DatasetConfig(_Strict):
+    name: str
+    corpus: Path | None = None
+    queries: Path | None = None
+    qrels: Path | None = None
+    index_dir: Path | None = Field(None, description="default: <out>/index-<name>")
+    sample: Sample | None = None
+
+    @model_validator(mode="after")
+    def _paths(self) -> DatasetConfig:
+        if self.name not in BUILTIN_DATASETS and (self.corpus is None or self.queries is None):
+            raise ValueError(f"dataset {self.name!r} is not built in ({', '.join(BUILTIN_DATASETS)}); "
+                             f"give its corpus and queries paths")
+        return self
+
+    def resolved(self, base: Path) -> DatasetConfig:
+        def fix(p: Path | None) -> Path | None:
+            return p if p is None or p.is_absolute() else (base / p).resolve()
+
+        data = self.model_dump()
+        if self.name in BUILTIN_DATASETS:
+            data["corpus"] = self.corpus or _DATA / self.name / "corpus.jsonl"
+            data["queries"] = self.queries or _DATA / self.name / "queries.jsonl"
+            qrels = _DATA / self.name / "qrels.jsonl"
+            data["qrels"] = self.qrels or (qrels if qrels.exists() else None)
+        for key in ("corpus", "queries", "qrels", "index_dir"):
+            data[key] = fix(data[key])
+        return DatasetConfig(**data)
+
+
+class Variant(_Strict):
+    """A prompt variant: the localized prompts, or every prompt in one language (mRAG)."""
+
+    name: str = "localized"
+    prompt_lang: str | None = Field(None, description="send every prompt in this language (e.g. en)")
+    format: AnswerFormat = AnswerFormat.CITATION
+    few_shot: bool | None = None
+
+
+class ExperimentConfig(_Strict):
+    name: str
+    datasets: list[DatasetConfig] = Field(min_length=1)
+    modes: list[str] = Field(default_factory=lambda: ["qlang_en"], min_length=1)
+    retrieve_k: int = Field(20, ge=1, le=200)
+    k: int = Field(3, ge=1, le=50)
+    llms: list[LLMConfig] = Field(default_factory=lambda: [LLMConfig()])
+    variants: list[Variant] = Field(default_factory=lambda: [Variant()], min_length=1)
+    judges: PanelConfig | None = None
+    ragas: list[Literal["faithfulness", "answer_relevancy", "context_precision", "context_recall"]] = []
+    concurrency: int = Field(4, ge=1, le=64, description="parallel calls for API models")
+    timeout: float = Field(300.0, gt=0, description="seconds per record before it is recorded as failed")
+    cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
+    human_labels: Path | None = Field(
+        None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
+
+    @field_validator("modes")
+    @classmethod
+    def _known_modes(cls, modes: list[str]) -> list[str]:
+        from xlrag.indexes.policies import MODES
+
+        for m in modes:
+            if m not in MODES:
+                from xlrag.validate import did_you_mean
+
+                raise ValueError(f"unknown IR mode {m!r}{did_you_mean(m, MODES)}; use one of: {', '.join(MODES)}")
+        return modes
+
+    @model_validator(mode="after")
+    def _unique(self) -> ExperimentConfig:
+        for what, names in (("dataset", [d.name for d in self.datasets]),
+                            ("variant", [v.name for v in self.variants]),
+                            ("llm", [llm_label(x) for x in self.llms])):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"{what} {dupes} appears twice; give each a distinct name or settings")
+        if self.k > self.retrieve_k:
+            raise ValueError(f"k={self.k} passages shown but only retrieve_k={self.retrieve_k} retrieved")
+        return self
+
+    def cells(self) -> list[Cell]:
+        llms = [llm_label(x) for x in self.llms] or [None]
+        return [Cell(dataset=d.name, mode=m, llm=x, variant=v.name)
+                for d in self.datasets for m in self.modes for x in llms for v in self.variants]
+
+
+class Cell(_Strict):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset: str
+    mode: str
+    llm: str | None
+    variant: str
+
+    def key(self, query_id: str) -> str:
+        return "|".join([self.dataset, self.mode, self.llm or "-", self.variant, query_id])
+
+
+def llm_label(cfg: LLMConfig) -> str:
+    """provider:model, with the settings that change replies when they differ from defaults."""
+    label = f"{cfg.provider}:{cfg.model or (cfg.model_path.name if cfg.model_path else 'default')}"
+    extra = [f"{k}={v}" for k, v in (("temperature", cfg.temperature), ("seed", cfg.seed),
+                                      ("few_shot", cfg.few_shot))
+             if v != LLMConfig.model_fields[k].default]
+    return label + (f"[{','.join(extra)}]" if extra else "")
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment YAML; relative paths are taken from its folder."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"experiment file {path} does not exist; pass the path of a YAML file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must be a mapping with at least 'name' and 'datasets'")
+    try:
+        cfg = ExperimentConfig.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise ConfigError(f"{path}: {where}: {err['msg']}") from None
+    base = path.resolve().parent
+    cfg.datasets = [d.resolved(base) for d in cfg.datasets]
+    for key in ("cache", "human_labels"):
+        value = getattr(cfg, key)
+        if value is not None and not value.is_absolute():
+            setattr(cfg, key, (base / value).resolve())
+    if cfg.human_labels is not None and not cfg.human_labels.is_file():
+        raise ConfigError(f"{path}: human_labels {cfg.human_labels} does not exist; give a JSONL file of "
+                          f'{{"query_id", "label"}} rows or remove the key')
+    return cfg
+
+
+def sample_queries(queries: list[dict], sample: Sample | None) -> list[dict]:
+    """The stratified sample, in a stable order (language, then position after the shuffle)."""
+    if sample is None:
+        return queries
+    by_lang: dict[str, list[dict]] = defaultdict(list)
+    for q in queries:
+        by_lang[q["lang"]].append(q)
+    out = []
+    for lang in sorted(by_lang):
+        if sample.langs and lang not in sample.langs:
+            continue
+        qs = list(by_lang[lang])
+        random.Random(f"{sample.seed}:{lang}").shuffle(qs)
+        out.extend(qs[: sample.per_lang])
+    return out

