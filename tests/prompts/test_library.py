@@ -65,7 +65,7 @@ def test_answer_language_renders_native_name(lib):
     assert "العربية" in lib.render("answer_language", "ar")
     assert lib.render("answer_language", "sw").startswith("Jibu kwa Kiswahili, pamoja na maelezo.")
     assert lib.render("answer_language", "de", language="Englisch").startswith(
-        "Antworte auf Englisch."
+        "Antworte auf Englisch, auch in der Erklärung."
     )
 
 
