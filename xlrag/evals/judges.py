@@ -15,15 +15,15 @@ configured rule. A response in the wrong language is incorrect whatever the judg
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xlrag.config import LLMConfig
+from xlrag.evals.structured import json_objects, message_text, structured_runnable
 from xlrag.prompts import PromptLibrary
 
 __all__ = [
@@ -49,8 +49,9 @@ class JudgeReply(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # justification first: a model that writes its reasons before the verdict judges better,
-    # and constrained decoders emit properties in schema order
-    justification: str = Field(max_length=600)
+    # and constrained decoders emit properties in schema order. No maxLength: llama.cpp's
+    # grammar for it is slow (3x per call on gemma-3-270m); max_tokens bounds the reply.
+    justification: str
     verdict: Verdict
 
 
@@ -104,9 +105,6 @@ class PanelVerdict(BaseModel):
         return self.verdict
 
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
 def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
     """The judge's reply as :class:`JudgeReply`, or ``(None, reason)``.
 
@@ -116,22 +114,7 @@ def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
     text = raw.strip()
     if not text:
         return None, "empty reply"
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] or [text]
-    found: list[JudgeReply] = []
-    last_error = "no JSON object"
-    decoder = json.JSONDecoder()
-    for chunk in candidates:
-        for start in (i for i, ch in enumerate(chunk) if ch == "{"):
-            try:
-                obj, _ = decoder.raw_decode(chunk, start)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(obj, dict):
-                continue
-            try:
-                found.append(JudgeReply.model_validate(obj))
-            except ValidationError as e:
-                last_error = f"JSON does not match the verdict schema: {e.errors()[0]['msg']}"
+    found, last_error = json_objects(text, JudgeReply, "verdict")
     if not found:
         return None, last_error
     if len({r.verdict for r in found}) > 1:
@@ -226,12 +209,8 @@ class JudgePanel:
         return [("user", text)]
 
     def _runnable(self, llm: Any) -> Any:
-        from xlrag.chains.profiles import profile_for
-
-        options = profile_for(llm).json_request(JudgeReply.model_json_schema(), "verdict")
         # judges are tagged so that streaming surfaces never show their tokens
-        return llm.bind(**options).with_config(tags=["xlrag:judge", "nostream"]) if options else \
-            llm.with_config(tags=["xlrag:judge", "nostream"])
+        return structured_runnable(llm, JudgeReply.model_json_schema(), "verdict", ["xlrag:judge", "nostream"])
 
     def _vote(self, label: str, raw: str | None, error: str | None) -> JudgeVote:
         if error is not None:
@@ -252,7 +231,7 @@ class JudgePanel:
         votes = []
         for label, llm in zip(self.labels, self.models(), strict=True):
             try:
-                raw, error = _text(self._runnable(llm).invoke(msgs)), None
+                raw, error = message_text(self._runnable(llm).invoke(msgs)), None
             except Exception as e:  # a failed judge is an invalid vote with its reason, not a crash
                 raw, error = "", f"{type(e).__name__}: {e}"
             votes.append(self._vote(label, raw, error))
@@ -263,16 +242,10 @@ class JudgePanel:
 
         async def one(label: str, llm: Any) -> JudgeVote:
             try:
-                return self._vote(label, _text(await self._runnable(llm).ainvoke(msgs)), None)
+                return self._vote(label, message_text(await self._runnable(llm).ainvoke(msgs)), None)
             except Exception as e:
                 return self._vote(label, "", f"{type(e).__name__}: {e}")
 
         votes = await asyncio.gather(*(one(x, m) for x, m in zip(self.labels, self.models(), strict=True)))
         return self._verdict(list(votes))
 
-
-def _text(message: Any) -> str:
-    content = getattr(message, "content", message)
-    if isinstance(content, list):  # content blocks (Anthropic)
-        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
-    return str(content)
