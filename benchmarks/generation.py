@@ -370,7 +370,8 @@ def main() -> None:
     questions = pick_questions(langs, args.per_lang)
     n_q = sum(len(qs) for qs in questions.values())
     print(f"questions: {n_q} in {len(questions)} languages", flush=True)
-    llm = build_llm(LLMConfig(max_tokens=args.max_tokens, n_threads=args.threads))
+    # gemma-3-270m: the overhead check rebuilds the base-model prompt the chain sends
+    llm = build_llm(LLMConfig(model="gemma-3-270m", max_tokens=args.max_tokens, n_threads=args.threads))
     # Over all of lingua's languages, as XRAG does: an answer in a related language is wrong too.
     detector = LinguaDetector()
 

@@ -87,5 +87,5 @@ def test_rendered_reports(run_dir):
 
 def test_bad_labels_file_names_the_line(run_dir):
     (run_dir / "labels.jsonl").write_text('{"query_id": "q1", "label": "yes"}\n')
-    with pytest.raises(CorpusRowError, match="labels.jsonl.*1"):
+    with pytest.raises(CorpusRowError, match=r"labels\.jsonl.*1"):
         build_report(run_dir)

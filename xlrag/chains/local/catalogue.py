@@ -7,7 +7,7 @@ dependencies; every entry is also a pip extra named after it (declared in PEP 68
 form; pip normalises what users type, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works).
 
 ``few_shot`` is each model's measured default for showing the worked example
-(benchmarks/generation.py models; results in benchmarks/results/generation_models*.json).
+(benchmarks/generation_models.py; results in benchmarks/results/generation_models*.json).
 """
 
 from __future__ import annotations
@@ -102,9 +102,10 @@ _ENTRIES = (
 )
 
 CATALOGUE: dict[str, CatalogueEntry] = {e.name: e for e in _ENTRIES}
-#: Chosen by benchmarks/generation.py models: the best entry within about 4x gemma-3-270m's
-#: seconds per answer (4.8x and 4.3x in this session's runs, 3.3x in the issue's quiet probe): the
-#: 0.5B is faster but rarely keeps the answer format (benchmarks/results/generation_models*.json).
+#: Chosen by benchmarks/generation_models.py (100 questions): the best entry by every quality
+#: measure. It takes 4.8x (two threads) to 7.6x (one thread) gemma-3-270m's seconds per answer,
+#: over the issue's "about 4x"; the 0.5B is within it but misses every quality target by far
+#: (benchmarks/results/generation_models*.json; README "How the default was chosen").
 DEFAULT_ENTRY = "qwen2.5-coder-1.5b-instruct"
 
 # Names accepted for the default before the catalogue existed.
