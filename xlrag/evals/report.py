@@ -203,12 +203,15 @@ def markdown(report: dict[str, Any]) -> str:
         for name, r in report["retrieval"].items():
             lines.append(f"### {name}")
             m = r.get("metrics", {}).get("summary")
-            if m:
-                keys = list(next(iter(m.values())))
-                lines += ["", "| | " + " | ".join(keys) + " |", "|---" * (len(keys) + 1) + "|"]
-                for group, vals in m.items():
-                    lines.append(f"| {group} | " + " | ".join(
-                        f"{vals[k]:.3f}" if isinstance(vals[k], float) else str(vals[k]) for k in keys) + " |")
+            groups = [g for g in ("same_lang", "cross_lang", "mixed_lang") if m and isinstance(m.get(g), dict) and m[g]]
+            if groups:
+                keys = list(m[groups[0]])
+                n = m.get("n") or {}
+                lines += ["", "| queries | n | " + " | ".join(keys) + " |", "|---" * (len(keys) + 2) + "|"]
+                for group in groups:
+                    vals = m[group]
+                    lines.append(f"| {group} | {n.get(group, '')} | " + " | ".join(
+                        "–" if vals.get(k) is None else f"{vals[k]:.3f}" for k in keys) + " |")
             dist = r["retrieved_languages"]
             lines += ["", "retrieved languages by query language: " + "; ".join(
                 f"{q}: " + ", ".join(f"{d} {v:.2f}" for d, v in ds.items()) for q, ds in dist.items()), ""]

@@ -243,7 +243,16 @@ class ExperimentRunner:
     # -- the grid -------------------------------------------------------------------------
 
     def run(self) -> RunSummary:
-        return asyncio.run(self.arun())
+        """Run to the end; ``await runner.arun()`` inside async code."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun())
+        # a loop is already running (a notebook): give the run its own loop on a worker thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1, thread_name_prefix="xlrag-eval") as pool:
+            return pool.submit(asyncio.run, self.arun()).result()
 
     async def arun(self) -> RunSummary:
         self._snapshot()
