@@ -1,0 +1,72 @@
+"""Replies held to a JSON schema, from any xlrag LLM, and parsed strictly.
+
+The provider's profile says how a reply is held to a schema (``response_format`` for
+OpenAI-compatible servers, a grammar for llama.cpp; nothing for the others, where the
+prompt alone asks for JSON). Either way the reply is parsed strictly: a JSON object that
+validates, found alone, in a code fence or after free text; never a keyword guess.
+
+Used by the judge panel (:mod:`xlrag.evals.judges`) and the Ragas adapter
+(:mod:`xlrag.evals.ragas_adapter`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = ["json_objects", "message_text", "structured_runnable"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+def structured_runnable(llm: Any, schema: dict[str, Any], name: str, tags: Sequence[str]) -> Any:
+    """``llm`` bound to the call options that hold its reply to ``schema`` (none when its
+    provider has no such option), tagged with ``tags``."""
+    from xlrag.chains.profiles import profile_for
+
+    options = profile_for(llm).json_request(schema, name)
+    return (llm.bind(**options) if options else llm).with_config(tags=list(tags))
+
+
+def json_objects(text: str, model: type[M], what: str) -> tuple[list[M], str]:
+    """Every JSON object in ``text`` that validates as ``model``, and why the last other failed.
+
+    ``what`` names the schema in that reason ("JSON does not match the verdict schema: ...").
+    The inside of an object that validated is not searched again.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] or [text]
+    found: list[M] = []
+    last_error = "no JSON object"
+    decoder = json.JSONDecoder()
+    for chunk in candidates:
+        resume = 0
+        for start in (i for i, ch in enumerate(chunk) if ch == "{"):
+            if start < resume:
+                continue
+            try:
+                obj, end = decoder.raw_decode(chunk, start)
+            except json.JSONDecodeError:
+                continue
+            if not isinstance(obj, dict):
+                continue
+            try:
+                found.append(model.model_validate(obj))
+            except ValidationError as e:
+                last_error = f"JSON does not match the {what} schema: {e.errors()[0]['msg']}"
+            else:
+                resume = end
+    return found, last_error
+
+
+def message_text(message: Any) -> str:
+    """The text of a chat model's reply, whatever its content shape."""
+    content = getattr(message, "content", message)
+    if isinstance(content, list):  # content blocks (Anthropic)
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
