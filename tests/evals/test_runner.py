@@ -108,3 +108,22 @@ def test_bad_experiments_fail_in_one_line(tmp_path, data, message):
 def test_missing_experiment_file(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_experiment(tmp_path / "nope.yaml")
+
+
+@pytest.mark.slow
+def test_ragas_scores_land_in_records_and_report(tmp_path):
+    exp = {"name": "ragas", "modes": ["qlang"], "retrieve_k": 3, "k": 2, "llms": [GEMMA],
+           "datasets": [{"name": "travel", "sample": {"per_lang": 1, "langs": ["en"]},
+                         "index_dir": str(tmp_path / "ix")}],
+           "ragas": ["faithfulness"]}
+    cfg = load_experiment(_write(tmp_path, exp))
+    runner = ExperimentRunner(cfg, tmp_path / "run")
+    assert runner.run()["failed"] == 0
+    runner.close()
+    (rec,) = read_records(tmp_path / "run" / RECORDS)
+    score = rec["ragas"]["faithfulness"]
+    # a score in [0, 1], or null with the reason: never NaN in JSON, never a dropped row
+    assert (score["value"] is not None and 0 <= score["value"] <= 1) or score["reason"]
+    report = json.loads(write_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    agg = report["cells"]["travel/qlang/local:gemma-3-270m/localized"]["answers"]["ragas_faithfulness"]
+    assert agg["failed"] + agg["n"] == 1

@@ -49,6 +49,11 @@ def _answers(recs: list[dict]) -> dict[str, Any]:
     out["language_detected"] = dict(Counter(str(v["detected"]) for v in lang).most_common())
     for m in ("char3_recall", "em", "f1"):
         out[m] = _mean_ci(r["metrics"][m] for r in gen if "metrics" in r)
+    names = sorted({m for r in gen for m in (r.get("ragas") or {})})
+    for m in names:
+        scored = [r["ragas"][m] for r in gen if m in (r.get("ragas") or {})]
+        out[f"ragas_{m}"] = _mean_ci(x["value"] for x in scored) | {
+            "failed": sum(x["value"] is None for x in scored)}
     judged = [r["judges"] for r in gen if r.get("judges")]
     if judged:
         out["judge_accuracy"] = _mean_ci(float(j["verdict"] == "correct") for j in judged if j["verdict"] != "invalid")
@@ -191,7 +196,8 @@ def _fmt(m: dict | None) -> str:
 
 _ANSWER_COLS = (("answered", "answered"), ("language_correct", "lang correct"),
                 ("char3_recall", "char3 recall"), ("f1", "F1"), ("em", "EM"),
-                ("judge_accuracy", "judges"), ("judge_accuracy_language_strict", "judges, lang-strict"))
+                ("judge_accuracy", "judges"), ("judge_accuracy_language_strict", "judges, lang-strict"),
+                ("ragas_faithfulness", "faithfulness"), ("ragas_answer_relevancy", "answer relevancy"))
 
 
 def markdown(report: dict[str, Any]) -> str:

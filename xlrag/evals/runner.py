@@ -116,6 +116,7 @@ class ExperimentRunner:
         self._retrievers: dict[str, Any] = {}
         self._llms: dict[str, Any] = {}
         self._panel = None
+        self._ragas = None
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -188,6 +189,28 @@ class ExperimentRunner:
                 m.cache = self.cache
         return self._panel
 
+    def ragas(self):
+        """Ragas metrics on the first configured LLM (its calls cached like the others)."""
+        if self._ragas is None and self.config.ragas:
+            from xlrag.evals.ragas_adapter import RagasMetrics
+
+            cfg = self.config.llms[0] if self.config.llms else LLMConfig()
+            embedder = next(iter(self._retrievers.values())).embedder if self._retrievers else None
+            self._ragas = RagasMetrics(self.llm(cfg), metrics=self.config.ragas, embedder=embedder,
+                                       cache_dir=self.out / "ragas-prompts")
+        return self._ragas
+
+    async def _ragas_scores(self, q: dict, text: str, ans: Any) -> dict[str, dict[str, Any]]:
+        from xlrag.evals.ragas_adapter import RagasRow, score_rows
+
+        row = RagasRow(question=q["question"], response=text or None, lang=q["lang"], id=q["id"],
+                       contexts=[h.passage.text for h in ans.passages],
+                       reference=q["answers"][0] if q["answers"] else None)
+        (scores,) = await score_rows([row], self.ragas(), timeout=self.config.timeout)
+        # NaN is not JSON: a failed score is null with its reason
+        return {name: {"value": None if s.value != s.value else s.value, "reason": s.reason}
+                for name, s in scores.scores.items()}
+
     def chain(self, ds: DatasetConfig, cell: Cell, llm_cfg: LLMConfig, variant: Variant):
         from xlrag.chains.rag import build_chain
         from xlrag.prompts import ROLES, PromptLibrary
@@ -232,6 +255,8 @@ class ExperimentRunner:
                 rec["metrics"] = {"em": exact_match(a, q["answers"], q["lang"]),
                                   "f1": token_f1(a, q["answers"], q["lang"]),
                                   "char3_recall": char3_recall(a, q["answers"])}
+                if self.config.ragas:
+                    rec["ragas"] = await self._ragas_scores(q, text if answered else "", ans)
                 panel = self.panel()
                 if panel is not None:
                     pv = await panel.ajudge(q["question"], q["answers"], text if answered else "", q["lang"])
