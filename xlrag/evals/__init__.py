@@ -1,4 +1,4 @@
-"""Evaluation: retrieval metrics by language, with bootstrap intervals.
+"""Evaluation: retrieval, answer, language and citation metrics, judges, Ragas, experiments.
 
 Names load on first use, so ``import xlrag.evals`` stays light.
 """
@@ -11,19 +11,38 @@ from typing import Any
 # name -> module that defines it; one line per name.
 _LAZY = {
     "Evaluation": "xlrag.evals.retrieval_run",
-    "MetricScore": "xlrag.evals.ragas_adapter",
+    "ExperimentConfig": "xlrag.evals.experiment",
+    "ExperimentRunner": "xlrag.evals.runner",
     "IndexInventory": "xlrag.evals.retrieval_run",
+    "JudgeConfig": "xlrag.evals.judges",
+    "JudgePanel": "xlrag.evals.judges",
+    "LanguageVerdict": "xlrag.evals.language",
+    "MetricScore": "xlrag.evals.ragas_adapter",
+    "PanelConfig": "xlrag.evals.judges",
+    "PanelVerdict": "xlrag.evals.judges",
     "Qrel": "xlrag.evals.retrieval",
     "RagasMetrics": "xlrag.evals.ragas_adapter",
     "RagasRow": "xlrag.evals.ragas_adapter",
     "RankedPassage": "xlrag.evals.retrieval",
     "Ranking": "xlrag.evals.retrieval",
     "RowScores": "xlrag.evals.ragas_adapter",
+    "SQLiteLLMCache": "xlrag.evals.cache",
     "bootstrap_ci": "xlrag.evals.stats",
     "bootstrap_macro_ci": "xlrag.evals.stats",
+    "build_report": "xlrag.evals.report",
+    "char3_recall": "xlrag.evals.answers",
+    "chrf": "xlrag.evals.answers",
+    "citation_summary": "xlrag.evals.citations",
+    "citation_vs_inclusion": "xlrag.evals.citations",
+    "cohen_kappa": "xlrag.evals.agreement",
     "evaluate_retriever": "xlrag.evals.retrieval_run",
+    "exact_match": "xlrag.evals.answers",
+    "fleiss_kappa": "xlrag.evals.agreement",
     "hit_at": "xlrag.evals.retrieval",
+    "judge_language": "xlrag.evals.language",
     "language_bias": "xlrag.evals.retrieval",
+    "language_summary": "xlrag.evals.language",
+    "load_experiment": "xlrag.evals.experiment",
     "load_qrels": "xlrag.evals.retrieval",
     "metric_names": "xlrag.evals.retrieval",
     "mrr_at": "xlrag.evals.retrieval",
@@ -32,11 +51,14 @@ _LAZY = {
     "ragas_embeddings": "xlrag.evals.ragas_adapter",
     "ragas_llm": "xlrag.evals.ragas_adapter",
     "rank_queries": "xlrag.evals.retrieval_run",
+    "read_records": "xlrag.evals.runner",
     "recall_at": "xlrag.evals.retrieval",
     "relevant_langs": "xlrag.evals.retrieval",
     "retrieval_report": "xlrag.evals.retrieval",
     "score_rows": "xlrag.evals.ragas_adapter",
+    "token_f1": "xlrag.evals.answers",
     "trec_run": "xlrag.evals.retrieval",
+    "write_reports": "xlrag.evals.report",
     "write_trec_run": "xlrag.evals.retrieval",
 }
 
