@@ -30,23 +30,15 @@ from xlrag.errors import XlragError
 
 
 def _read_queries(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    from xlrag.errors import CorpusError, CorpusRowError
+    from xlrag.errors import CorpusRowError
+    from xlrag.jsonl import read_objects
 
-    if not path.exists():
-        raise CorpusError(f"queries file {path} does not exist")
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})", skippable=False) from None
-            if not isinstance(row, dict) or not str(row.get("question") or "").strip():
-                raise CorpusRowError(path, n, "each line needs a non-empty 'question'", skippable=False)
-            row.setdefault("id", f"q{n}")
-            rows.append((n, row))
+    for n, row in read_objects(path, "queries"):
+        if not str(row.get("question") or "").strip():
+            raise CorpusRowError(path, n, "each line needs a non-empty 'question'", skippable=False)
+        row.setdefault("id", f"q{n}")
+        rows.append((n, row))
     return rows
 
 

@@ -67,20 +67,14 @@ def _answers(recs: list[dict]) -> dict[str, Any]:
 def read_labels(path: Path) -> dict[str, str]:
     """Human verdicts ``{"query_id", "label"}`` per line; a bad row is an error naming its line."""
     from xlrag.errors import CorpusRowError
+    from xlrag.jsonl import read_objects
 
     labels: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})", skippable=False) from None
-            if not isinstance(row, dict) or row.get("label") not in VERDICTS or not row.get("query_id"):
-                raise CorpusRowError(path, n, f"each line needs query_id and a label in {list(VERDICTS)}",
-                                     skippable=False)
-            labels[str(row["query_id"])] = row["label"]
+    for n, row in read_objects(path, "human labels"):
+        if row.get("label") not in VERDICTS or not row.get("query_id"):
+            raise CorpusRowError(path, n, f"each line needs query_id and a label in {list(VERDICTS)}",
+                                 skippable=False)
+        labels[str(row["query_id"])] = row["label"]
     return labels
 
 

@@ -25,7 +25,6 @@ Micro means average over queries; macro means average the cell means with equal 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import tempfile
@@ -105,33 +104,25 @@ def load_qrels(path: str | Path) -> Qrels:
     A malformed row, or a second judgement of the same (query, document) pair, is a
     :class:`~xlrag.errors.CorpusRowError` naming the file and line.
     """
+    from xlrag.jsonl import read_objects
+
     path = Path(path)
     if not path.is_file():
         why = "is a directory" if path.is_dir() else "does not exist"
         raise CorpusError(f"qrels file {path} {why}; give a JSONL file of {{query_id, doc_id, relevance}} rows")
     qrels: Qrels = {}
     seen: dict[tuple[str, str], int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusRowError(path, n, f"invalid JSON ({e.msg})", skippable=False) from None
-            if not isinstance(data, dict):
-                raise CorpusRowError(path, n, "each line must be a JSON object {query_id, doc_id, relevance}",
-                                     skippable=False)
-            try:
-                row = Qrel(**data)
-            except ValidationError as e:
-                raise CorpusRowError(path, n, _row_reason(e), skippable=False) from None
-            pair = (row.query_id, row.doc_id)
-            if pair in seen:
-                raise CorpusRowError(path, n, f"({row.query_id!r}, {row.doc_id!r}) is judged twice "
-                                     f"(first on line {seen[pair]}); keep one judgement", skippable=False)
-            seen[pair] = n
-            qrels.setdefault(row.query_id, {})[row.doc_id] = row.relevance
+    for n, data in read_objects(path, "qrels"):
+        try:
+            row = Qrel(**data)
+        except ValidationError as e:
+            raise CorpusRowError(path, n, _row_reason(e), skippable=False) from None
+        pair = (row.query_id, row.doc_id)
+        if pair in seen:
+            raise CorpusRowError(path, n, f"({row.query_id!r}, {row.doc_id!r}) is judged twice "
+                                 f"(first on line {seen[pair]}); keep one judgement", skippable=False)
+        seen[pair] = n
+        qrels.setdefault(row.query_id, {})[row.doc_id] = row.relevance
     if not qrels:
         raise CorpusError(f"qrels file {path} has no rows")
     return qrels

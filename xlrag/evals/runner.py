@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 from xlrag.config import LLMConfig
-from xlrag.errors import ConfigError, IndexNotFoundError
+from xlrag.errors import IndexNotFoundError
 from xlrag.evals.answers import char3_recall, exact_match, token_f1
 from xlrag.evals.cache import SQLiteLLMCache
 from xlrag.evals.experiment import (
@@ -88,19 +88,15 @@ def _versions() -> dict[str, Any]:
 
 
 def _load_queries(ds: DatasetConfig) -> list[dict]:
+    from xlrag.errors import CorpusRowError
+    from xlrag.jsonl import read_objects
+
     rows = []
-    with ds.queries.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                q = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{ds.queries}:{n}: not valid JSON ({e.msg}); fix or remove the line") from None
-            if not isinstance(q, dict) or not q.get("id") or not q.get("question") or not q.get("lang"):
-                raise ConfigError(f"{ds.queries}:{n}: a query needs id, question and lang")
-            golds = q.get("answers") or ([q["answer"]] if q.get("answer") else [])
-            rows.append({"id": str(q["id"]), "question": q["question"], "lang": q["lang"], "answers": golds})
+    for n, q in read_objects(ds.queries, "queries"):
+        if not q.get("id") or not q.get("question") or not q.get("lang"):
+            raise CorpusRowError(ds.queries, n, "a query needs id, question and lang", skippable=False)
+        golds = q.get("answers") or ([q["answer"]] if q.get("answer") else [])
+        rows.append({"id": str(q["id"]), "question": q["question"], "lang": q["lang"], "answers": golds})
     return sample_queries(rows, ds.sample)
 
 
