@@ -3,25 +3,11 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clitools import error_line, run
 from tests.conftest import TEST_DATA
-from xlrag.cli import app
 
-runner = CliRunner()
 BAD = TEST_DATA / "bad"
-
-
-def run(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def error_line(result):
-    lines = [x for x in result.output.strip().splitlines() if x.strip()]
-    assert result.exit_code != 0, result.output
-    assert len(lines) == 1, result.output  # one line, no traceback
-    assert lines[0].startswith("error:")
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ name that needs them is first used.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
+from xlrag._lazy import lazy_exports
 from xlrag.validate import strict_kwargs
 
 __version__ = "0.1.0"
@@ -96,12 +96,4 @@ def open_retriever(
         embedder=embedder, reranker=reranker, detector=detector, translator=translator)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xlrag' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

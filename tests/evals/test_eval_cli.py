@@ -10,27 +10,13 @@ import math
 from collections import defaultdict
 
 import pytest
-from typer.testing import CliRunner
 
+from tests.clitools import error_line, run
 from tests.conftest import DATA, ROOT, read_jsonl
-from xlrag.cli import app
 
-runner = CliRunner()
 TRAVEL = DATA / "travel"
 QUERIES, QRELS = TRAVEL / "queries.jsonl", TRAVEL / "qrels.jsonl"
 METRICS = ["hit@1", "hit@5", "hit@20", "mrr@20", "ndcg@10", "recall@20"]
-
-
-def run(*args):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def error_line(result):
-    lines = [x for x in result.output.strip().splitlines() if x.strip()]
-    assert result.exit_code != 0, result.output
-    assert len(lines) == 1, result.output  # one line, no traceback
-    assert lines[0].startswith("error:")
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

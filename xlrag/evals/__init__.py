@@ -5,8 +5,7 @@ Names load on first use, so ``import xlrag.evals`` stays light.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from xlrag._lazy import lazy_exports
 
 # name -> module that defines it; one line per name.
 _LAZY = {
@@ -65,12 +64,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'xlrag.evals' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
