@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
@@ -30,6 +31,7 @@ _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 
 
+@cache
 def _labels() -> re.Pattern[str]:
     words = [s.value for s in Section] + [w for role in LABEL_ROLES for w in label_words(role)]
     return re.compile(rf"(?:{words_pattern(words)})\s*:", re.IGNORECASE)
