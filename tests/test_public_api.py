@@ -22,6 +22,7 @@ def test_all_is_pinned():
         "build_chain",
         "build_index",
         "build_llm",
+        "build_query_engine",
         "load_config",
         "make_policy",
         "open_retriever",

@@ -30,6 +30,7 @@ __all__ = [
     "build_chain",
     "build_index",
     "build_llm",
+    "build_query_engine",
     "load_config",
     "make_policy",
     "open_retriever",
@@ -41,6 +42,7 @@ _LAZY = {
     "PromptLibrary": "xlrag.prompts",
     "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
+    "build_query_engine": "xlrag.chains.query_engine",
     "CrossLingualRetriever": "xlrag.indexes.retriever",
     "Document": "xlrag.schema",
     "Hit": "xlrag.schema",
@@ -57,6 +59,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from xlrag.chains.llms import build_llm
+    from xlrag.chains.query_engine import build_query_engine
     from xlrag.chains.rag import build_chain
     from xlrag.config import XlragConfig, load_config
     from xlrag.errors import XlragError

@@ -18,6 +18,9 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from xlrag.errors import ConfigError
 
 __all__ = [
+    "AgentConfig",
+    "AgentRule",
+    "ChatConfig",
     "EmbedderConfig",
     "LLMConfig",
     "RerankConfig",
@@ -154,6 +157,50 @@ class LLMConfig(_Section):
         return cls(**data)
 
 
+def _check_mode(mode: str, allow_auto: bool) -> str:
+    from xlrag.indexes.policies import MODES
+
+    known = [*MODES, "auto"] if allow_auto else list(MODES)
+    if mode not in known:
+        from xlrag.validate import did_you_mean
+
+        raise ValueError(f"unknown mode {mode!r}{did_you_mean(mode, known)}; use one of: {', '.join(known)}")
+    return mode
+
+
+class AgentRule(_Section):
+    """``auto`` mode: a question naming any of ``names`` is retrieved from ``langs`` (rel_langs)."""
+
+    names: list[str] = Field(min_length=1, description="entity names, in any language and script")
+    langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these entities")
+
+
+class ChatConfig(_Section):
+    history_turns: int = Field(4, ge=0, description="earlier turns shown to the condense prompt")
+    retention_turns: int = Field(50, ge=1, description="turns kept per chat session; older ones are dropped")
+    retention_sessions: int = Field(200, ge=1, description="sessions kept in a chat database; the least recently used go first")
+
+
+class AgentConfig(_Section):
+    mode: str = Field("auto", description="an IR mode, or auto: agent.rules, then default_mode")
+    default_mode: str = Field("balanced", description="auto mode when no rule matches")
+    rules: list[AgentRule] = Field(default_factory=list, description="auto mode's entity rules, first match wins")
+    max_repairs: int = Field(2, ge=0, le=10, description="LLM repairs per answer; post-hoc citations come after")
+    recursion_limit: int = Field(40, ge=10, description="LangGraph's hard cap on steps per answer")
+    attribution: bool = Field(False, description="also check with the LLM that a cited passage supports the answer")
+    chat: ChatConfig = Field(default_factory=ChatConfig)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str) -> str:
+        return _check_mode(v, allow_auto=True)
+
+    @field_validator("default_mode")
+    @classmethod
+    def _default_mode(cls, v: str) -> str:
+        return _check_mode(v, allow_auto=False)
+
+
 class XlragConfig(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="XLRAG_", env_nested_delimiter="__", extra="forbid", validate_default=True
@@ -166,6 +213,7 @@ class XlragConfig(BaseSettings):
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -23,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "PolicyError",
     "ProviderError",
+    "UnknownArgumentError",
     "UnknownLanguageError",
     "UnknownProviderError",
     "XlragError",
@@ -45,6 +46,12 @@ class InvalidArgumentError(XlragError, ValueError):
         self.name, self.expected = name, expected
         shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
         super().__init__(f"{name} must be {expected}, got {type(got).__name__} {shown}")
+
+
+class UnknownArgumentError(XlragError, TypeError):
+    """A keyword argument the callee does not take; the message names the closest one it does.
+
+    A TypeError too, as Python's own is: ``except TypeError`` keeps working."""
 
 
 class ConfigError(XlragError):

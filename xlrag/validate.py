@@ -8,9 +8,9 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from xlrag.errors import InvalidArgumentError
+from xlrag.errors import InvalidArgumentError, UnknownArgumentError
 
-__all__ = ["check_k", "did_you_mean", "strict_kwargs"]
+__all__ = ["check_k", "check_kwargs", "did_you_mean", "strict_kwargs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,21 +21,30 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def check_kwargs(where: str, given: Iterable[str], valid: Iterable[str]) -> None:
+    """Raise :class:`UnknownArgumentError` for the first of ``given`` not in ``valid``,
+    naming the closest valid one (``where`` is the callee as the user called it)."""
+    valid = list(valid)
+    for key in given:
+        if key not in valid:
+            raise UnknownArgumentError(f"{where}() got an unexpected keyword argument {key!r}"
+                                       f"{did_you_mean(key, valid)}; valid: {', '.join(valid)}")
+
+
 def strict_kwargs(fn: F) -> F:
     """Reject an unknown keyword with the nearest valid one named.
 
     Python 3.11 says only "unexpected keyword argument 'target_lan'"; a user who typed
-    it wants to hear 'target_lang'.
+    it wants to hear 'target_lang'. The error is an :class:`UnknownArgumentError` (an
+    XlragError and a TypeError), so the CLI prints it on one line.
     """
     params = inspect.signature(fn).parameters
     keywords = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in ("self", "cls")]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        for key in kwargs:
-            if key not in params:
-                raise TypeError(f"{fn.__qualname__}() got an unexpected keyword argument {key!r}"
-                                f"{did_you_mean(key, keywords)}; valid: {', '.join(keywords)}")
+        if any(key not in params for key in kwargs):
+            check_kwargs(fn.__qualname__, kwargs, keywords)
         return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -2,6 +2,7 @@
 
 import asyncio
 
+import pytest
 from llama_index.core.schema import NodeWithScore
 
 from xlrag.indexes.langchain import XlragLangChainRetriever
@@ -49,3 +50,70 @@ def test_langchain_composes_in_lcel(retriever, xquad_queries):
         lambda docs: [d.metadata["lang"] for d in docs]
     )
     assert chain.invoke(_q(xquad_queries, "es")["question"]) == ["en", "en", "en"]
+
+
+# -- per-call arguments of the LangChain retriever: invoke/ainvoke/batch/bind keywords -------
+
+DE = "Wie viele Punkte gab die Verteidigung der Panthers ab?"
+
+
+def _langs(docs):
+    return {d.metadata["lang"] for d in docs}
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_langchain_per_call_arguments_override_the_fields(retriever, how):
+    lc = XlragLangChainRetriever(retriever=retriever, mode="qlang_en", k=4)
+
+    def call(**kw):
+        return lc.invoke(DE, **kw) if how == "invoke" else asyncio.run(lc.ainvoke(DE, **kw))
+
+    assert [len(call(k=n)) for n in (1, 3, 6)] == [1, 3, 6]
+    docs = call(mode="en_only", k=2)
+    assert len(docs) == 2 and _langs(docs) == {"en"} and {d.metadata["policy"] for d in docs} == {"en_only"}
+    assert _langs(call(mode="qlang", lang="ru")) == {"ru"}  # lang replaces detection (de)
+    assert _langs(call(mode="swap_docs", target_lang="zh")) == {"zh"}
+    rel = call(mode="rel_langs", relevant_langs=["zh"], k=6)
+    assert [d.id for d in rel] == [h.id for h in retriever.retrieve(DE, mode="rel_langs", relevant_langs=["zh"],
+                                                                     k=6)]
+    assert "zh" in _langs(rel) and _langs(rel) <= {"de", "en", "zh"}
+    # nothing sticks: the next plain call has the fields' values again
+    docs = call()
+    assert len(docs) == 4 and _langs(docs) <= {"de", "en"} and docs[0].metadata["policy"] == "qlang_en"
+
+
+def test_langchain_field_defaults_apply_unless_the_call_overrides_them(retriever):
+    lc = XlragLangChainRetriever(retriever=retriever, mode="rel_langs", relevant_langs=["ar"], k=6)
+    assert "ar" in _langs(lc.invoke(DE))
+    swapped = lc.invoke(DE, relevant_langs=["zh"])
+    assert "zh" in _langs(swapped) and "ar" not in _langs(swapped)
+
+
+def test_langchain_per_call_arguments_through_batch_and_bind(retriever, xquad_queries):
+    from langchain_core.runnables import RunnableLambda
+
+    lc = XlragLangChainRetriever(retriever=retriever, mode="qlang_en", k=4)
+    assert [len(docs) for docs in lc.batch([DE, _q(xquad_queries, "es")["question"]], k=2)] == [2, 2]
+    chain = lc.bind(mode="en_only", k=1) | RunnableLambda(lambda docs: [d.metadata["lang"] for d in docs])
+    assert chain.invoke(DE) == ["en"]
+    assert asyncio.run(chain.ainvoke(DE)) == ["en"]
+
+
+def test_langchain_unknown_argument_is_one_line_xlrag_error(retriever):
+    from xlrag.errors import InvalidArgumentError, UnknownArgumentError, XlragError
+
+    lc = XlragLangChainRetriever(retriever=retriever, k=4)
+    with pytest.raises(UnknownArgumentError) as e:
+        lc.invoke(DE, relevant_lang=["zh"])
+    msg = str(e.value)
+    assert isinstance(e.value, XlragError) and isinstance(e.value, TypeError) and "\n" not in msg
+    assert msg.startswith("XlragLangChainRetriever.invoke() got an unexpected keyword argument 'relevant_lang' "
+                          "(did you mean 'relevant_langs'?)")
+    assert msg.endswith("valid: k, mode, lang, relevant_langs, target_lang")
+    with pytest.raises(UnknownArgumentError, match=r"ainvoke\(\) .* 'mdoe' \(did you mean 'mode'\?\)"):
+        asyncio.run(lc.ainvoke(DE, mdoe="en_only"))
+    with pytest.raises(UnknownArgumentError, match=r"XlragLangChainRetriever\(\) got an unexpected keyword "
+                                                   r"argument 'target_lan' \(did you mean 'target_lang'\?\)"):
+        XlragLangChainRetriever(retriever=retriever, target_lan="es")
+    with pytest.raises(InvalidArgumentError, match="k must be a whole number >= 1"):
+        lc.invoke(DE, k=0)

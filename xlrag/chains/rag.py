@@ -227,7 +227,8 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     def _mode(self, inp: ChainInput) -> str:
         return inp.mode or self.mode or (self.retriever.policy.name if self.retriever else "no_ir")
 
-    def _query(self, inp: ChainInput) -> Query:
+    def query_for(self, inp: ChainInput) -> Query:
+        """The query with its language detected (and prepared for the retriever)."""
         fields = {"lang": inp.lang, "relevant_langs": inp.relevant_langs, "target_lang": inp.target_lang,
                   "id": inp.id}
         fields = {k: v for k, v in fields.items() if v is not None}
@@ -242,20 +243,28 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
             raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
 
-    def _state(self, inp: ChainInput, query: Query, hits: list[Hit]) -> ChainState:
+    def build_state(self, inp: ChainInput, query: Query, hits: list[Hit],
+                    followup: list[tuple[str, str]] | None = None) -> ChainState:
+        """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
+        reply and a repair instruction, say) go after the prompt, which is then the chat
+        prompt even for a few-shot model: a worked example would end mid-format."""
         state = ChainState(query=query, hits=list(hits), fmt=self.fmt, mode=self._mode(inp), model=self.label,
                            options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases, complete=getattr(hits, "complete", True),
                            notes=list(getattr(hits, "notes", [])))
         docs = [h.passage.text for h in hits]
         lang = query.lang or "en"
-        if self.few_shot and not (self.fmt is AnswerFormat.CITATION and state.options):
+        if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
             msgs, _ = base_model_messages(self.prompts, lang, query.text, docs, self.fmt, state.options)
         else:
             msgs = self.prompts.build_messages(lang, query.text, docs or None, self.fmt, state.options)
+        # the model's own earlier reply is not an instruction it could echo: repeating it
+        # is a (wrong) answer, which the checks must see
+        sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
+        msgs = [*msgs, *(followup or [])]
         request = self.profile.request(msgs, hits, self.profile.stop(self.llm, self.prompts, lang))
         return state.model_copy(update={"request": request,
-                                        "echo_reference": echo_reference(msgs, docs, query.text, state.options)})
+                                        "echo_reference": echo_reference(sent, docs, query.text, state.options)})
 
     @property
     def label(self) -> str:
@@ -266,20 +275,20 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         """Retrieve and build the request: everything up to the LLM call."""
         inp = ChainInput.coerce(value)
         self._check(inp)
-        query = self._query(inp)
+        query = self.query_for(inp)
         mode = self._mode(inp)
         hits = [] if self.retriever is None or mode == "no_ir" else self.retriever.retrieve(
             query, mode=mode, k=self.k)
-        return self._state(inp, query, hits)
+        return self.build_state(inp, query, hits)
 
     async def aprepare(self, value: Any) -> ChainState:
         inp = ChainInput.coerce(value)
         self._check(inp)
-        query = await asyncio.to_thread(self._query, inp)
+        query = await asyncio.to_thread(self.query_for, inp)
         mode = self._mode(inp)
         hits = [] if self.retriever is None or mode == "no_ir" else await self.retriever.aretrieve(
             query, mode=mode, k=self.k)
-        return self._state(inp, query, hits)
+        return self.build_state(inp, query, hits)
 
     # -- Runnable --------------------------------------------------------------------------
     def _run(self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> GroundedAnswer:

@@ -1,8 +1,19 @@
-"""The cross-lingual retriever as a LangChain ``BaseRetriever`` (a Runnable)."""
+"""The cross-lingual retriever as a LangChain ``BaseRetriever`` (a Runnable).
+
+Per-call arguments reach it only because ``_get_relevant_documents`` declares them:
+LangChain's ``BaseRetriever.__init_subclass__`` reads that method's signature, and
+when it takes nothing beyond ``query`` and ``run_manager`` ``invoke()`` silently drops
+every keyword (``invoke(q, k=1)`` returned the default k). The parameters below are
+therefore explicit, and ``tests/indexes/test_langchain_standard.py`` runs LangChain's
+own ``RetrieversIntegrationTests`` to keep it so.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -13,9 +24,14 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from xlrag.schema import Hit
-from xlrag.validate import check_k, strict_kwargs
+from xlrag.validate import check_k, check_kwargs
 
 __all__ = ["XlragLangChainRetriever", "hit_to_document"]
+
+# What ``invoke``/``ainvoke``/``batch``/``bind`` may set for one call; each defaults to the field.
+_CALL_ARGS = ("k", "mode", "lang", "relevant_langs", "target_lang")
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def hit_to_document(hit: Hit) -> LCDocument:
@@ -36,11 +52,36 @@ def hit_to_document(hit: Hit) -> LCDocument:
     )
 
 
+def _per_call(fn: F) -> F:
+    """Reject an unknown ``invoke`` keyword as ``invoke()``'s, not as the private hook's.
+
+    ``functools.wraps`` keeps the explicit signature visible to LangChain (it follows
+    ``__wrapped__``), which is what makes it pass the keywords on at all.
+    """
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def awrapper(self: XlragLangChainRetriever, query: str, *, run_manager: Any, **call: Any) -> Any:
+            check_kwargs(f"{type(self).__name__}.ainvoke", call, _CALL_ARGS)
+            return await fn(self, query, run_manager=run_manager, **call)
+
+        return awrapper  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(self: XlragLangChainRetriever, query: str, *, run_manager: Any, **call: Any) -> Any:
+        check_kwargs(f"{type(self).__name__}.invoke", call, _CALL_ARGS)
+        return fn(self, query, run_manager=run_manager, **call)
+
+    return wrapper  # type: ignore[return-value]
+
+
 class XlragLangChainRetriever(BaseRetriever):
     """``invoke("question")`` → ``list[Document]``; works in any LCEL chain.
 
-    The fields set defaults; each call may override them:
-    ``invoke("question", k=1, mode="balanced", relevant_langs=["es"])``.
+    The fields set defaults; each call may override them, sync or async:
+    ``invoke("question", k=1, mode="rel_langs", relevant_langs=["es"])``,
+    ``ainvoke(...)``, ``batch([...], k=2)``, ``bind(k=2)``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
@@ -53,17 +94,19 @@ class XlragLangChainRetriever(BaseRetriever):
     target_lang: str | None = None
 
     def __init__(self, **data: Any):
-        # Checked before pydantic, so a bad k is xlrag's one-line error, not a validation dump.
+        # Checked before pydantic, so a misspelt field or a bad k is xlrag's one-line error
+        # naming the right one, not a validation dump.
+        check_kwargs(type(self).__name__, data, type(self).model_fields)
         check_k(data.get("k"))
         super().__init__(**data)
 
     def _args(self, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
               target_lang: str | None) -> dict[str, Any]:
-        return {"k": check_k(k) or self.k, "mode": mode or self.mode, "lang": lang or self.lang,
-                "relevant_langs": relevant_langs or self.relevant_langs,
-                "target_lang": target_lang or self.target_lang}
+        given = {"k": check_k(k), "mode": mode, "lang": lang, "relevant_langs": relevant_langs,
+                 "target_lang": target_lang}
+        return {name: getattr(self, name) if value is None else value for name, value in given.items()}
 
-    @strict_kwargs
+    @_per_call
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, mode: str | None = None, lang: str | None = None,
                                 relevant_langs: list[str] | None = None,
@@ -71,7 +114,7 @@ class XlragLangChainRetriever(BaseRetriever):
         hits = self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs, target_lang))
         return [hit_to_document(h) for h in hits]
 
-    @strict_kwargs
+    @_per_call
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, mode: str | None = None, lang: str | None = None,
                                        relevant_langs: list[str] | None = None,

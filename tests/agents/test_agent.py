@@ -1,0 +1,87 @@
+"""The agent end to end on the real XQuAD index: a scripted model, then the real local model.
+
+The scripted model is LangChain's ``GenericFakeChatModel`` replaying fixed replies, so
+the repair path is exercised exactly; everything else (retrieval, parsing, lingua, the
+graph) is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from xlrag.agents import build_agent
+from xlrag.agents.trace import Repair
+from xlrag.config import XlragConfig
+
+QUESTION = "¿Cuántos puntos dejaron escapar en defensa los Panthers?"
+ENGLISH = ("Cited Documents:\nAnswer: The Panthers defense allowed 308 points.\n"
+           "Explanation: The document says the defense gave up only 308 points.")
+SPANISH = ("Cited Documents: <doc0>\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
+           "Explanation: Según <doc0>, la defensa solo permitió 308 puntos en toda la temporada.")
+
+
+def scripted(*replies: str) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([AIMessage(r) for r in replies]))
+
+
+def agent(retriever, llm, **agent_cfg):
+    cfg = XlragConfig(agent={"mode": "qlang_en", **agent_cfg}, retrieval={"k": 3})
+    return build_agent(cfg, llm=llm, retriever=retriever)
+
+
+def test_wrong_language_without_citations_is_repaired_by_regenerating(retriever):
+    out = agent(retriever, scripted(ENGLISH, SPANISH)).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert answer.answer == "La defensa de los Panthers permitió 308 puntos."
+    assert [c.marker for c in answer.model_citations if c.valid] == [0]
+    assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE]
+    first = {c.check: c.passed for c in trace.checks if c.attempt == 0}
+    last = {c.check: c.passed for c in trace.checks if c.attempt == 1}
+    assert first == {"language": False, "citations": False} and last == {"language": True, "citations": True}
+    assert trace.mode == "qlang_en" and trace.question_lang == "es" and trace.unrepaired == []
+    assert sum(trace.retrieved_langs.values()) == 3
+    assert {t.step for t in trace.timings} >= {"detect", "retrieve", "generate", "verify"}
+
+
+def test_every_repair_in_order_ends_with_post_hoc_citations(retriever):
+    # regenerating does not help; the translation (two calls: answer, explanation) does;
+    # the budget of two LLM repairs is spent, so the citations come post hoc
+    llm = scripted(ENGLISH, ENGLISH, "La defensa de los Panthers permitió 308 puntos.",
+                   "El documento dice que la defensa solo permitió 308 puntos.")
+    out = asyncio.run(agent(retriever, llm).ainvoke({"question": QUESTION}))
+    answer, trace = out["answer"], out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE, Repair.TRANSLATE, Repair.POST_HOC]
+    assert answer.answer == "La defensa de los Panthers permitió 308 puntos." and "translated" in answer.flags
+    assert answer.citations and all(c.source == "post_hoc" and c.valid for c in answer.citations)
+    assert "post_hoc_citations" in answer.flags
+    assert trace.unrepaired == []
+
+
+def test_no_repair_budget_still_reaches_the_deterministic_fallback(retriever):
+    out = agent(retriever, scripted(ENGLISH), max_repairs=0).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.POST_HOC]
+    assert trace.unrepaired == ["language"] and "unrepaired_language" in answer.flags
+
+
+def test_a_graph_that_cannot_stop_hits_the_recursion_limit(retriever):
+    from langgraph.errors import GraphRecursionError
+
+    # the plan always ends; the step cap is the second bound, and it holds on its own
+    with pytest.raises(GraphRecursionError):
+        agent(retriever, scripted(ENGLISH, ENGLISH, "x", "y"), recursion_limit=10).invoke(
+            {"question": QUESTION}, {"recursion_limit": 5})
+
+
+def test_only_the_answering_model_streams(retriever):
+    llm = scripted(ENGLISH, ENGLISH, "La defensa de los Panthers permitió 308 puntos.",
+                   "El documento dice que la defensa solo permitió 308 puntos.")
+    streamed = [(chunk.content, meta["langgraph_node"]) for chunk, meta in
+                agent(retriever, llm).stream({"question": QUESTION}, stream_mode="messages")]
+    text = "".join(c for c, _ in streamed)
+    assert {node for _, node in streamed} == {"generate", "repair"}
+    assert "308 points" in text and "permitió" not in text  # the translator's calls are not streamed

@@ -1,0 +1,244 @@
+"""Multi-turn chat over the corpus, in the user's language, kept by a LangGraph checkpointer.
+
+    condense (follow-ups only) → agent (the verify-and-repair graph) → remember
+
+A follow-up ("¿y cuántos puntos permitió?") is rewritten into a standalone question by
+xlrag's localized ``condense`` prompt, *in the user's language*: LangChain's
+history-aware retriever and LlamaIndex's condense-question engine rewrite it into English,
+and the bot then drifts into English. The rewrite's language is checked with lingua
+before retrieval; a rewrite in another language (or an empty one) is replaced by the
+previous question and the follow-up together, which stay in the user's language.
+
+Each session (LangGraph ``thread_id``) keeps its last ``agent.chat.retention_turns`` turns,
+each with its own sources. :func:`open_checkpointer` opens the SQLite store for
+``xlrag chat --session``: deserialisation is restricted to xlrag's own types, and
+:func:`prune` keeps one checkpoint per session and at most ``retention_sessions`` sessions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any, Required, TypedDict
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from pydantic import BaseModel, ConfigDict, Field
+
+from xlrag.agents.graph import AgentOutput
+from xlrag.agents.trace import Trace
+from xlrag.config import ChatConfig
+from xlrag.languages import native_name
+from xlrag.schema import GroundedAnswer
+
+__all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "chat_graph", "open_checkpointer", "prune"]
+
+
+class Source(BaseModel):
+    """A passage an answer cites, as the turn keeps it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    marker: int
+    passage_id: str | None
+    doc_id: str | None
+    lang: str | None
+    source: str = Field(description="model or post_hoc")
+    title: str | None = None
+    text: str = ""
+
+
+class Turn(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    standalone: str = Field(description="what was retrieved with: the question, or its condensed form")
+    lang: str
+    answer: str
+    mode: str
+    sources: list[Source]
+
+
+class Condensed(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    rewritten: bool
+    detail: str
+
+
+class ChatInput(TypedDict, total=False):
+    question: Required[str]
+    lang: str | None
+    mode: str | None
+
+
+class ChatOutput(AgentOutput):
+    turns: list[Turn]
+
+
+class ChatState(ChatInput, total=False):
+    turns: list[Turn]
+    condensed: Condensed
+    result: AgentOutput
+
+
+def sources_of(answer: GroundedAnswer) -> list[Source]:
+    shown = {h.id: h for h in answer.passages}
+    out, seen = [], set()
+    for c in answer.citations:
+        if not c.valid or c.passage_id in seen:
+            continue
+        seen.add(c.passage_id)
+        hit = shown.get(c.passage_id)
+        out.append(Source(marker=c.marker, passage_id=c.passage_id, doc_id=c.doc_id, lang=c.lang, source=c.source,
+                          title=hit.passage.title if hit else None, text=hit.passage.text if hit else ""))
+    return out
+
+
+class _Chat:
+    def __init__(self, agent: Any, llm: Any, prompts: Any, config: ChatConfig):
+        from langgraph.constants import TAG_NOSTREAM
+
+        self.agent = agent
+        self.llm = llm.with_config(tags=[TAG_NOSTREAM])  # the rewrite is not the answer
+        self.prompts = prompts
+        self.config = config
+
+    def _lang(self, s: ChatState) -> str:
+        from xlrag.detect import LinguaDetector
+
+        return s.get("lang") or LinguaDetector().detect(s["question"]) or "en"
+
+    def _prompt(self, s: ChatState, lang: str) -> str | None:
+        turns = (s.get("turns") or [])[-self.config.history_turns:] if self.config.history_turns else []
+        if not turns:
+            return None
+        q, a = self.prompts.render("question_label", lang), self.prompts.render("answer_label", lang)
+        history = "\n".join(f"{q}: {t.question}\n{a}: {t.answer}" for t in turns)
+        return self.prompts.render("condense", lang, language=native_name(lang), history=history,
+                                   question=s["question"])
+
+    def _check(self, s: ChatState, lang: str, reply: Any) -> Condensed:
+        from xlrag.evals.language import judge_language
+        from xlrag.text import first_line
+
+        text = first_line(reply if isinstance(reply, str) else str(getattr(reply, "content", reply)),
+                          strip='"“”«»')
+        verdict = judge_language(text, lang)
+        if text and any(ch.isalnum() for ch in text) and verdict.status != "wrong":
+            return Condensed(question=text, rewritten=True, detail=f"condensed; language {verdict.status}")
+        previous = s["turns"][-1].standalone
+        why = f"the rewrite was in {verdict.detected}" if verdict.status == "wrong" else "the rewrite was empty"
+        return Condensed(question=f"{previous} {s['question']}", rewritten=False,
+                         detail=f"{why}, not {lang}: searched with the previous question and the follow-up")
+
+    def condense(self, s: ChatState, config: RunnableConfig) -> dict:
+        lang = self._lang(s)
+        prompt = self._prompt(s, lang)
+        if prompt is None:
+            return {"lang": lang, "condensed": Condensed(question=s["question"], rewritten=False, detail="first turn")}
+        return {"lang": lang, "condensed": self._check(s, lang, self.llm.invoke([("user", prompt)], config))}
+
+    async def acondense(self, s: ChatState, config: RunnableConfig) -> dict:
+        lang = await asyncio.to_thread(self._lang, s)
+        prompt = self._prompt(s, lang)
+        if prompt is None:
+            return {"lang": lang, "condensed": Condensed(question=s["question"], rewritten=False, detail="first turn")}
+        reply = await self.llm.ainvoke([("user", prompt)], config)
+        return {"lang": lang, "condensed": await asyncio.to_thread(self._check, s, lang, reply)}
+
+    def _agent_input(self, s: ChatState) -> dict:
+        c = s["condensed"]
+        return {"question": c.question, "lang": s["lang"], "mode": s.get("mode"),
+                "original_question": s["question"] if c.question != s["question"] else None}
+
+    def answer(self, s: ChatState, config: RunnableConfig) -> dict:
+        return {"result": self.agent.invoke(self._agent_input(s), config)}
+
+    async def aanswer(self, s: ChatState, config: RunnableConfig) -> dict:
+        return {"result": await self.agent.ainvoke(self._agent_input(s), config)}
+
+    def remember(self, s: ChatState) -> dict:
+        answer, trace = s["result"]["answer"], s["result"]["trace"]
+        if s["condensed"].rewritten or s["condensed"].question != s["question"]:
+            trace = trace.model_copy(update={"original_question": s["question"]})
+        turn = Turn(question=s["question"], standalone=s["condensed"].question, lang=s["lang"],
+                    answer=answer.answer or answer.raw_output, mode=trace.mode, sources=sources_of(answer))
+        turns = [*(s.get("turns") or []), turn][-self.config.retention_turns:]
+        return {"turns": turns, "answer": answer, "trace": trace}
+
+
+def chat_graph(agent: Any, llm: Any, prompts: Any, config: ChatConfig, checkpointer: Any = None) -> Any:
+    """The chat graph around a compiled agent; :func:`xlrag.agents.build.build_chat` builds both."""
+    from langgraph.graph import END, START, StateGraph
+
+    chat = _Chat(agent, llm, prompts, config)
+
+    class _State(ChatState, total=False):
+        answer: GroundedAnswer
+        trace: Trace
+
+    g = StateGraph(_State, input_schema=ChatInput, output_schema=ChatOutput)
+    g.add_node("condense", RunnableLambda(chat.condense, afunc=chat.acondense, name="condense"))
+    g.add_node("agent", RunnableLambda(chat.answer, afunc=chat.aanswer, name="agent"))
+    g.add_node("remember", RunnableLambda(chat.remember, name="remember"))
+    g.add_edge(START, "condense")
+    g.add_edge("condense", "agent")
+    g.add_edge("agent", "remember")
+    g.add_edge("remember", END)
+    return g.compile(checkpointer=checkpointer, name="xlrag_chat")
+
+
+# -- the session store ------------------------------------------------------------------------
+
+# what a chat checkpoint may hold besides plain data: anything else is not rebuilt on load
+ALLOWED_TYPES: tuple[tuple[str, str], ...] = tuple(
+    (cls.__module__, cls.__name__) for cls in (Turn, Source, Condensed, Trace, GroundedAnswer))
+
+
+def _allowed() -> list[tuple[str, str]]:
+    from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing
+    from xlrag.formats import AnswerFormat
+    from xlrag.schema import Citation, Hit, Passage
+
+    extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, Citation, Hit, Passage)
+    return [*ALLOWED_TYPES, *((c.__module__, c.__name__) for c in extra)]
+
+
+def open_checkpointer(path: str | Path) -> Any:
+    """A SQLite checkpointer for chat sessions at ``path`` (created if missing)."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # check_same_thread=False: the saver serialises access with its own lock, and the async
+    # graph runs its sync checkpoint calls on worker threads
+    conn = sqlite3.connect(str(path), check_same_thread=False)
+    saver = SqliteSaver(conn, serde=JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=_allowed()))
+    saver.setup()
+    return saver
+
+
+def prune(saver: Any, thread_id: str, keep_sessions: int) -> dict[str, int]:
+    """Keep ``thread_id``'s newest checkpoint only, and the ``keep_sessions`` most recently
+    used sessions. Returns how many checkpoints and sessions were removed."""
+    with saver.lock, saver.conn:
+        cur = saver.conn.cursor()
+        cur.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY checkpoint_id DESC LIMIT 1",
+                    (thread_id,))
+        row = cur.fetchone()
+        removed = 0
+        if row is not None:
+            removed = cur.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id != ?",
+                                  (thread_id, row[0])).rowcount
+            cur.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id != ?", (thread_id, row[0]))
+        # checkpoint ids are time-ordered UUIDv6: the newest per thread says when it was used
+        stale = [r[0] for r in cur.execute(
+            "SELECT thread_id FROM checkpoints GROUP BY thread_id ORDER BY MAX(checkpoint_id) DESC LIMIT -1 OFFSET ?",
+            (keep_sessions,)).fetchall()]
+        for t in stale:
+            cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (t,))
+            cur.execute("DELETE FROM writes WHERE thread_id = ?", (t,))
+    return {"checkpoints": removed, "sessions": len(stale)}

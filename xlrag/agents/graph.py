@@ -1,0 +1,324 @@
+"""The agent: a LangGraph ``StateGraph`` that answers, checks its answer and repairs it.
+
+    detect language → choose mode → retrieve → generate (citation format) → verify
+                                                   ↑                          │ failed
+                                                   └──────── repair ←─────────┘
+
+``verify`` checks the response language (lingua, markers stripped), the citations (at
+least one valid model-made citation, no invalid one) and, with ``agent.attribution``,
+that a cited passage supports the answer (:mod:`xlrag.evals.attribution`). ``repair``
+runs the next step of :func:`xlrag.agents.repair.plan_repair`. The loop is bounded twice:
+each repair runs at most once and LLM repairs spend ``agent.max_repairs``; LangGraph's
+``recursion_limit`` caps the steps anyway. Every node has a sync and an async body, so
+``invoke`` and ``ainvoke`` both work and the async path awaits the model.
+
+Only the answering model streams (``stream_mode="messages"``): translation and
+attribution calls carry LangGraph's ``nostream`` tag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from collections import Counter
+from typing import Annotated, Any, Required, TypedDict
+
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.constants import TAG_NOSTREAM
+
+from xlrag.agents.repair import LLM_REPAIRS, plan_repair
+from xlrag.agents.routing import ModeChoice, choose_mode
+from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, Trace
+from xlrag.chains.parsing import strip_markers
+from xlrag.chains.rag import ChainInput, GroundedChain, finalize
+from xlrag.config import AgentConfig
+from xlrag.languages import native_name
+from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+
+__all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
+
+ANSWER_TAG = "xlrag:answer"  # the answering model's calls: what a UI streams
+
+
+class AgentInput(TypedDict, total=False):
+    question: Required[str]
+    lang: str | None
+    mode: str | None
+    relevant_langs: list[str] | None
+    target_lang: str | None
+    id: str | None
+    original_question: str | None  # a chat follow-up before it was condensed
+
+
+class AgentOutput(TypedDict):
+    answer: GroundedAnswer
+    trace: Trace
+
+
+class AgentState(AgentInput, total=False):
+    query: Query
+    choice: ModeChoice
+    hits: list[Hit]
+    answer: GroundedAnswer
+    failed: list[str]
+    next_repair: Repair | None
+    tried: list[Repair]
+    checks: Annotated[list[CheckResult], operator.add]
+    repairs: Annotated[list[RepairStep], operator.add]
+    timings: Annotated[list[Timing], operator.add]
+    trace: Trace
+
+
+def _nostream(config: RunnableConfig | None) -> RunnableConfig:
+    tags = [*(config or {}).get("tags", []), TAG_NOSTREAM]
+    return {**(config or {}), "tags": tags}
+
+
+def _answering(config: RunnableConfig | None) -> RunnableConfig:
+    return {**(config or {}), "tags": [*(config or {}).get("tags", []), ANSWER_TAG]}
+
+
+class XlragAgent:
+    """The nodes of the graph over one chain (its retriever, LLM, prompts and profile)."""
+
+    def __init__(self, chain: GroundedChain, config: AgentConfig, translator: Any = None,
+                 attribution: Any = None):
+        self.chain = chain
+        self.config = config
+        self.translator = translator
+        self.attribution = attribution
+
+    # -- detect, route, retrieve --------------------------------------------------------
+    def _input(self, s: AgentState) -> ChainInput:
+        return ChainInput(question=s["question"], lang=s.get("lang"), relevant_langs=s.get("relevant_langs"),
+                          target_lang=s.get("target_lang"), id=s.get("id"))
+
+    def detect(self, s: AgentState) -> dict:
+        t0 = time.perf_counter()
+        query = self.chain.query_for(self._input(s))
+        return {"query": query, "timings": [Timing(step="detect", seconds=time.perf_counter() - t0)]}
+
+    def route(self, s: AgentState) -> dict:
+        choice = choose_mode(s["question"], self.config, requested=s.get("mode"),
+                             relevant_langs=s.get("relevant_langs"))
+        query = s["query"]
+        if choice.relevant_langs and not query.relevant_langs:
+            query = query.model_copy(update={"relevant_langs": choice.relevant_langs})
+        return {"choice": choice, "query": query, "tried": [], "failed": []}
+
+    def _retrieve(self, s: AgentState) -> list[Hit]:
+        mode = s["choice"].mode
+        if self.chain.retriever is None or mode == "no_ir":
+            return []
+        return self.chain.retriever.retrieve(s["query"], mode=mode, k=self.chain.k)
+
+    def retrieve(self, s: AgentState) -> dict:
+        t0 = time.perf_counter()
+        hits = self._retrieve(s)
+        return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
+
+    async def aretrieve(self, s: AgentState) -> dict:
+        t0 = time.perf_counter()
+        mode = s["choice"].mode
+        hits = [] if self.chain.retriever is None or mode == "no_ir" else await self.chain.retriever.aretrieve(
+            s["query"], mode=mode, k=self.chain.k)
+        return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
+
+    # -- generate -------------------------------------------------------------------------
+    def _request(self, s: AgentState, followup: list[tuple[str, str]] | None = None):
+        inp = self._input(s).model_copy(update={"mode": s["choice"].mode})
+        state = self.chain.build_state(inp, s["query"], s["hits"], followup=followup)
+        return state.model_copy(update={"mode": s["choice"].mode})
+
+    def _answer(self, state: Any, message: Any) -> GroundedAnswer:
+        # no post-hoc citations here: they are the last repair, and must show as one
+        return finalize(state.model_copy(update={"message": message}), None, self.chain.profile)
+
+    def generate(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        state = self._request(s)
+        message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
+        return {"answer": self._answer(state, message),
+                "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
+
+    async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        state = await asyncio.to_thread(self._request, s)
+        message = await self.chain.llm.ainvoke(state.request.messages, _answering(config), **state.request.kwargs)
+        return {"answer": self._answer(state, message),
+                "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
+
+    # -- verify ---------------------------------------------------------------------------
+    def _checks(self, s: AgentState, attributable: bool | None, why: str) -> dict:
+        from xlrag.evals.language import judge_language, response_text
+
+        answer, attempt = s["answer"], len(s.get("tried", []))
+        lang = s["query"].lang or answer.lang or "en"
+        verdict = judge_language(response_text(answer), lang)
+        checks = [CheckResult(check="language", passed=verdict.status != "wrong", attempt=attempt,
+                              detail=f"{verdict.status}: detected {verdict.detected or '-'}, expected {lang}")]
+        if answer.passages:
+            valid = [c for c in answer.citations if c.valid and c.source != "post_hoc"]
+            post = [c for c in answer.citations if c.valid and c.source == "post_hoc"]
+            invalid = [c.marker for c in answer.citations if not c.valid]
+            # after the last repair, post-hoc citations (flagged as such) are what there is
+            ok = (bool(valid) or (bool(post) and Repair.POST_HOC in s.get("tried", []))) and not invalid
+            detail = (f"{len(valid)} valid model citation(s), {len(post)} post hoc"
+                      + (f", invalid markers {invalid}" if invalid else ""))
+            checks.append(CheckResult(check="citations", passed=ok, attempt=attempt, detail=detail))
+        if attributable is not None or why:
+            checks.append(CheckResult(check="attribution", passed=attributable is not False, attempt=attempt,
+                                      detail=why))
+        failed = [c.check for c in checks if not c.passed]
+        budget = self.config.max_repairs - sum(r in LLM_REPAIRS for r in s.get("tried", []))
+        nxt = plan_repair(failed, s.get("tried", []), budget) if failed else None
+        return {"checks": checks, "failed": failed, "next_repair": nxt}
+
+    def _attribution_inputs(self, s: AgentState) -> tuple[str, list[Hit]] | None:
+        answer = s["answer"]
+        if self.attribution is None or not self.config.attribution or not answer.answer:
+            return None
+        cited = answer.cited_passages()
+        return (answer.answer, cited) if cited else None
+
+    def verify(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        attributable, why = None, ""
+        if (args := self._attribution_inputs(s)) is not None:
+            result = self.attribution.check(s["query"].text, args[0], args[1], s["query"].lang or "en",
+                                            config=_nostream(config))
+            attributable, why = result.attributable, result.summary
+        out = self._checks(s, attributable, why)
+        return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
+
+    async def averify(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        attributable, why = None, ""
+        if (args := self._attribution_inputs(s)) is not None:
+            result = await self.attribution.acheck(s["query"].text, args[0], args[1], s["query"].lang or "en",
+                                                   config=_nostream(config))
+            attributable, why = result.attributable, result.summary
+        out = await asyncio.to_thread(self._checks, s, attributable, why)
+        return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
+
+    @staticmethod
+    def after_verify(s: AgentState) -> str:
+        return "repair" if s.get("next_repair") is not None else "finish"
+
+    # -- repair ---------------------------------------------------------------------------
+    def _followup(self, s: AgentState, repair: Repair) -> list[tuple[str, str]]:
+        lang = s["query"].lang or "en"
+        role = "language_repair" if repair is Repair.REGENERATE_LANGUAGE else "citation_repair"
+        instruction = self.chain.prompts.render(role, lang, language=native_name(lang))
+        return [("assistant", s["answer"].raw_output or "-"), ("user", instruction)]
+
+    def _translate(self, s: AgentState) -> GroundedAnswer:
+        from xlrag.evals.language import judge_language
+
+        answer = s["answer"]
+        lang = s["query"].lang or "en"
+        source = judge_language(answer.answer or answer.raw_output, lang).detected or "en"
+        update: dict[str, Any] = {"flags": [*answer.flags, "translated"]}
+        for field in ("answer", "explanation"):
+            text = getattr(answer, field)
+            if text:
+                # markers are not words to translate; the citations stay as the model made them
+                update[field] = self.translator.translate(strip_markers(text).strip(), source, lang)
+        if answer.explanation and answer.citations:
+            markers = " ".join(f"<doc{c.marker}>" for c in answer.citations if c.valid)
+            update["explanation"] = f"{update['explanation']} {markers}".strip()
+        return answer.model_copy(update=update)
+
+    def _post_hoc(self, s: AgentState) -> GroundedAnswer:
+        answer = s["answer"]
+        kept: list[Citation] = [c for c in answer.citations if c.valid]
+        flags = [f for f in answer.flags if f != "invalid_citation"]
+        if "attribution" in s.get("failed", []):
+            kept = [c for c in kept if c.source != "model"]  # the model's citation did not hold up
+        attributor = self.chain.attributor
+        claim = " ".join(x for x in (answer.answer, strip_markers(answer.explanation or "")) if x)
+        post = attributor.attribute(claim, answer.passages) if attributor is not None and claim else []
+        if post:
+            flags.append("post_hoc_citations")
+        return answer.model_copy(update={"citations": [*kept, *post], "flags": flags})
+
+    def _repaired(self, s: AgentState, repair: Repair, answer: GroundedAnswer, t0: float) -> dict:
+        before, after = len(s["answer"].citations), len(answer.citations)
+        detail = {Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
+                  Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
+                  Repair.RECITE: "asked again for <docN> citations",
+                  Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
+        seconds = time.perf_counter() - t0
+        return {"answer": answer, "tried": [*s.get("tried", []), repair],
+                "repairs": [RepairStep(repair=repair, attempt=len(s.get("tried", [])) + 1, detail=detail,
+                                       seconds=seconds)],
+                "timings": [Timing(step=f"repair:{repair.value}", seconds=seconds)]}
+
+    def repair(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0, repair = time.perf_counter(), s["next_repair"]
+        if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
+            state = self._request(s, self._followup(s, repair))
+            message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
+            answer = self._answer(state, message)
+        elif repair is Repair.TRANSLATE:
+            answer = self._translate(s)
+        else:
+            answer = self._post_hoc(s)
+        return self._repaired(s, repair, answer, t0)
+
+    async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0, repair = time.perf_counter(), s["next_repair"]
+        if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
+            state = await asyncio.to_thread(self._request, s, self._followup(s, repair))
+            message = await self.chain.llm.ainvoke(state.request.messages, _answering(config),
+                                                   **state.request.kwargs)
+            answer = self._answer(state, message)
+        elif repair is Repair.TRANSLATE:
+            answer = await asyncio.to_thread(self._translate, s)
+        else:
+            answer = await asyncio.to_thread(self._post_hoc, s)
+        return self._repaired(s, repair, answer, t0)
+
+    # -- finish ---------------------------------------------------------------------------
+    def finish(self, s: AgentState) -> dict:
+        answer, failed = s["answer"], s.get("failed", [])
+        if failed:
+            answer = answer.model_copy(update={"flags": [*answer.flags, *(f"unrepaired_{c}" for c in failed)]})
+        answer = answer.model_copy(update={"mode": s["choice"].mode})
+        trace = Trace(question=s["question"], original_question=s.get("original_question"),
+                      question_lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
+                      retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
+                      checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
+                      unrepaired=list(failed))
+        return {"answer": answer, "trace": trace}
+
+    # -- the graph ------------------------------------------------------------------------
+    def graph(self, checkpointer: Any = None):
+        from langgraph.graph import END, START, StateGraph
+
+        g = StateGraph(AgentState, input_schema=AgentInput, output_schema=AgentOutput)
+
+        def node(name: str, sync: Any, asyn: Any = None) -> None:
+            g.add_node(name, RunnableLambda(sync, afunc=asyn, name=name))
+
+        async def adetect(s: AgentState) -> dict:
+            return await asyncio.to_thread(self.detect, s)
+
+        node("detect", self.detect, adetect)
+        node("route", self.route)
+        node("retrieve", self.retrieve, self.aretrieve)
+        node("generate", self.generate, self.agenerate)
+        node("verify", self.verify, self.averify)
+        node("repair", self.repair, self.arepair)
+        node("finish", self.finish)
+        g.add_edge(START, "detect")
+        g.add_edge("detect", "route")
+        g.add_edge("route", "retrieve")
+        g.add_edge("retrieve", "generate")
+        g.add_edge("generate", "verify")
+        g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
+        g.add_edge("repair", "verify")
+        g.add_edge("finish", END)
+        compiled = g.compile(checkpointer=checkpointer, name="xlrag_agent")
+        return compiled.with_config(recursion_limit=self.config.recursion_limit)

@@ -1,0 +1,45 @@
+"""Which IR mode the agent uses for a question, and why: a pure plan, testable without vectors.
+
+``agent.mode`` names a mode, or ``auto``. In ``auto``, the configured rules are read in
+order: the first rule whose name appears in the question sends it to ``rel_langs`` over
+that rule's languages (a question about Crimea is best answered from Ukrainian and
+Russian sources as well as the user's own). No rule: ``agent.default_mode``. A caller who
+passes ``relevant_langs`` has already made the choice. The reason is kept for the trace.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from xlrag.config import AgentConfig
+
+__all__ = ["ModeChoice", "choose_mode"]
+
+
+class ModeChoice(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: str
+    reason: str
+    relevant_langs: list[str] | None = None
+
+
+def choose_mode(question: str, config: AgentConfig, *, requested: str | None = None,
+                relevant_langs: list[str] | None = None) -> ModeChoice:
+    """The mode for ``question``; ``requested`` (a per-call mode) beats the configuration."""
+    mode = requested or config.mode
+    if mode != "auto":
+        why = "requested for this question" if requested else "configured (agent.mode)"
+        return ModeChoice(mode=mode, reason=why, relevant_langs=relevant_langs)
+    if relevant_langs:
+        return ModeChoice(mode="rel_langs", reason=f"the caller named the relevant languages {relevant_langs}",
+                          relevant_langs=relevant_langs)
+    # casefold, not lower: "Straße" and "STRASSE" are the same name
+    folded = question.casefold()
+    for rule in config.rules:
+        hit = next((name for name in rule.names if name.casefold() in folded), None)
+        if hit is not None:
+            return ModeChoice(mode="rel_langs", reason=f"the question names {hit!r}, whose relevant languages are "
+                              f"{', '.join(rule.langs)} (agent.rules)", relevant_langs=list(rule.langs))
+    return ModeChoice(mode=config.default_mode,
+                      reason=f"no agent rule matched the question; default mode {config.default_mode}")

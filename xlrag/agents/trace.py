@@ -1,0 +1,62 @@
+"""What the agent did for one answer: returned with every answer, shown by ``/trace``."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "Trace"]
+
+Check = Literal["language", "citations", "attribution"]
+CHECKS: tuple[str, ...] = Check.__args__  # type: ignore[attr-defined]
+
+
+class Repair(StrEnum):
+    """The repairs, in the order the agent tries them (see :func:`xlrag.agents.repair.plan_repair`)."""
+
+    REGENERATE_LANGUAGE = "regenerate_language"
+    TRANSLATE = "translate"
+    RECITE = "recite"
+    POST_HOC = "post_hoc"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CheckResult(_Frozen):
+    check: Check
+    passed: bool
+    detail: str
+    attempt: int = Field(description="0: the first answer; n: after the n-th repair")
+
+
+class RepairStep(_Frozen):
+    repair: Repair
+    attempt: int
+    detail: str
+    seconds: float
+
+
+class Timing(_Frozen):
+    step: str
+    seconds: float
+
+
+class Trace(_Frozen):
+    question: str = Field(description="the question retrieved with (condensed, in a chat)")
+    original_question: str | None = Field(None, description="the follow-up as typed, when it was condensed")
+    question_lang: str
+    mode: str
+    mode_reason: str
+    retrieved_langs: dict[str, int] = Field(description="passages shown to the model, by language")
+    checks: list[CheckResult]
+    repairs: list[RepairStep]
+    timings: list[Timing]
+    unrepaired: list[str] = Field(default_factory=list, description="checks still failing after every repair")
+
+    @property
+    def seconds(self) -> float:
+        return sum(t.seconds for t in self.timings)
