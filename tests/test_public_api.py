@@ -121,12 +121,16 @@ def test_evaluation_suite_names_are_exported():
         "runner": ["ExperimentRunner", "RunSummary", "read_records"],
         "report": ["build_report", "write_reports"],
         "cache": ["SQLiteLLMCache"],
+        "attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
+                        "AttributionResult", "PassageVote", "Setting", "parse_attribution_reply",
+                        "reply_schema"],
     }
     for short, names in pinned.items():
         module = importlib.import_module(f"xlrag.evals.{short}")
         assert module.__all__ == names, short
     # the package re-exports the ones a notebook reaches for, from their one owner
     for name in ("char3_recall", "judge_language", "fleiss_kappa", "citation_summary", "JudgePanel",
-                 "load_experiment", "ExperimentRunner", "write_reports", "SQLiteLLMCache"):
+                 "load_experiment", "ExperimentRunner", "write_reports", "SQLiteLLMCache",
+                 "AttributionChecker", "AttributionResult"):
         owner = next(m for m, names in pinned.items() if name in names)
         assert getattr(xlrag.evals, name) is getattr(importlib.import_module(f"xlrag.evals.{owner}"), name)

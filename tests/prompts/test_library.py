@@ -78,6 +78,26 @@ def test_answer_language_is_written_in_its_language(lib, lang):
     assert LinguaDetector().detect(text) == lang, text
 
 
+@pytest.mark.parametrize("lang", TRANSLATED)
+def test_condense_and_attribution_are_written_in_their_language(lib, lang):
+    from xlrag.detect import LinguaDetector
+
+    condense = lib.render("condense", lang, history="", question="")
+    attribution = lib.render("attribution", lang, question="", answer="", passage="")
+    assert LinguaDetector().detect(condense) == lang, condense
+    assert LinguaDetector().detect(attribution) == lang, attribution
+    # peers condense follow-ups into English; ours names the user's language in its own words
+    assert native_name(lang) in condense
+    for verdict in ("attributable", "not_attributable"):
+        assert f'"verdict": "{verdict}"' in attribution
+
+
+def test_condense_fallback_names_the_language():
+    out = PromptLibrary().render("condense", "nl", history="User: Wie schreef Max Havelaar?", question="En wanneer?")
+    assert "Write it in Nederlands, the user's language" in out
+    assert out.endswith("Follow-up question: En wanneer?\nStandalone question:")
+
+
 def test_sw_is_a_file_but_bn_and_nl_fall_back_to_english(lib):
     assert lib.source("system", "sw") == "file:sw"
     for code, name in (("bn", "বাংলা"), ("nl", "Nederlands")):

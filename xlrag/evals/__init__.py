@@ -1,4 +1,4 @@
-"""Evaluation: retrieval, answer, language and citation metrics, judges, Ragas, experiments.
+"""Evaluation: retrieval, answer, language and citation metrics, judges, attribution, Ragas, experiments.
 
 Names load on first use, so ``import xlrag.evals`` stays light.
 """
@@ -9,6 +9,8 @@ from xlrag._lazy import lazy_exports
 
 # name -> module that defines it; one line per name.
 _LAZY = {
+    "AttributionChecker": "xlrag.evals.attribution",
+    "AttributionResult": "xlrag.evals.attribution",
     "Evaluation": "xlrag.evals.retrieval_run",
     "ExperimentConfig": "xlrag.evals.experiment",
     "ExperimentRunner": "xlrag.evals.runner",

@@ -48,6 +48,8 @@ ROLES: tuple[str, ...] = (
     "multiple_choice",
     "translation",
     "judge",
+    "condense",
+    "attribution",
     "question_label",
     "documents_label",
     "answer_label",

@@ -1,0 +1,264 @@
+"""AIS attribution (XOR-AttriQA): does one passage, on its own, support the answer?
+
+Each passage is checked separately (the ``attribution`` prompt role): the model writes a
+one-sentence justification and then its verdict as JSON, ``attributable`` or
+``not_attributable``. As with the judges (:mod:`xlrag.evals.judges`), providers that can hold
+a reply to a JSON schema are asked to (a grammar for llama.cpp, ``response_format`` for
+OpenAI-compatible servers), the reply is parsed strictly either way, and one that does not
+parse is an ``invalid`` vote with its raw text and reason: kept, never guessed.
+
+The answer is attributable when at least one passage supports it. Two settings, as in
+XOR-AttriQA: ``in_language`` shows each passage in its own language with the prompt in the
+question's language; ``in_english`` translates the question, the answer and the passages
+into English first and uses the English prompt.
+
+Used by the agent's verify step and by evaluation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from xlrag.errors import EmptyQueryError, InvalidArgumentError
+from xlrag.evals.structured import json_objects, message_text, structured_runnable
+from xlrag.indexes.translate import CachedTranslator, Translator
+from xlrag.languages import normalize_code
+from xlrag.prompts import PromptLibrary
+from xlrag.schema import Hit, Passage
+
+__all__ = [
+    "ATTRIBUTION_VERDICTS",
+    "SETTINGS",
+    "AttributionChecker",
+    "AttributionReply",
+    "AttributionResult",
+    "PassageVote",
+    "Setting",
+    "parse_attribution_reply",
+    "reply_schema",
+]
+
+Setting = Literal["in_language", "in_english"]
+SETTINGS: tuple[str, ...] = get_args(Setting)
+AttributionVerdict = Literal["attributable", "not_attributable"]
+ATTRIBUTION_VERDICTS: tuple[str, ...] = get_args(AttributionVerdict)
+Vote = Literal["attributable", "not_attributable", "invalid"]
+
+_ENGLISH = "en"
+_TAGS = ["xlrag:attribution", "nostream"]  # never shown by streaming surfaces
+_SENTENCE_END = ".!?。！？؟।"
+# One sentence, held by the decoder: after a sentence end only the closing quote may follow
+# (quotes, backslashes and control characters excluded so that the string stays plain JSON).
+# Without it Qwen2.5-Coder-1.5B at temperature 0 repeats its Arabic justification until
+# max_tokens and the reply holds no JSON at all. A character class costs llama.cpp's grammar
+# nothing, unlike maxLength (see judges.py). Parsing stays lax: other providers are not held.
+_ONE_SENTENCE = rf'^[^{_SENTENCE_END}"\\\n\r\t]*[{_SENTENCE_END}]?$'
+
+
+class AttributionReply(BaseModel):
+    """What the model must write: the JSON schema handed to constrained decoders."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # justification first, as for the judges: reasons before the verdict, in schema order
+    justification: str
+    verdict: AttributionVerdict
+
+
+class PassageVote(BaseModel):
+    """The verdict on one passage."""
+
+    passage_id: str
+    lang: str = Field(description="the passage's own language")
+    verdict: Vote
+    justification: str | None = None
+    raw: str = ""
+    reason: str | None = Field(None, description="why the vote is invalid")
+
+
+class AttributionResult(BaseModel):
+    """The votes on every checked passage and what they add up to."""
+
+    question: str
+    answer: str
+    lang: str = Field(description="the question's language")
+    setting: Setting
+    prompt_lang: str = Field(description="language of the prompt the model saw")
+    question_shown: str = Field(description="the question as shown to the model (translated for in_english)")
+    answer_shown: str = Field(description="the answer as shown to the model, markers stripped")
+    votes: list[PassageVote]
+    attributable: bool | None = Field(
+        description="some passage supports the answer; None when no vote is valid (or no passage was given)")
+
+    @property
+    def supporting(self) -> list[str]:
+        """Ids of the passages that support the answer."""
+        return [v.passage_id for v in self.votes if v.verdict == "attributable"]
+
+
+def reply_schema() -> dict[str, Any]:
+    """The JSON schema a constrained decoder holds the reply to: :class:`AttributionReply`
+    with a justification of one sentence."""
+    schema = AttributionReply.model_json_schema()
+    schema["properties"]["justification"]["pattern"] = _ONE_SENTENCE
+    return schema
+
+
+def parse_attribution_reply(raw: str) -> tuple[AttributionReply | None, str | None]:
+    """The reply as :class:`AttributionReply`, or ``(None, reason)``.
+
+    Accepts the JSON object alone, in a code fence, or after free text; several objects that
+    disagree are invalid. No keyword matching: a reply with no valid JSON is not a vote.
+    """
+    text = raw.strip()
+    if not text:
+        return None, "empty reply"
+    found, last_error = json_objects(text, AttributionReply, "attribution")
+    if not found:
+        return None, last_error
+    if len({r.verdict for r in found}) > 1:
+        return None, "the reply holds conflicting verdicts"
+    return found[-1], None
+
+
+def _passages(passages: Sequence[Passage | Hit]) -> list[Passage]:
+    if isinstance(passages, (str, Passage, Hit)) or not isinstance(passages, Sequence):
+        raise InvalidArgumentError("passages", "a list of xlrag Passage or Hit objects", passages)
+    out = []
+    for p in passages:
+        if isinstance(p, Hit):
+            p = p.passage
+        if not isinstance(p, Passage):
+            raise InvalidArgumentError("each passage", "an xlrag Passage or Hit", p)
+        out.append(p)
+    return out
+
+
+def _one_line(text: str) -> str:
+    # LLMTranslator keeps the first line of the reply (base models run on after it), so a
+    # passage with line breaks would lose everything after its first line.
+    return " ".join(text.split())
+
+
+class AttributionChecker:
+    """Checks an answer against passages, one LLM call per passage.
+
+    ``llm`` is any xlrag chat model (``build_llm``); ``translator`` (any object with
+    ``translate(text, source_lang, target_lang)``) is used by the ``in_english`` setting, by
+    default :class:`~xlrag.chains.translator.LLMTranslator` on ``llm``, cached.
+    """
+
+    def __init__(self, llm: Any, prompts: PromptLibrary | None = None, translator: Translator | None = None):
+        self.llm = llm
+        self.prompts = prompts or PromptLibrary()
+        self._translator = translator
+
+    @property
+    def translator(self) -> Translator:
+        if self._translator is None:
+            from xlrag.chains.translator import LLMTranslator
+
+            self._translator = CachedTranslator(LLMTranslator(self.llm, prompts=self.prompts))
+        return self._translator
+
+    def _runnable(self) -> Any:
+        return structured_runnable(self.llm, reply_schema(), "attribution", _TAGS)
+
+    @staticmethod
+    def _inputs(question: str, answer: str, lang: str, setting: str) -> tuple[str, str, str]:
+        if setting not in SETTINGS:
+            raise InvalidArgumentError("setting", f"one of {', '.join(SETTINGS)}", setting)
+        if not isinstance(question, str) or not question.strip():
+            raise EmptyQueryError("question")
+        if not isinstance(answer, str) or not answer.strip():
+            raise EmptyQueryError("answer to check")
+        from xlrag.chains.parsing import strip_markers
+
+        # the model sees one passage, unnumbered: a "<doc2>" in the answer would only confuse it
+        return question.strip(), strip_markers(answer), normalize_code(lang)
+
+    def messages(self, question: str, answer: str, passage: str, prompt_lang: str) -> list[tuple[str, str]]:
+        """The one user turn asking about one passage, in ``prompt_lang``."""
+        text = self.prompts.render("attribution", prompt_lang, question=question, answer=answer,
+                                   passage=passage.strip())
+        return [("user", text)]
+
+    @staticmethod
+    def _vote(passage: Passage, raw: str, error: str | None) -> PassageVote:
+        if error is None:
+            reply, error = parse_attribution_reply(raw)
+            if reply is not None:
+                return PassageVote(passage_id=passage.id, lang=passage.lang, verdict=reply.verdict,
+                                   justification=reply.justification, raw=raw)
+        return PassageVote(passage_id=passage.id, lang=passage.lang, verdict="invalid", raw=raw, reason=error)
+
+    @staticmethod
+    def _result(question: str, answer: str, lang: str, setting: Setting, shown: tuple[str, str],
+                votes: list[PassageVote]) -> AttributionResult:
+        valid = [v for v in votes if v.verdict != "invalid"]
+        attributable = any(v.verdict == "attributable" for v in valid) if valid else None
+        return AttributionResult(
+            question=question, answer=answer, lang=lang, setting=setting,
+            prompt_lang=_ENGLISH if setting == "in_english" else lang,
+            question_shown=shown[0], answer_shown=shown[1], votes=votes, attributable=attributable)
+
+    def check(self, question: str, answer: str, passages: Sequence[Passage | Hit], lang: str,
+              setting: Setting = "in_language") -> AttributionResult:
+        """Is ``answer`` (to ``question``, asked in ``lang``) supported by one of ``passages``?"""
+        q, a, code = self._inputs(question, answer, lang, setting)
+        items = _passages(passages)
+        shown, error = (q, a), None
+        if setting == "in_english":
+            try:
+                shown = (self.translator.translate(q, code, _ENGLISH), self.translator.translate(a, code, _ENGLISH))
+            except Exception as e:  # every vote is invalid with the reason, as a failed call would be
+                error = f"translating the question and answer failed: {type(e).__name__}: {e}"
+        votes = []
+        for p in items:
+            raw, why = "", error
+            if why is None:
+                try:
+                    text = p.text
+                    if setting == "in_english":
+                        text = self.translator.translate(_one_line(p.text), p.lang, _ENGLISH)
+                    prompt_lang = _ENGLISH if setting == "in_english" else code
+                    raw = message_text(self._runnable().invoke(self.messages(*shown, text, prompt_lang)))
+                except Exception as e:  # a failed call is an invalid vote with its reason, not a crash
+                    why = f"{type(e).__name__}: {e}"
+            votes.append(self._vote(p, raw, why))
+        return self._result(question, answer, code, setting, shown, votes)
+
+    async def acheck(self, question: str, answer: str, passages: Sequence[Passage | Hit], lang: str,
+                     setting: Setting = "in_language") -> AttributionResult:
+        """:meth:`check` without blocking the event loop; the passages are checked concurrently."""
+        q, a, code = self._inputs(question, answer, lang, setting)
+        items = _passages(passages)
+
+        # The translator contract is synchronous (any MT system fits it): run it in a thread.
+        async def translate(text: str, source: str) -> str:
+            return await asyncio.to_thread(self.translator.translate, text, source, _ENGLISH)
+
+        shown, error = (q, a), None
+        if setting == "in_english":
+            try:
+                shown = (await translate(q, code), await translate(a, code))
+            except Exception as e:
+                error = f"translating the question and answer failed: {type(e).__name__}: {e}"
+
+        async def one(p: Passage) -> PassageVote:
+            if error is not None:
+                return self._vote(p, "", error)
+            try:
+                text = await translate(_one_line(p.text), p.lang) if setting == "in_english" else p.text
+                prompt_lang = _ENGLISH if setting == "in_english" else code
+                reply = await self._runnable().ainvoke(self.messages(*shown, text, prompt_lang))
+                return self._vote(p, message_text(reply), None)
+            except Exception as e:
+                return self._vote(p, "", f"{type(e).__name__}: {e}")
+
+        votes = await asyncio.gather(*(one(p) for p in items))
+        return self._result(question, answer, code, setting, shown, list(votes))
