@@ -19,7 +19,9 @@ def test_all_is_pinned():
         "XlragLangChainRetriever",
         "XlragLlamaRetriever",
         "__version__",
+        "build_agent",
         "build_chain",
+        "build_chat",
         "build_index",
         "build_llm",
         "build_query_engine",
@@ -134,3 +136,20 @@ def test_evaluation_suite_names_are_exported():
                  "AttributionChecker", "AttributionResult"):
         owner = next(m for m, names in pinned.items() if name in names)
         assert getattr(xlrag.evals, name) is getattr(importlib.import_module(f"xlrag.evals.{owner}"), name)
+
+
+def test_agent_names_are_pinned_and_exported():
+    import xlrag.agents
+
+    assert xlrag.agents.__all__ == ["AgentInput", "AgentOutput", "Repair", "Trace", "build_agent", "choose_mode",
+                                    "plan_repair"]
+    for name in xlrag.agents.__all__:
+        assert getattr(xlrag.agents, name) is not None
+    assert xlrag.build_agent is xlrag.agents.build_agent
+
+
+def test_prompt_roles_of_the_agent_are_derived_from_roles():
+    # the roles the agent and chat render exist in ROLES, so every language file must have them
+    from xlrag.prompts import ROLES
+
+    assert {"language_repair", "citation_repair", "condense", "attribution", "translation"} <= set(ROLES)

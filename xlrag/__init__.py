@@ -27,7 +27,9 @@ __all__ = [
     "XlragLangChainRetriever",
     "XlragLlamaRetriever",
     "__version__",
+    "build_agent",
     "build_chain",
+    "build_chat",
     "build_index",
     "build_llm",
     "build_query_engine",
@@ -43,6 +45,8 @@ _LAZY = {
     "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
     "build_query_engine": "xlrag.chains.query_engine",
+    "build_agent": "xlrag.agents.build",
+    "build_chat": "xlrag.agents.build",
     "CrossLingualRetriever": "xlrag.indexes.retriever",
     "Document": "xlrag.schema",
     "Hit": "xlrag.schema",
@@ -58,6 +62,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from xlrag.agents.build import build_agent, build_chat
     from xlrag.chains.llms import build_llm
     from xlrag.chains.query_engine import build_query_engine
     from xlrag.chains.rag import build_chain

@@ -29,6 +29,7 @@ __all__ = [
     "StoreConfig",
     "XlragConfig",
     "load_config",
+    "resolve_config",
 ]
 
 DEFAULT_CONFIG_FILE = "xlrag.yaml"
@@ -309,3 +310,23 @@ def _explain(e: ValidationError) -> str:
         loc = ".".join(str(x) for x in err["loc"])
         parts.append(f"{loc}: {err['msg']}")
     return "invalid configuration: " + "; ".join(parts)
+
+
+def resolve_config(config: XlragConfig | str | Path | None) -> XlragConfig:
+    """What the builders (``build_agent``, ``build_query_engine``, ...) take as ``config``: an
+    ``XlragConfig`` as it is, a YAML file's path, or None (``xlrag.yaml``, environment, defaults)."""
+    import os
+
+    from xlrag.errors import InvalidArgumentError
+
+    if isinstance(config, XlragConfig):
+        return config
+    if config is None:
+        return load_config()
+    if isinstance(config, (str, os.PathLike)):
+        if Path(config).is_dir():
+            # the likeliest slip: the index directory where the config belongs
+            raise InvalidArgumentError("config", "a YAML config file, not a directory (for an index, pass "
+                                       "XlragConfig(index_dir=...))", str(config))
+        return load_config(config)
+    raise InvalidArgumentError("config", "an XlragConfig, a path to a YAML config file, or None", config)

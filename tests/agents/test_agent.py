@@ -85,3 +85,17 @@ def test_only_the_answering_model_streams(retriever):
     text = "".join(c for c, _ in streamed)
     assert {node for _, node in streamed} == {"generate", "repair"}
     assert "308 points" in text and "permitió" not in text  # the translator's calls are not streamed
+
+
+def test_an_unsupported_answer_is_asked_again_then_accepted(retriever):
+    # the answer names the right passage, but the attribution check (same scripted model)
+    # says it does not support it; asked again, the second answer passes
+    llm = scripted(SPANISH, '{"justification": "El pasaje no lo dice.", "verdict": "not_attributable"}',
+                   SPANISH, '{"justification": "El pasaje dice 308 puntos.", "verdict": "attributable"}')
+    out = agent(retriever, llm, attribution=True).invoke({"question": QUESTION})
+    trace = out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.RECITE]
+    assert [(c.check, c.passed) for c in trace.checks if c.check == "attribution"] == [
+        ("attribution", False), ("attribution", True)]
+    assert "1 of 1 cited passages support the answer" in trace.checks[-1].detail
+    assert trace.unrepaired == []

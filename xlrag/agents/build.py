@@ -7,19 +7,9 @@ from typing import Any
 
 from langchain_core.runnables import Runnable
 
-from xlrag.config import XlragConfig, load_config
-from xlrag.errors import ConfigError
+from xlrag.config import XlragConfig, resolve_config
 
-__all__ = ["build_agent", "build_chat", "resolve_config"]
-
-
-def resolve_config(config: XlragConfig | str | Path | None) -> XlragConfig:
-    """An ``XlragConfig`` as it is, a YAML path, or None (``xlrag.yaml``, environment, defaults)."""
-    if config is None or isinstance(config, (str, Path)):
-        return load_config(config)
-    if isinstance(config, XlragConfig):
-        return config
-    raise ConfigError(f"config must be an XlragConfig, a path to a YAML file or None, not {type(config).__name__}")
+__all__ = ["build_agent", "build_chat"]
 
 
 def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -40,13 +30,13 @@ def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable 
     (default: in memory; :func:`xlrag.agents.chat.open_checkpointer` for SQLite)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from xlrag.agents.chat import chat_graph
+    from xlrag.agents.chat import chat_graph, strict_serde
 
     cfg = resolve_config(config)
     # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
     agent, chain = _agent(cfg, llm, retriever, False)
     return chat_graph(agent, chain.llm, chain.prompts, cfg.agent.chat,
-                      checkpointer if checkpointer is not None else InMemorySaver())
+                      checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
 
 def _agent(cfg: XlragConfig, llm: Runnable | None, retriever: Any, checkpointer: Any) -> tuple[Any, Any]:

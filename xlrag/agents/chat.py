@@ -31,7 +31,7 @@ from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
 
-__all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "chat_graph", "open_checkpointer", "prune"]
+__all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "chat_graph", "open_checkpointer", "prune", "strict_serde"]
 
 
 class Source(BaseModel):
@@ -206,9 +206,15 @@ def _allowed() -> list[tuple[str, str]]:
     return [*ALLOWED_TYPES, *((c.__module__, c.__name__) for c in extra)]
 
 
+def strict_serde() -> Any:
+    """LangGraph's serializer, rebuilding xlrag's own types and nothing else (no pickle)."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=_allowed())
+
+
 def open_checkpointer(path: str | Path) -> Any:
     """A SQLite checkpointer for chat sessions at ``path`` (created if missing)."""
-    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = Path(path)
@@ -216,7 +222,7 @@ def open_checkpointer(path: str | Path) -> Any:
     # check_same_thread=False: the saver serialises access with its own lock, and the async
     # graph runs its sync checkpoint calls on worker threads
     conn = sqlite3.connect(str(path), check_same_thread=False)
-    saver = SqliteSaver(conn, serde=JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=_allowed()))
+    saver = SqliteSaver(conn, serde=strict_serde())
     saver.setup()
     return saver
 

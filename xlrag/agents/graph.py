@@ -25,7 +25,6 @@ from collections import Counter
 from typing import Annotated, Any, Required, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.constants import TAG_NOSTREAM
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import ModeChoice, choose_mode
@@ -70,9 +69,10 @@ class AgentState(AgentInput, total=False):
     trace: Trace
 
 
-def _nostream(config: RunnableConfig | None) -> RunnableConfig:
-    tags = [*(config or {}).get("tags", []), TAG_NOSTREAM]
-    return {**(config or {}), "tags": tags}
+def _attribution_detail(result: Any) -> str:
+    invalid = sum(v.verdict == "invalid" for v in result.votes)
+    return (f"{len(result.supporting)} of {len(result.votes)} cited passages support the answer"
+            + (f" ({invalid} verdicts invalid)" if invalid else ""))
 
 
 def _answering(config: RunnableConfig | None) -> RunnableConfig:
@@ -179,26 +179,24 @@ class XlragAgent:
         answer = s["answer"]
         if self.attribution is None or not self.config.attribution or not answer.answer:
             return None
-        cited = answer.cited_passages()
+        cited = answer.cited_passages
         return (answer.answer, cited) if cited else None
 
-    def verify(self, s: AgentState, config: RunnableConfig) -> dict:
+    def verify(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
         attributable, why = None, ""
         if (args := self._attribution_inputs(s)) is not None:
-            result = self.attribution.check(s["query"].text, args[0], args[1], s["query"].lang or "en",
-                                            config=_nostream(config))
-            attributable, why = result.attributable, result.summary
+            result = self.attribution.check(s["query"].text, args[0], args[1], s["query"].lang or "en")
+            attributable, why = result.attributable, _attribution_detail(result)
         out = self._checks(s, attributable, why)
         return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
 
-    async def averify(self, s: AgentState, config: RunnableConfig) -> dict:
+    async def averify(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
         attributable, why = None, ""
         if (args := self._attribution_inputs(s)) is not None:
-            result = await self.attribution.acheck(s["query"].text, args[0], args[1], s["query"].lang or "en",
-                                                   config=_nostream(config))
-            attributable, why = result.attributable, result.summary
+            result = await self.attribution.acheck(s["query"].text, args[0], args[1], s["query"].lang or "en")
+            attributable, why = result.attributable, _attribution_detail(result)
         out = await asyncio.to_thread(self._checks, s, attributable, why)
         return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
 

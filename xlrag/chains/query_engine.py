@@ -19,9 +19,8 @@ a source; this engine keeps xlrag's localized prompts and citation checks.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.response.schema import Response
@@ -29,8 +28,7 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from xlrag.config import XlragConfig, load_config
-from xlrag.errors import InvalidArgumentError
+from xlrag.config import XlragConfig, resolve_config
 from xlrag.indexes.llamaindex import hit_to_node
 from xlrag.schema import GroundedAnswer
 from xlrag.validate import strict_kwargs
@@ -105,20 +103,6 @@ class XlragQueryEngine(BaseQueryEngine):
             self.chain.retriever.close()
 
 
-def _config(config: Any) -> XlragConfig:
-    if isinstance(config, XlragConfig):
-        return config
-    if config is None:
-        return load_config()
-    if isinstance(config, (str, os.PathLike)):
-        if Path(config).is_dir():
-            # the likeliest slip: the index directory where the config belongs
-            raise InvalidArgumentError("config", "a YAML config file, not a directory (for an index, pass "
-                                       "XlragConfig(index_dir=...))", str(config))
-        return load_config(config)
-    raise InvalidArgumentError("config", "an XlragConfig, a path to a YAML config file, or None", config)
-
-
 @strict_kwargs
 def build_query_engine(config: XlragConfig | str | Path | None = None) -> XlragQueryEngine:
     """A LlamaIndex query engine answering with citations as ``xlrag ask`` does.
@@ -132,7 +116,7 @@ def build_query_engine(config: XlragConfig | str | Path | None = None) -> XlragQ
     from xlrag.chains.rag import build_chain
     from xlrag.indexes.retriever import CrossLingualRetriever
 
-    cfg = _config(config)
+    cfg = resolve_config(config)
     retriever = None if cfg.retrieval.mode == "no_ir" else CrossLingualRetriever.from_config(cfg)
     chain = build_chain(retriever, build_llm(cfg.llm), fmt="citation", mode=cfg.retrieval.mode)
     return XlragQueryEngine(chain)

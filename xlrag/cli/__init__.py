@@ -6,6 +6,7 @@ import sys
 
 from xlrag.cli import (  # noqa: F401  (register commands)
     answering,
+    chatting,
     demo,
     evaluating,
     experiments,
@@ -13,6 +14,7 @@ from xlrag.cli import (  # noqa: F401  (register commands)
     models,
     prompts,
     retrieving,
+    serving,
 )
 from xlrag.cli._app import app, err
 

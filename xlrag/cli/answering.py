@@ -29,6 +29,8 @@ def ask(
     embedder: EmbedderOpt = None,
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the GroundedAnswer as JSON")] = False,
+    agent: Annotated[bool, typer.Option("--agent", help="answer with the agent: verify language and citations, "
+                                        "repair; --json adds the trace under 'trace'")] = False,
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
     from xlrag.chains.llms import build_llm
@@ -54,6 +56,12 @@ def ask(
                               f"{cfg.retrieval.max_question_chars}; shorten it or raise retrieval.max_question_chars")
         if llm:
             cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        if agent:
+            if fmt is not AnswerFormat.CITATION or options:
+                raise ConfigError("--agent answers in the citation format; drop --format and --options")
+            _ask_agent(cfg, {"question": question, "lang": lang, "mode": mode,
+                             "relevant_langs": _csv(relevant_langs) or None, "target_lang": target_lang}, as_json)
+            return
         chat = build_llm(cfg.llm)
         retriever = None if cfg.retrieval.mode == "no_ir" else CrossLingualRetriever.from_config(cfg)
         chain = build_chain(retriever, chat, fmt=fmt, mode=cfg.retrieval.mode)
@@ -68,6 +76,40 @@ def ask(
         out.print_json(answer.model_dump_json())
         return
     print_answer(answer)
+
+
+def _ask_agent(cfg: Any, inputs: dict[str, Any], as_json: bool) -> None:
+    import json
+
+    from xlrag.agents.build import build_agent
+
+    graph = build_agent(cfg)
+    with shown_warnings():
+        result = graph.invoke({k: v for k, v in inputs.items() if v is not None})
+    answer, trace = result["answer"], result["trace"]
+    retrieval_warnings(answer.index_complete, answer.retrieval_notes)
+    if as_json:
+        out.print_json(json.dumps({**answer.model_dump(mode="json"), "trace": trace.model_dump(mode="json")}))
+        return
+    print_answer(answer)
+    print_trace(trace)
+
+
+def print_trace(trace: Any) -> None:
+    """The agent's steps, one line each: what a user reads to trust (or not) the answer."""
+    out.print(f"[bold]mode[/] {trace.mode}: {escape(trace.mode_reason)}", highlight=False)
+    if trace.original_question:
+        out.print(f"[bold]searched as[/] {escape(trace.question)}", highlight=False)
+    langs = ", ".join(f"{lang} {n}" for lang, n in sorted(trace.retrieved_langs.items())) or "none"
+    out.print(f"[bold]retrieved[/] {langs}", highlight=False)
+    for c in trace.checks:
+        mark = "[green]pass[/]" if c.passed else "[red]fail[/]"
+        out.print(f"  check {c.check} (attempt {c.attempt}): {mark} {escape(c.detail)}", highlight=False)
+    for r in trace.repairs:
+        out.print(f"  repair {r.repair.value}: {escape(r.detail)} ({r.seconds:.1f}s)", highlight=False)
+    if trace.unrepaired:
+        out.print(f"[yellow]still failing:[/] {', '.join(trace.unrepaired)}", highlight=False)
+    out.print(f"[dim]{trace.seconds:.1f}s in all[/]")
 
 
 def print_answer(answer: Any) -> None:

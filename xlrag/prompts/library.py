@@ -50,6 +50,8 @@ ROLES: tuple[str, ...] = (
     "judge",
     "condense",
     "attribution",
+    "language_repair",
+    "citation_repair",
     "question_label",
     "documents_label",
     "answer_label",

@@ -1,0 +1,196 @@
+"""`xlrag chat`: a REPL over the corpus, in the user's language, with sources and the agent's trace."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from xlrag.cli._app import ConfigOpt, IndexDirOpt, _config, _fail, app, echo, out
+from xlrag.errors import XlragError
+
+HELP = """commands:
+  /mode M      retrieve with IR mode M from now on (auto: the agent's rules)
+  /lang L      take questions as language L (ISO 639-1; /lang auto: detect)
+  /sources     the passages the last answer cites
+  /trace       what the agent did for the last answer
+  /reset       forget this session's turns
+  /help        this list
+  /quit        leave (Ctrl-D too)"""
+
+
+def check_mode(mode: str) -> None:
+    from xlrag.errors import ConfigError
+    from xlrag.indexes.policies import MODES
+
+    known = [*MODES, "auto"]
+    if mode not in known:
+        from xlrag.validate import did_you_mean
+
+        raise ConfigError(f"unknown mode {mode!r}{did_you_mean(mode, known)}; use one of: {', '.join(known)}")
+
+
+def sessions_db() -> Path:
+    """Chat sessions live beside the model cache (``$XLRAG_CACHE_DIR``, else the user cache)."""
+    from xlrag.chains.local.assembly import cache_dir
+
+    return cache_dir().parent / "chat" / "sessions.sqlite"
+
+
+class _Repl:
+    def __init__(self, graph: Any, thread: str, saver: Any, retention: int, mode: str | None, lang: str | None):
+        self.graph, self.thread, self.saver, self.retention = graph, thread, saver, retention
+        self.mode, self.lang = mode, lang
+        self.last: dict[str, Any] | None = None
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return {"configurable": {"thread_id": self.thread}}
+
+    def command(self, line: str) -> bool:
+        """Run a /command; False to leave."""
+        from xlrag.cli.answering import print_trace
+
+        name, _, arg = line[1:].partition(" ")
+        arg = arg.strip()
+        if name in ("quit", "exit", "q"):
+            return False
+        if name == "help":
+            echo(HELP)
+        elif name == "mode":
+            try:
+                check_mode(arg)
+            except XlragError as e:
+                echo(str(e))
+            else:
+                self.mode = None if arg == "auto" else arg
+                echo(f"mode: {arg}")
+        elif name == "lang":
+            from xlrag.languages import normalize_code
+
+            self.lang = None if arg in ("", "auto") else normalize_code(arg)
+            echo(f"language: {self.lang or 'detected per question'}")
+        elif name == "sources":
+            self.sources()
+        elif name == "trace":
+            if self.last is None:
+                echo("no answer yet")
+            else:
+                print_trace(self.last["trace"])
+        elif name == "reset":
+            if self.saver is not None and hasattr(self.saver, "delete_thread"):
+                self.saver.delete_thread(self.thread)
+            self.thread = f"{self.thread.split('#')[0]}#{uuid.uuid4().hex[:6]}" if self.saver is None else self.thread
+            self.last = None
+            echo("session cleared")
+        else:
+            from xlrag.validate import did_you_mean
+
+            known = ["mode", "lang", "sources", "trace", "reset", "help", "quit"]
+            echo(f"unknown command /{name}{did_you_mean(name, known)}; /help lists them")
+        return True
+
+    def sources(self) -> None:
+        if self.last is None or not self.last["turns"]:
+            echo("no answer yet")
+            return
+        turn = self.last["turns"][-1]
+        if not turn.sources:
+            echo("the last answer cites no passage")
+        for s in turn.sources:
+            flat = " ".join(s.text.split())
+            tag = "" if s.source == "model" else f" ({s.source})"
+            out.print(f"[bold]<doc{s.marker}>[/] {escape(s.doc_id or '')} [{escape(s.lang or '?')}]{escape(tag)} "
+                      f"{escape(flat[:160])}", highlight=False)
+
+    def ask(self, question: str) -> None:
+        from xlrag.agents.graph import ANSWER_TAG
+
+        inputs = {"question": question, "lang": self.lang, "mode": self.mode}
+        streamed: list[str] = []
+        final: dict[str, Any] | None = None
+        for mode, data in self.graph.stream(inputs, self.config, stream_mode=["messages", "values"]):
+            if mode == "messages":
+                chunk, meta = data
+                if ANSWER_TAG in (meta.get("tags") or []) and isinstance(chunk.content, str):
+                    streamed.append(chunk.content)
+                    out.print(chunk.content, end="", markup=False, highlight=False)
+            elif "answer" in data and "turns" in data:
+                final = data
+        if streamed:
+            out.print()
+        if final is None:
+            echo("no answer")
+            return
+        self.last = final
+        answer, trace = final["answer"], final["trace"]
+        if trace.repairs:
+            # what streamed was the first try: show what the repairs made of it
+            out.print(f"[bold]answer[/] (after {', '.join(r.repair.value for r in trace.repairs)}): "
+                      f"{escape(answer.answer or '—')}", highlight=False)
+        else:
+            out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
+        markers = " ".join(f"<doc{s.marker}>" for s in final["turns"][-1].sources)
+        if markers:
+            out.print(f"[dim]sources {escape(markers)} (/sources to read them)[/]", highlight=False)
+        if self.saver is not None and hasattr(self.saver, "conn"):
+            from xlrag.agents.chat import prune
+
+            prune(self.saver, self.thread, self.retention)
+
+
+@app.command()
+def chat(
+    index_dir: IndexDirOpt = None,
+    session: Annotated[str | None, typer.Option("--session", "-s", help="keep the conversation on disk under this "
+                                                "name; the next `xlrag chat --session NAME` goes on from it")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode (default: agent.mode, auto)")] = None,
+    lang: Annotated[str | None, typer.Option(help="the language you write in (detected if omitted)")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    db: Annotated[Path | None, typer.Option("--sessions-db", help="SQLite file of the sessions")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Chat with the corpus: answers in your language with <docN> sources; /help lists the commands."""
+    from xlrag.agents.build import build_chat
+    from xlrag.config import LLMConfig
+
+    try:
+        cfg = _config(config, index_dir=index_dir)
+        if llm:
+            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        if mode:
+            check_mode(mode)
+        saver = None
+        if session:
+            from xlrag.agents.chat import open_checkpointer
+
+            saver = open_checkpointer(db or sessions_db())
+        graph = build_chat(cfg, checkpointer=saver)
+    except XlragError as e:
+        _fail(e)
+    repl = _Repl(graph, session or f"mem-{uuid.uuid4().hex[:8]}", saver, cfg.agent.chat.retention_sessions,
+                 None if mode == "auto" else mode, lang)
+    echo(f"xlrag chat · index {cfg.index_dir} · mode {cfg.agent.mode}" + (f" · session {session}" if session else "")
+         + " · /help for commands")
+    while True:
+        try:
+            line = input("> ").strip()
+        except EOFError:
+            break
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not repl.command(line):
+                break
+            continue
+        try:
+            repl.ask(line)
+        except XlragError as e:
+            from xlrag.cli._app import warn
+
+            warn(str(e), "error")
+    if saver is not None:
+        saver.conn.close()
