@@ -17,6 +17,7 @@ EXPERIMENT = {
     "name": "tiny",
     "datasets": [{"name": "travel", "sample": {"per_lang": 1}}],
     "modes": ["qlang", "all"],
+    "generate_modes": ["qlang"],
     "retrieve_k": 5,
     "k": 2,
     "llms": [GEMMA],
@@ -43,7 +44,9 @@ def test_run_rerun_report(tmp_path):
     recs = read_records(out / RECORDS)
     assert sorted(r["mode"] for r in recs) == ["all", "all", "qlang", "qlang"]
     assert {r["lang"] for r in recs} == {"ar", "en"}
-    for r in recs:
+    # `all` is only retrieved: no answer, no model call
+    assert all(r["llm"] is None and "answer" not in r and len(r["retrieved"]) == 5 for r in recs if r["mode"] == "all")
+    for r in (r for r in recs if r["mode"] == "qlang"):
         assert len(r["retrieved"]) == 5 and len(r["shown"]) == 2
         assert r["judges"]["verdict"] in ("correct", "incorrect", "invalid")
         assert len(r["judges"]["votes"]) == 2
@@ -61,8 +64,8 @@ def test_run_rerun_report(tmp_path):
     third = fresh.run()
     fresh.close()
     assert third["written"] == 4 and third["llm_calls"] == 0
-    replayed = {r["key"]: r["raw_output"] for r in read_records(tmp_path / "run2" / RECORDS)}
-    assert replayed == {r["key"]: r["raw_output"] for r in recs}
+    replayed = {r["key"]: r.get("raw_output") for r in read_records(tmp_path / "run2" / RECORDS)}
+    assert replayed == {r["key"]: r.get("raw_output") for r in recs}
 
     paths = write_reports(out)
     report = json.loads(paths["json"].read_text(encoding="utf-8"))
@@ -77,6 +80,21 @@ def test_run_rerun_report(tmp_path):
     html = paths["html"].read_text(encoding="utf-8")
     assert html.count("data:image/png;base64,") >= 3
     assert "## Judge agreement" in paths["md"].read_text(encoding="utf-8")
+
+
+def test_generate_modes_answer_some_modes_and_retrieve_the_rest(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {
+        "name": "x", "datasets": [{"name": "travel"}], "modes": ["qlang", "qlang_en", "balanced"],
+        "generate_modes": ["balanced"], "llms": [GEMMA, {**GEMMA, "seed": 3}],
+        "variants": [{"name": "localized"}, {"name": "english", "prompt_lang": "en"}]}))
+    cells = [(c.mode, c.llm, c.variant) for c in cfg.cells()]
+    assert cells[:2] == [("qlang", None, "-"), ("qlang_en", None, "-")]
+    assert sorted(cells[2:]) == sorted(("balanced", llm, v) for llm in ("local:gemma-3-270m", "local:gemma-3-270m[seed=3]")
+                                        for v in ("localized", "english"))
+    # no LLM at all: one retrieval-only cell per mode, not one per prompt variant
+    bare = load_experiment(_write(tmp_path, {"name": "y", "datasets": [{"name": "travel"}], "modes": ["qlang"],
+                                             "llms": [], "variants": [{"name": "a"}, {"name": "b"}]}, "y.yaml"))
+    assert [(c.mode, c.llm, c.variant) for c in bare.cells()] == [("qlang", None, "-")]
 
 
 def test_torn_last_line_is_cut_on_resume(tmp_path):
@@ -97,6 +115,7 @@ def test_torn_last_line_is_cut_on_resume(tmp_path):
         ({"name": "x", "datasets": [{"name": "travel"}], "k": 30, "retrieve_k": 20}, "only retrieve_k=20"),
         ({"name": "x", "datasets": [{"name": "travel"}], "llm": [{}]}, "llm: Extra inputs"),
         ({"name": "x", "datasets": [{"name": "travel"}, {"name": "travel"}]}, "appears twice"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "generate_modes": ["all"]}, "not in modes"),
     ],
 )
 def test_bad_experiments_fail_in_one_line(tmp_path, data, message):

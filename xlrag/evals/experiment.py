@@ -5,6 +5,7 @@
       - name: travel            # built in: travel, xquad (vendored, indexed from vendored
         sample: {per_lang: 5}   # embeddings); or give corpus/queries/qrels paths
     modes: [qlang, qlang_en, all, balanced]
+    generate_modes: [balanced]  # answer in these modes only; the others are scored on retrieval
     retrieve_k: 20              # ranked list scored by the retrieval metrics
     k: 3                        # passages shown to the LLM
     llms: [{provider: local}]   # empty: retrieval only
@@ -35,6 +36,7 @@ from xlrag.formats import AnswerFormat
 __all__ = ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"]
 
 BUILTIN_DATASETS = ("travel", "xquad")
+RETRIEVAL_ONLY = "-"  # the variant name of a cell that is not answered
 _DATA = Path(__file__).resolve().parent.parent / "data"
 
 
@@ -93,12 +95,21 @@ class ExperimentConfig(_Strict):
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
     modes: list[str] = Field(default_factory=lambda: ["qlang_en"], min_length=1)
+    generate_modes: list[str] | None = Field(
+        None, description="modes whose records are answered by the LLMs (default: every mode); the other "
+                          "modes are scored on retrieval only, which costs no model call")
     retrieve_k: int = Field(20, ge=1, le=200)
     k: int = Field(3, ge=1, le=50)
     llms: list[LLMConfig] = Field(default_factory=lambda: [LLMConfig()])
     variants: list[Variant] = Field(default_factory=lambda: [Variant()], min_length=1)
     judges: PanelConfig | None = None
     ragas: list[Literal["faithfulness", "answer_relevancy", "context_precision", "context_recall"]] = []
+    ragas_sample: Sample | None = Field(
+        None, description="score Ragas on this stratified part of each dataset's sample only "
+                          "(several LLM calls per record); default: every answered record")
+    ragas_untranslated: Literal["fail", "english"] = Field(
+        "fail", description="a Ragas prompt string the LLM cannot translate: fail the language (NaN with the "
+                            "reason) or keep the string in English, noted on every score")
     concurrency: int = Field(4, ge=1, le=64, description="parallel calls for API models")
     timeout: float = Field(300.0, gt=0, description="seconds per record before it is recorded as failed")
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
@@ -125,14 +136,24 @@ class ExperimentConfig(_Strict):
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise ValueError(f"{what} {dupes} appears twice; give each a distinct name or settings")
+        stray = [m for m in self.generate_modes or [] if m not in self.modes]
+        if stray:
+            raise ValueError(f"generate_modes {stray} are not in modes {self.modes}; add them to modes")
         if self.k > self.retrieve_k:
             raise ValueError(f"k={self.k} passages shown but only retrieve_k={self.retrieve_k} retrieved")
         return self
 
     def cells(self) -> list[Cell]:
-        llms = [llm_label(x) for x in self.llms] or [None]
-        return [Cell(dataset=d.name, mode=m, llm=x, variant=v.name)
-                for d in self.datasets for m in self.modes for x in llms for v in self.variants]
+        """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-")."""
+        out = []
+        for d in self.datasets:
+            for m in self.modes:
+                if self.llms and (self.generate_modes is None or m in self.generate_modes):
+                    out += [Cell(dataset=d.name, mode=m, llm=llm_label(x), variant=v.name)
+                            for x in self.llms for v in self.variants]
+                else:
+                    out.append(Cell(dataset=d.name, mode=m, llm=None, variant=RETRIEVAL_ONLY))
+        return out
 
 
 class Cell(_Strict):

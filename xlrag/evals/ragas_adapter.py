@@ -47,6 +47,7 @@ from xlrag.evals.ragas_prompts import (
     Translation,
     TranslationMemory,
     adapt_prompt,
+    prompt_strings,
     translation_request,
 )
 from xlrag.evals.structured import json_objects, message_text, structured_runnable
@@ -300,6 +301,7 @@ class RagasRow(BaseModel):
 class MetricScore(BaseModel):
     value: float = Field(description="in [0, 1]; NaN when the metric failed or found nothing to score")
     reason: str | None = Field(None, description="why the value is NaN")
+    note: str | None = Field(None, description="what to know about a value, e.g. prompts left partly in English")
     attempts: int = 0
     seconds: float = Field(0.0, description="time in attempts, waiting for a free slot excluded")
 
@@ -323,11 +325,15 @@ class RagasMetrics:
     ``llm``: a LangChain chat model, an :class:`~xlrag.config.LLMConfig`, or None for the
     default local model. ``strictness``: questions answer relevancy generates per answer
     (Ragas's default 3; at temperature 0 they repeat, and 1 costs a third).
+    ``untranslated``: when the LLM cannot translate a prompt string into a row's language,
+    ``fail`` scores that language NaN with the reason; ``english`` keeps the string in
+    English and says so in each score's ``note`` (small local models cannot translate
+    Ragas's longer instructions into every language).
     """
 
     def __init__(self, llm: Any = None, *, metrics: Sequence[str] = METRICS, embedder: Any = None,
                  strictness: int = 3, cache_dir: str | Path | None = None,
-                 prompts: PromptLibrary | None = None):
+                 prompts: PromptLibrary | None = None, untranslated: Literal["fail", "english"] = "fail"):
         unknown = [m for m in metrics if m not in METRICS]
         if unknown or not metrics:
             raise InvalidArgumentError("metrics", f"a non-empty subset of {list(METRICS)} (the Levenshtein "
@@ -342,6 +348,9 @@ class RagasMetrics:
         self.strictness = strictness
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.prompts = prompts or PromptLibrary()
+        self.untranslated = untranslated
+        self.notes: dict[str, str] = {}
+        self._failed: dict[str, PromptAdaptationError] = {}
         self._by_lang: dict[str, dict[str, Any]] = {}
         self._locks: dict[tuple[int, str], asyncio.Lock] = {}
 
@@ -375,6 +384,8 @@ class RagasMetrics:
         async with self._locks.setdefault((id(asyncio.get_running_loop()), lang), asyncio.Lock()):
             if lang in self._by_lang:
                 return
+            if lang in self._failed:  # a failed adaptation is not paid for again on every row
+                raise self._failed[lang]
             metrics = self._build()
             if lang != "en":  # Ragas's prompts are English
                 memory = self.memory(lang)
@@ -386,15 +397,26 @@ class RagasMetrics:
                                                                        self.llm.mode == "prompt"), Translation),
                         sem=sem, timeout=timeout, retries=retries, retry_invalid=self.llm.samples)
                     if reply is None:
-                        raise PromptAdaptationError(f"the Ragas prompts could not be translated into {lang} "
-                                                    f"with {self.llm.label}: {reason} (after {attempts} "
-                                                    f"attempts, at {text[:60]!r})")
+                        if self.untranslated == "english":
+                            return None
+                        error = PromptAdaptationError(f"the Ragas prompts could not be translated into {lang} "
+                                                      f"with {self.llm.label}: {reason} (after {attempts} "
+                                                      f"attempts, at {text[:60]!r})")
+                        self._failed[lang] = error
+                        raise error
                     return reply.translation
 
+                left: list[str] = []
+                total = 0
                 for metric in metrics.values():
                     for attr, value in list(vars(metric).items()):
                         if isinstance(value, BasePrompt):
-                            setattr(metric, attr, await adapt_prompt(value, lang, memory, translate))
+                            total += len(prompt_strings(value))
+                            setattr(metric, attr, await adapt_prompt(value, lang, memory, translate, left))
+                if left:
+                    self.notes[lang] = (f"{len(left)} of {total} Ragas prompt strings stay in English: "
+                                        f"{self.llm.label} could not translate them into {lang} "
+                                        f"(first: {left[0][:60]!r})")
             self._by_lang[lang] = metrics
 
     def metric(self, name: str, lang: str) -> Any:
@@ -518,7 +540,7 @@ async def score_rows(rows: Iterable[RagasRow | dict[str, Any]], metrics: RagasMe
             return MetricScore(value=value, attempts=attempts, seconds=seconds,
                                reason=f"{name} found nothing to score (Ragas returns NaN when no statements "
                                       f"or classifications come out of the reply)")
-        return MetricScore(value=_value(value), attempts=attempts, seconds=seconds)
+        return MetricScore(value=_value(value), attempts=attempts, seconds=seconds, note=metrics.notes.get(lang))
 
     jobs = [[one(row, lang, name) for name in metrics.names] for row, lang in zip(checked, langs, strict=True)]
     flat = await asyncio.gather(*(job for row_jobs in jobs for job in row_jobs))

@@ -190,17 +190,25 @@ def _localized_class(cls: type) -> type:
 
 
 async def adapt_prompt(prompt: Any, language: str, memory: TranslationMemory,
-                       translate: Callable[[str], Awaitable[str]]) -> Any:
+                       translate: Callable[[str], Awaitable[str | None]],
+                       untranslated: list[str] | None = None) -> Any:
     """``prompt`` in ``language``: instruction, examples and framing translated.
 
-    Strings missing from ``memory`` are translated with ``translate`` (which raises on
-    failure: a prompt is never half-translated) and stored as soon as each one is made.
+    Strings missing from ``memory`` are translated with ``translate`` and stored as soon as
+    each one is made. ``translate`` raises on failure (a prompt is never half-translated),
+    or returns None to keep that string in English; such strings are appended to
+    ``untranslated`` and asked for again next time.
     """
     from ragas.prompt.utils import update_strings
 
     missing = [s for s in prompt_strings(prompt) if memory.get(s) is None]
     for source in missing:  # in order, one call each; the caller bounds and times each call
-        memory.put(source, clean_translation(source, await translate(source)))
+        made = await translate(source)
+        if made is None:
+            if untranslated is not None:
+                untranslated.append(source)
+            continue
+        memory.put(source, clean_translation(source, made))
     table = {s: memory.get(s) or s for s in prompt_strings(prompt)}
 
     adapted = _localized_class(type(prompt))()

@@ -53,7 +53,8 @@ def _answers(recs: list[dict]) -> dict[str, Any]:
     for m in names:
         scored = [r["ragas"][m] for r in gen if m in (r.get("ragas") or {})]
         out[f"ragas_{m}"] = _mean_ci(x["value"] for x in scored) | {
-            "failed": sum(x["value"] is None for x in scored)}
+            "failed": sum(x["value"] is None for x in scored),
+            "notes": sorted({x["note"] for x in scored if x.get("note")})}
     judged = [r["judges"] for r in gen if r.get("judges")]
     if judged:
         out["judge_accuracy"] = _mean_ci(float(j["verdict"] == "correct") for j in judged if j["verdict"] != "invalid")
@@ -138,6 +139,12 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
         from xlrag.evals.judges import JudgePanel
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
+    if cfg.ragas and cfg.ragas_sample is not None:
+        report["notes"].append(f"Ragas scores a stratified part of the answered records ({cfg.ragas_sample.per_lang} "
+                               f"per language, seed {cfg.ragas_sample.seed}); the other figures use them all.")
+    if cfg.ragas and cfg.ragas_untranslated == "english":
+        report["notes"].append("Ragas prompt strings the LLM could not translate stay in English "
+                               "(see each Ragas figure's notes).")
     human = read_labels(cfg.human_labels) if cfg.human_labels else None
     for ds in cfg.datasets:
         qrels = _read_qrels(ds.qrels) if ds.qrels else None

@@ -113,6 +113,7 @@ class ExperimentRunner:
         self._llms: dict[str, Any] = {}
         self._panel = None
         self._ragas = None
+        self._ragas_ids: dict[str, set[str]] = {}
 
     # -- setup ----------------------------------------------------------------------------
 
@@ -192,8 +193,11 @@ class ExperimentRunner:
 
             cfg = self.config.llms[0] if self.config.llms else LLMConfig()
             embedder = next(iter(self._retrievers.values())).embedder if self._retrievers else None
+            # answer relevancy's generated questions repeat at temperature 0: one is enough
             self._ragas = RagasMetrics(self.llm(cfg), metrics=self.config.ragas, embedder=embedder,
-                                       cache_dir=self.out / "ragas-prompts")
+                                       cache_dir=self.out / "ragas-prompts",
+                                       strictness=1 if cfg.temperature == 0 else 3,
+                                       untranslated=self.config.ragas_untranslated)
         return self._ragas
 
     async def _ragas_scores(self, q: dict, text: str, ans: Any) -> dict[str, dict[str, Any]]:
@@ -204,7 +208,7 @@ class ExperimentRunner:
                        reference=q["answers"][0] if q["answers"] else None)
         (scores,) = await score_rows([row], self.ragas(), timeout=self.config.timeout)
         # NaN is not JSON: a failed score is null with its reason
-        return {name: {"value": None if s.value != s.value else s.value, "reason": s.reason}
+        return {name: {"value": None if s.value != s.value else s.value, "reason": s.reason, "note": s.note}
                 for name, s in scores.scores.items()}
 
     def chain(self, ds: DatasetConfig, cell: Cell, llm_cfg: LLMConfig, variant: Variant):
@@ -251,7 +255,7 @@ class ExperimentRunner:
                 rec["metrics"] = {"em": exact_match(a, q["answers"], q["lang"]),
                                   "f1": token_f1(a, q["answers"], q["lang"]),
                                   "char3_recall": char3_recall(a, q["answers"])}
-                if self.config.ragas:
+                if self.config.ragas and q["id"] in self._ragas_ids[ds.name]:
                     rec["ragas"] = await self._ragas_scores(q, text if answered else "", ans)
                 panel = self.panel()
                 if panel is not None:
@@ -283,6 +287,7 @@ class ExperimentRunner:
         work: list[tuple[DatasetConfig, Cell, dict]] = []
         for ds in self.config.datasets:
             queries = _load_queries(ds)
+            self._ragas_ids[ds.name] = {q["id"] for q in sample_queries(queries, self.config.ragas_sample)}
             for cell in self.config.cells():
                 if cell.dataset != ds.name:
                     continue
