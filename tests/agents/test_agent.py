@@ -99,3 +99,34 @@ def test_an_unsupported_answer_is_asked_again_then_accepted(retriever):
         ("attribution", False), ("attribution", True)]
     assert "1 of 1 cited passages support the answer" in trace.checks[-1].detail
     assert trace.unrepaired == []
+
+
+class FirstReplyScripted(GenericFakeChatModel):
+    """Answers its first call with a fixed reply, then hands every call to a real model."""
+
+    real: object = None
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if not getattr(self, "_spent", False):
+            object.__setattr__(self, "_spent", True)
+            return super()._generate(messages, stop=stop, run_manager=run_manager)
+        return self.real._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        return self._generate(messages, stop=stop, **kwargs)
+
+
+@pytest.mark.slow
+def test_the_real_local_model_repairs_a_wrong_language_answer(retriever):
+    from xlrag.chains.llms import build_llm
+    from xlrag.config import LLMConfig
+    from xlrag.evals.language import judge_language, response_text
+
+    real = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=96, n_threads=1))
+    llm = FirstReplyScripted(messages=iter([AIMessage(ENGLISH)]), real=real, metadata=real.metadata)
+    out = agent(retriever, llm).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert trace.repairs[0].repair is Repair.REGENERATE_LANGUAGE  # the scripted English first answer
+    assert judge_language(response_text(answer), "es").status == "correct", response_text(answer)
+    assert any(c.valid for c in answer.citations) and not any(not c.valid for c in answer.citations)
+    assert trace.unrepaired == []

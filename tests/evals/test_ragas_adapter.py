@@ -156,6 +156,22 @@ async def test_adapted_prompt_renders_everything_in_the_language(tmp_path):
     assert TranslationMemory("fr", "0.4.3", "local:x", "k" * 16, tmp_path).translations == {}
 
 
+async def test_a_string_the_model_cannot_translate_stays_english_and_is_listed(tmp_path):
+    from ragas.metrics.collections.answer_relevancy.util import AnswerRelevancePrompt
+
+    prompt = AnswerRelevancePrompt()
+    memory = TranslationMemory("de", "0.4.3", "local:x", "k" * 16, tmp_path)
+
+    async def all_but_the_instruction(text: str) -> str | None:
+        return None if text == prompt.instruction else GERMAN.get(text, f"[de] {text}")
+
+    left: list[str] = []
+    adapted = await adapt_prompt(prompt, "de", memory, all_but_the_instruction, left)
+    assert left == [prompt.instruction] and adapted.instruction == prompt.instruction  # kept, and listed
+    assert memory.get(prompt.instruction) is None  # asked for again next time, never cached as English
+    assert adapted.framing[NOW_LINE] == GERMAN[NOW_LINE]  # the rest is translated
+
+
 def test_a_damaged_or_foreign_cache_is_ignored(tmp_path):
     memory = TranslationMemory("de", "0.4.3", "local:x", "k" * 16, tmp_path)
     memory.put("Input", "Eingabe")
