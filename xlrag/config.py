@@ -189,6 +189,9 @@ class AgentConfig(_Section):
     max_repairs: int = Field(2, ge=0, le=10, description="LLM repairs per answer; post-hoc citations come after")
     recursion_limit: int = Field(40, ge=10, description="LangGraph's hard cap on steps per answer")
     attribution: bool = Field(False, description="also check with the LLM that a cited passage supports the answer")
+    tools: Literal["auto", "on", "off"] = Field(
+        "auto", description="tool calling (search, translate): auto when the LLM supports it; off: the fixed graph")
+    max_tool_rounds: int = Field(3, ge=1, le=10, description="tool-calling rounds before the model must answer")
     chat: ChatConfig = Field(default_factory=ChatConfig)
 
     @field_validator("mode")

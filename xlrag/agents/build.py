@@ -60,5 +60,16 @@ def _agent(cfg: XlragConfig, llm: Runnable | None, retriever: Any, checkpointer:
         from xlrag.evals.attribution import AttributionChecker
 
         attribution = AttributionChecker(quiet, prompts=chain.prompts)
-    agent = XlragAgent(chain, cfg.agent, translator=translator, attribution=attribution)
+    tools = cfg.agent.tools == "on" or (cfg.agent.tools == "auto" and chain.profile.supports_tools(chat))
+    if tools and not chain.profile.supports_tools(chat):
+        from xlrag.errors import ConfigError
+
+        raise ConfigError(f"agent.tools is on, but {chain.label} has no tool calling; set agent.tools to auto or off")
+    if tools and retriever is not None:
+        from xlrag.agents.tools import ToolCallingAgent
+
+        agent: XlragAgent = ToolCallingAgent(chain, cfg.agent, translator=translator, attribution=attribution,
+                                             max_rounds=cfg.agent.max_tool_rounds)
+    else:
+        agent = XlragAgent(chain, cfg.agent, translator=translator, attribution=attribution)
     return agent.graph(checkpointer), chain

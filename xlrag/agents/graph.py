@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import ModeChoice, choose_mode
-from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, Trace
+from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
 from xlrag.chains.parsing import strip_markers
 from xlrag.chains.rag import ChainInput, GroundedChain, finalize
 from xlrag.config import AgentConfig
@@ -66,6 +66,7 @@ class AgentState(AgentInput, total=False):
     checks: Annotated[list[CheckResult], operator.add]
     repairs: Annotated[list[RepairStep], operator.add]
     timings: Annotated[list[Timing], operator.add]
+    tool_calls: Annotated[list[ToolStep], operator.add]
     trace: Trace
 
 
@@ -288,7 +289,7 @@ class XlragAgent:
                       question_lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
                       retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
                       checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
-                      unrepaired=list(failed))
+                      unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])))
         return {"answer": answer, "trace": trace}
 
     # -- the graph ------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "Trace"]
+__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "ToolStep", "Trace"]
 
 Check = Literal["language", "citations", "attribution"]
 CHECKS: tuple[str, ...] = Check.__args__  # type: ignore[attr-defined]
@@ -45,6 +45,14 @@ class Timing(_Frozen):
     seconds: float
 
 
+class ToolStep(_Frozen):
+    """One tool call of the tool-calling agent."""
+
+    name: str
+    args: dict
+    result: str = Field(description="what the tool gave back, in short")
+
+
 class Trace(_Frozen):
     question: str = Field(description="the question retrieved with (condensed, in a chat)")
     original_question: str | None = Field(None, description="the follow-up as typed, when it was condensed")
@@ -56,6 +64,7 @@ class Trace(_Frozen):
     repairs: list[RepairStep]
     timings: list[Timing]
     unrepaired: list[str] = Field(default_factory=list, description="checks still failing after every repair")
+    tool_calls: list[ToolStep] = Field(default_factory=list, description="the tool-calling agent's calls, in order")
 
     @property
     def seconds(self) -> float:

@@ -80,6 +80,14 @@ class ProviderProfile(BaseModel):
     def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
         return []
 
+    def supports_tools(self, llm: Any) -> bool:
+        """Whether ``llm`` takes tools (``bind_tools``): LangChain's base chat model raises
+        NotImplementedError there, so a class that overrides it has tool calling."""
+        from langchain_core.language_models.chat_models import BaseChatModel
+
+        bind = getattr(type(llm), "bind_tools", None)
+        return bind is not None and bind is not BaseChatModel.bind_tools
+
     def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """Call options that hold the reply to the JSON ``schema``.
 

@@ -1,0 +1,67 @@
+"""The tool-calling agent: chosen for models that take tools, its calls traced, its markers valid."""
+
+from __future__ import annotations
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from tests.agents.test_agent import QUESTION
+from xlrag.agents.build import build_agent
+from xlrag.chains.profiles import profile_for
+from xlrag.config import XlragConfig
+
+
+class ScriptedToolModel(GenericFakeChatModel):
+    """Replays replies, tool calls included; ``bind_tools`` records the tools it was given."""
+
+    bound: list = []
+
+    def bind_tools(self, tools, **kwargs):
+        self.bound.extend(getattr(t, "__name__", str(t)) for t in tools)
+        return self
+
+
+def test_a_model_with_tools_searches_translates_and_cites_what_it_found(retriever):
+    replies = iter([
+        AIMessage("", tool_calls=[{"name": "Search", "args": {"query": "Panthers defensa puntos 308",
+                                                                "languages": ["en"]}, "id": "c1"}]),
+        AIMessage("", tool_calls=[{"name": "Translate", "args": {"text": "points allowed", "language": "es"},
+                                   "id": "c2"}, {"name": "Nope", "args": {}, "id": "c3"}]),
+        AIMessage("puntos permitidos"),  # the translator's own call
+        AIMessage("Cited Documents: <doc3>\nAnswer: Los Panthers permitieron 308 puntos.\n"
+                  "Explanation: Según <doc3>, la defensa solo permitió 308 puntos."),
+    ])
+    llm = ScriptedToolModel(messages=replies)
+    assert profile_for(llm).supports_tools(llm)
+    agent = build_agent(XlragConfig(agent={"mode": "qlang"}, retrieval={"k": 3}), llm=llm, retriever=retriever)
+    out = agent.invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert llm.bound == ["Search", "Translate"]
+    assert [t.name for t in trace.tool_calls] == ["Search", "Translate", "Nope"]
+    assert trace.tool_calls[1].result == "puntos permitidos"
+    assert "unknown tool" in trace.tool_calls[2].result
+    # three passages from the qlang retrieval, then the English search's: <doc3> is the first of those
+    assert len(answer.passages) > 3 and answer.passages[3].lang == "en"
+    assert [(c.marker, c.valid, c.source) for c in answer.citations] == [(3, True, "model")]
+    assert trace.unrepaired == [] and trace.repairs == []
+
+
+def test_tools_off_or_a_model_without_them_runs_the_fixed_graph(retriever):
+    from tests.agents.test_agent import SPANISH
+
+    llm = ScriptedToolModel(messages=iter([AIMessage(SPANISH)]))
+    agent = build_agent(XlragConfig(agent={"mode": "qlang", "tools": "off"}, retrieval={"k": 3}), llm=llm,
+                        retriever=retriever)
+    assert "plan" not in agent.get_graph().nodes and "generate" in agent.get_graph().nodes
+    plain = GenericFakeChatModel(messages=iter([]))
+    assert not profile_for(plain).supports_tools(plain)
+
+
+def test_tools_on_with_a_model_without_them_is_a_one_line_error(retriever):
+    import pytest
+
+    from xlrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="has no tool calling"):
+        build_agent(XlragConfig(agent={"tools": "on"}), llm=GenericFakeChatModel(messages=iter([])),
+                    retriever=retriever)

@@ -1,0 +1,195 @@
+"""The tool-calling variant of the agent, for LLMs that take tools.
+
+    detect → route → retrieve → plan ⇄ act (search, translate; at most agent.max_tool_rounds)
+           → answer → verify ⇄ repair → finish
+
+The model starts from the passages of the chosen mode, numbered ``<doc0>…``, and may call
+``search(query, languages)`` for more (numbered on from there, so every marker stays
+valid) and ``translate(text, language)``. Its final reply is parsed in the citation format
+and goes through the same checks and repairs as the fixed graph. Models without tool
+calling (llama.cpp here) run the fixed graph: :func:`xlrag.agents.build.build_agent`
+chooses, from the provider profile and ``agent.tools``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import time
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from pydantic import BaseModel, ConfigDict, Field
+
+from xlrag.agents.graph import AgentInput, AgentOutput, AgentState, XlragAgent, _answering
+from xlrag.agents.trace import Timing, ToolStep
+from xlrag.chains.echo import strip_markup
+from xlrag.chains.rag import ChainState, finalize
+from xlrag.formats import AnswerFormat
+from xlrag.languages import normalize_code
+from xlrag.schema import Hit
+
+__all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate"]
+
+# the tools' own descriptions are API text the model reads beside the localized prompt
+
+
+class Search(BaseModel):
+    """Search the multilingual corpus. Returns passages numbered <docN>, to cite as they are numbered."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(description="what to search for, in any language")
+    languages: list[str] | None = Field(None, description="ISO 639-1 codes of the languages to search in; "
+                                                          "omit to search as the system chose")
+
+
+class Translate(BaseModel):
+    """Translate text into a language (ISO 639-1 code)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    language: str
+
+
+TOOLS: dict[str, type[BaseModel]] = {"Search": Search, "Translate": Translate}
+
+
+class ToolAgentState(AgentState, total=False):
+    messages: Annotated[list[AnyMessage], operator.add]
+    rounds: int
+
+
+def _numbered(hits: list[Hit], start: int) -> str:
+    return "\n".join(f"<doc{start + i}> {strip_markup(h.passage.text)}" for i, h in enumerate(hits))
+
+
+class ToolCallingAgent(XlragAgent):
+    def __init__(self, *args: Any, max_rounds: int = 3, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.max_rounds = max_rounds
+        self.with_tools = self.chain.llm.bind_tools(list(TOOLS.values()))
+
+    # -- plan -----------------------------------------------------------------------------
+    def _opening(self, s: ToolAgentState) -> list[AnyMessage]:
+        p, lang = self.chain.prompts, s["query"].lang or "en"
+        system = "\n\n".join([p.render("system", lang), p.render("answer_language", lang),
+                              "Use the Search tool for more passages (you may name the languages to search "
+                              "in) and the Translate tool to translate. Cite passages by their <docN> numbers."])
+        from xlrag.formats import ANSWER_HEADER, CITED_HEADER
+
+        user = "\n\n".join([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'], 0)}",
+                            f"{p.render('question_label', lang)}: {s['query'].text}",
+                            p.render("citation_format", lang, answer_header=ANSWER_HEADER),
+                            p.render("answer_language", lang), CITED_HEADER])
+        return [SystemMessage(system), ("user", user)]  # type: ignore[list-item]
+
+    def _plan_input(self, s: ToolAgentState) -> tuple[Any, list, bool]:
+        messages = s.get("messages") or []
+        new = [] if messages else self._opening(s)
+        last_round = s.get("rounds", 0) + 1 >= self.max_rounds
+        # the last round has no tools: the model must answer now
+        return (self.chain.llm if last_round else self.with_tools), [*messages, *new], bool(new)
+
+    def plan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        model, messages, opened = self._plan_input(s)
+        reply = model.invoke(messages, _answering(config))
+        start = messages if opened else []
+        return {"messages": [*start, reply], "rounds": s.get("rounds", 0) + 1,
+                "timings": [Timing(step="plan", seconds=time.perf_counter() - t0)]}
+
+    async def aplan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        model, messages, opened = self._plan_input(s)
+        reply = await model.ainvoke(messages, _answering(config))
+        start = messages if opened else []
+        return {"messages": [*start, reply], "rounds": s.get("rounds", 0) + 1,
+                "timings": [Timing(step="plan", seconds=time.perf_counter() - t0)]}
+
+    @staticmethod
+    def after_plan(s: ToolAgentState) -> str:
+        last = s["messages"][-1]
+        return "act" if isinstance(last, AIMessage) and last.tool_calls else "answer"
+
+    # -- act ------------------------------------------------------------------------------
+    def _call(self, s: ToolAgentState, call: dict, hits: list[Hit]) -> tuple[str, list[Hit]]:
+        schema = TOOLS.get(call["name"])
+        if schema is None:
+            return f"unknown tool {call['name']!r}; the tools are {', '.join(TOOLS)}", []
+        try:
+            args = schema.model_validate(call["args"])
+        except ValueError as e:
+            return f"bad arguments for {call['name']}: {str(e).splitlines()[0]}", []
+        if isinstance(args, Translate):
+            from xlrag.detect import LinguaDetector
+
+            source = LinguaDetector().detect(args.text) or "en"
+            return self.translator.translate(args.text, source, normalize_code(args.language)), []
+        query = s["query"].model_copy(update={"text": args.query, "id": None})
+        mode = s["choice"].mode
+        if args.languages:
+            query = query.model_copy(update={"relevant_langs": [normalize_code(x) for x in args.languages]})
+            mode = "rel_langs"
+        seen = {h.id for h in hits}
+        found = [h for h in self.chain.retriever.retrieve(query, mode=mode, k=self.chain.k) if h.id not in seen]
+        return (_numbered(found, len(hits)) or "no new passages"), found
+
+    def act(self, s: ToolAgentState) -> dict:
+        t0 = time.perf_counter()
+        hits = list(s["hits"])
+        messages, steps = [], []
+        for call in s["messages"][-1].tool_calls:
+            text, found = self._call(s, call, hits)
+            hits += found
+            messages.append(ToolMessage(text, tool_call_id=call["id"]))
+            steps.append(ToolStep(name=call["name"], args=call["args"],
+                                  result=f"{len(found)} passages" if call["name"] == "Search" else text[:200]))
+        return {"hits": hits, "messages": messages, "tool_calls": steps,
+                "timings": [Timing(step="act", seconds=time.perf_counter() - t0)]}
+
+    async def aact(self, s: ToolAgentState) -> dict:
+        return await asyncio.to_thread(self.act, s)
+
+    # -- answer ---------------------------------------------------------------------------
+    def answer(self, s: ToolAgentState) -> dict:
+        query = s["query"]
+        state = ChainState(query=query, hits=list(s["hits"]), fmt=AnswerFormat.CITATION, mode=s["choice"].mode,
+                           model=self.chain.label, message=s["messages"][-1])
+        return {"answer": finalize(state, None, self.chain.profile)}
+
+    # -- the graph ------------------------------------------------------------------------
+    def graph(self, checkpointer: Any = None):
+        from langgraph.graph import END, START, StateGraph
+
+        g = StateGraph(ToolAgentState, input_schema=AgentInput, output_schema=AgentOutput)
+
+        def node(name: str, sync: Any, asyn: Any = None) -> None:
+            g.add_node(name, RunnableLambda(sync, afunc=asyn, name=name))
+
+        async def adetect(s: AgentState) -> dict:
+            return await asyncio.to_thread(self.detect, s)
+
+        node("detect", self.detect, adetect)
+        node("route", self.route)
+        node("retrieve", self.retrieve, self.aretrieve)
+        node("plan", self.plan, self.aplan)
+        node("act", self.act, self.aact)
+        node("answer", self.answer)
+        node("verify", self.verify, self.averify)
+        node("repair", self.repair, self.arepair)
+        node("finish", self.finish)
+        g.add_edge(START, "detect")
+        g.add_edge("detect", "route")
+        g.add_edge("route", "retrieve")
+        g.add_edge("retrieve", "plan")
+        g.add_conditional_edges("plan", self.after_plan, {"act": "act", "answer": "answer"})
+        g.add_edge("act", "plan")
+        g.add_edge("answer", "verify")
+        g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
+        g.add_edge("repair", "verify")
+        g.add_edge("finish", END)
+        compiled = g.compile(checkpointer=checkpointer, name="xlrag_tool_agent")
+        return compiled.with_config(recursion_limit=self.config.recursion_limit)
