@@ -38,7 +38,7 @@ def main() -> None:
     args = ap.parse_args()
     cfg = load_experiment(args.experiment)
     if not cfg.datasets[0].queries.exists():
-        sys.exit(f"{cfg.datasets[0].queries} is missing: this benchmark needs ../shared/data/travel")
+        sys.exit(f"{cfg.datasets[0].queries} is missing")
     if args.per_lang:
         for ds in cfg.datasets:
             ds.sample.per_lang = args.per_lang
@@ -62,6 +62,11 @@ def main() -> None:
 
 
 def publish(run_dir: Path, dest: Path) -> None:
+    import sqlite3
+
+    # the calls a killed run left in SQLite's write-ahead log belong in the copy too
+    with sqlite3.connect(run_dir / CALLS) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     paths = write_reports(run_dir)
     dest.mkdir(parents=True, exist_ok=True)
     for name in (RECORDS, CALLS, "experiment.yaml", "versions.json", *(p.name for p in paths.values())):

