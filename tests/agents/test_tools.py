@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from pydantic import Field
 
 from tests.agents.test_agent import QUESTION
 from xlrag.agents.build import build_agent
@@ -14,7 +15,7 @@ from xlrag.config import XlragConfig
 class ScriptedToolModel(GenericFakeChatModel):
     """Replays replies, tool calls included; ``bind_tools`` records the tools it was given."""
 
-    bound: list = []
+    bound: list[str] = Field(default_factory=list)
 
     def bind_tools(self, tools, **kwargs):
         self.bound.extend(getattr(t, "__name__", str(t)) for t in tools)

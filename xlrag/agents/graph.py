@@ -293,10 +293,19 @@ class XlragAgent:
         return {"answer": answer, "trace": trace}
 
     # -- the graph ------------------------------------------------------------------------
+    state_schema: Any = AgentState
+    name = "xlrag_agent"
+
+    def _answer_steps(self, g: Any, node: Any) -> None:
+        """The steps from the retrieved passages to an answer for ``verify``: one call here."""
+        node("generate", self.generate, self.agenerate)
+        g.add_edge("retrieve", "generate")
+        g.add_edge("generate", "verify")
+
     def graph(self, checkpointer: Any = None):
         from langgraph.graph import END, START, StateGraph
 
-        g = StateGraph(AgentState, input_schema=AgentInput, output_schema=AgentOutput)
+        g = StateGraph(self.state_schema, input_schema=AgentInput, output_schema=AgentOutput)
 
         def node(name: str, sync: Any, asyn: Any = None) -> None:
             g.add_node(name, RunnableLambda(sync, afunc=asyn, name=name))
@@ -307,17 +316,15 @@ class XlragAgent:
         node("detect", self.detect, adetect)
         node("route", self.route)
         node("retrieve", self.retrieve, self.aretrieve)
-        node("generate", self.generate, self.agenerate)
         node("verify", self.verify, self.averify)
         node("repair", self.repair, self.arepair)
         node("finish", self.finish)
         g.add_edge(START, "detect")
         g.add_edge("detect", "route")
         g.add_edge("route", "retrieve")
-        g.add_edge("retrieve", "generate")
-        g.add_edge("generate", "verify")
+        self._answer_steps(g, node)
         g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
         g.add_edge("repair", "verify")
         g.add_edge("finish", END)
-        compiled = g.compile(checkpointer=checkpointer, name="xlrag_agent")
+        compiled = g.compile(checkpointer=checkpointer, name=self.name)
         return compiled.with_config(recursion_limit=self.config.recursion_limit)

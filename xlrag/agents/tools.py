@@ -19,10 +19,10 @@ import time
 from typing import Annotated, Any
 
 from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.agents.graph import AgentInput, AgentOutput, AgentState, XlragAgent, _answering
+from xlrag.agents.graph import AgentState, XlragAgent, _answering
 from xlrag.agents.trace import Timing, ToolStep
 from xlrag.chains.echo import strip_markup
 from xlrag.chains.rag import ChainState, finalize
@@ -161,35 +161,14 @@ class ToolCallingAgent(XlragAgent):
         return {"answer": finalize(state, None, self.chain.profile)}
 
     # -- the graph ------------------------------------------------------------------------
-    def graph(self, checkpointer: Any = None):
-        from langgraph.graph import END, START, StateGraph
+    state_schema = ToolAgentState
+    name = "xlrag_tool_agent"
 
-        g = StateGraph(ToolAgentState, input_schema=AgentInput, output_schema=AgentOutput)
-
-        def node(name: str, sync: Any, asyn: Any = None) -> None:
-            g.add_node(name, RunnableLambda(sync, afunc=asyn, name=name))
-
-        async def adetect(s: AgentState) -> dict:
-            return await asyncio.to_thread(self.detect, s)
-
-        node("detect", self.detect, adetect)
-        node("route", self.route)
-        node("retrieve", self.retrieve, self.aretrieve)
+    def _answer_steps(self, g: Any, node: Any) -> None:
         node("plan", self.plan, self.aplan)
         node("act", self.act, self.aact)
         node("answer", self.answer)
-        node("verify", self.verify, self.averify)
-        node("repair", self.repair, self.arepair)
-        node("finish", self.finish)
-        g.add_edge(START, "detect")
-        g.add_edge("detect", "route")
-        g.add_edge("route", "retrieve")
         g.add_edge("retrieve", "plan")
         g.add_conditional_edges("plan", self.after_plan, {"act": "act", "answer": "answer"})
         g.add_edge("act", "plan")
         g.add_edge("answer", "verify")
-        g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
-        g.add_edge("repair", "verify")
-        g.add_edge("finish", END)
-        compiled = g.compile(checkpointer=checkpointer, name="xlrag_tool_agent")
-        return compiled.with_config(recursion_limit=self.config.recursion_limit)

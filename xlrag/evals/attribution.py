@@ -24,7 +24,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.errors import EmptyQueryError, InvalidArgumentError
-from xlrag.evals.structured import json_objects, message_text, structured_runnable
+from xlrag.evals.structured import message_text, parse_verdict, structured_runnable
 from xlrag.indexes.translate import CachedTranslator, Translator
 from xlrag.languages import normalize_code
 from xlrag.prompts import PromptLibrary
@@ -109,20 +109,8 @@ def reply_schema() -> dict[str, Any]:
 
 
 def parse_attribution_reply(raw: str) -> tuple[AttributionReply | None, str | None]:
-    """The reply as :class:`AttributionReply`, or ``(None, reason)``.
-
-    Accepts the JSON object alone, in a code fence, or after free text; several objects that
-    disagree are invalid. No keyword matching: a reply with no valid JSON is not a vote.
-    """
-    text = raw.strip()
-    if not text:
-        return None, "empty reply"
-    found, last_error = json_objects(text, AttributionReply, "attribution")
-    if not found:
-        return None, last_error
-    if len({r.verdict for r in found}) > 1:
-        return None, "the reply holds conflicting verdicts"
-    return found[-1], None
+    """The reply as :class:`AttributionReply`, or ``(None, reason)`` (see :func:`~xlrag.evals.structured.parse_verdict`)."""
+    return parse_verdict(raw, AttributionReply, "attribution")
 
 
 def _passages(passages: Sequence[Passage | Hit]) -> list[Passage]:

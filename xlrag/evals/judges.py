@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xlrag.config import LLMConfig
-from xlrag.evals.structured import json_objects, message_text, structured_runnable
+from xlrag.evals.structured import message_text, parse_verdict, structured_runnable
 from xlrag.prompts import PromptLibrary
 
 __all__ = [
@@ -106,20 +106,8 @@ class PanelVerdict(BaseModel):
 
 
 def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
-    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)``.
-
-    Accepts the JSON object alone, in a code fence, or after free text; several objects that
-    disagree are invalid. No keyword matching: a reply with no valid JSON is not a vote.
-    """
-    text = raw.strip()
-    if not text:
-        return None, "empty reply"
-    found, last_error = json_objects(text, JudgeReply, "verdict")
-    if not found:
-        return None, last_error
-    if len({r.verdict for r in found}) > 1:
-        return None, "the reply holds conflicting verdicts"
-    return found[-1], None
+    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)`` (see :func:`~xlrag.evals.structured.parse_verdict`)."""
+    return parse_verdict(raw, JudgeReply, "verdict")
 
 
 def majority(votes: Sequence[JudgeVote], tie_break: str) -> tuple[Vote, bool]:

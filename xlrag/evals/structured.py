@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["json_objects", "message_text", "structured_runnable"]
+__all__ = ["json_objects", "message_text", "parse_verdict", "structured_runnable"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -70,3 +70,21 @@ def message_text(message: Any) -> str:
     if isinstance(content, list):  # content blocks (Anthropic)
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content)
+
+
+def parse_verdict(raw: str, model: type[M], what: str) -> tuple[M | None, str | None]:
+    """A verdict reply (a model with a ``verdict`` field) as ``model``, or ``(None, reason)``.
+
+    Accepts the JSON object alone, in a code fence, or after free text; several objects that
+    disagree are invalid. No keyword matching: a reply with no valid JSON is not a vote.
+    """
+    text = raw.strip()
+    if not text:
+        return None, "empty reply"
+    found, last_error = json_objects(text, model, what)
+    if not found:
+        return None, last_error
+    if len({r.verdict for r in found}) > 1:  # type: ignore[attr-defined]
+        return None, "the reply holds conflicting verdicts"
+    return found[-1], None
+
