@@ -61,6 +61,16 @@ def test_every_repair_in_order_ends_with_post_hoc_citations(retriever):
     assert trace.unrepaired == []
 
 
+def test_a_repair_that_loses_the_answer_keeps_the_previous_one(retriever):
+    spanish_uncited = ("Cited Documents:\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
+                       "Explanation: La defensa solo permitió 308 puntos.")
+    out = agent(retriever, scripted(ENGLISH, spanish_uncited, "Cited Documents:")).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE, Repair.RECITE, Repair.POST_HOC]
+    assert "previous one is kept" in trace.repairs[1].detail
+    assert answer.answer == "La defensa de los Panthers permitió 308 puntos."
+
+
 def test_no_repair_budget_still_reaches_the_deterministic_fallback(retriever):
     out = agent(retriever, scripted(ENGLISH), max_repairs=0).invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]

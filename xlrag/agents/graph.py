@@ -70,6 +70,10 @@ class AgentState(AgentInput, total=False):
     trace: Trace
 
 
+def _answered(answer: GroundedAnswer) -> bool:
+    return bool(answer.answer and answer.answer.strip()) and "prompt_echo" not in answer.flags
+
+
 def _attribution_detail(result: Any) -> str:
     invalid = sum(v.verdict == "invalid" for v in result.votes)
     return (f"{len(result.supporting)} of {len(result.votes)} cited passages support the answer"
@@ -248,6 +252,10 @@ class XlragAgent:
                   Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
                   Repair.RECITE: "asked again for <docN> citations",
                   Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
+        if _answered(s["answer"]) and not _answered(answer):
+            # a repair must not lose the answer: the next repair works on the previous one
+            answer = s["answer"]
+            detail += "; the new reply held no answer, so the previous one is kept"
         seconds = time.perf_counter() - t0
         return {"answer": answer, "tried": [*s.get("tried", []), repair],
                 "repairs": [RepairStep(repair=repair, attempt=len(s.get("tried", [])) + 1, detail=detail,
