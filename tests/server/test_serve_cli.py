@@ -1,0 +1,76 @@
+"""`xlrag serve`: refuses to start unsafely (one-line errors), and stops gracefully on SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.clitools import error_line, run
+from tests.server.conftest import QUESTION
+
+
+def test_serve_without_a_key_fails_with_a_one_line_fix(xquad_index, monkeypatch):
+    monkeypatch.delenv("XLRAG_API_KEY", raising=False)
+    line = error_line(run("serve", "--index-dir", xquad_index))
+    assert "XLRAG_API_KEY" in line and "--no-auth" in line
+    monkeypatch.setenv("XLRAG_API_KEY", "short")
+    assert "at least 16" in error_line(run("serve", "--index-dir", xquad_index))
+
+
+def test_no_auth_binds_loopback_only(xquad_index, monkeypatch):
+    monkeypatch.delenv("XLRAG_API_KEY", raising=False)
+    for host in ("0.0.0.0", "192.168.1.10", "::"):
+        line = error_line(run("serve", "--index-dir", xquad_index, "--no-auth", "--host", host))
+        assert "127.0.0.1 only" in line and host in line
+
+
+def test_a_missing_index_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLRAG_API_KEY", "k" * 32)
+    assert "is not an xlrag index" in error_line(run("serve", "--index-dir", tmp_path / "nothing"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLRAG_")}
+    xlrag = Path(sys.executable).with_name("xlrag")
+    # cwd: no xlrag.yaml of the repository's is read
+    proc = subprocess.Popen([str(xlrag), "serve", "--index-dir", str(xquad_index), "--no-auth", "--port", str(port)],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, proc.communicate()[0]
+            try:
+                if httpx.get(f"{url}/v1/health", timeout=5).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not come up"
+            time.sleep(0.5)
+        hits = httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
+        assert hits[0]["doc_id"] == "xquad-00-es"
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=60)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    # uvicorn shuts down gracefully, then re-raises the signal so supervisors see why it stopped
+    assert proc.returncode == -signal.SIGTERM, output
+    assert "xlrag server ready" in output and "xlrag server stopped" in output
+    assert output.index("xlrag server stopped") < output.index("Application shutdown complete")
+    assert "Traceback" not in output

@@ -1,0 +1,47 @@
+"""`xlrag serve`: the HTTP API over one index (FastAPI + uvicorn)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from xlrag.cli._app import ConfigOpt, IndexDirOpt, _config, _fail, app, warn
+from xlrag.errors import XlragError
+
+
+@app.command()
+def serve(
+    index_dir: IndexDirOpt = None,
+    host: Annotated[str, typer.Option("--host", help="address to bind (--no-auth: 127.0.0.1 only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="port to listen on")] = 8000,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without an API key, on 127.0.0.1 only")] = False,
+    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once")] = 1,
+    max_queue: Annotated[int, typer.Option(min=0, help="requests waiting for a generation; more get 503")] = 16,
+    max_body_bytes: Annotated[int, typer.Option(min=256, help="larger request bodies get 413")] = 65_536,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level: debug, info, warning, error")] = "info",
+    config: ConfigOpt = None,
+) -> None:
+    """Serve /v1/ask, /v1/chat (streamed), /v1/retrieve and /v1/health; the key comes from XLRAG_API_KEY."""
+    from xlrag.config import LLMConfig
+    from xlrag.server.run import check_bind, require_server
+    from xlrag.server.run import serve as run
+
+    try:
+        require_server()
+        from xlrag.server.guards import ServerLimits, resolve_api_key
+
+        # the key and the address first: a server that would refuse to start fails in a blink
+        check_bind(host, no_auth)
+        resolve_api_key(None, no_auth)
+        if no_auth and os.environ.get("XLRAG_API_KEY"):
+            warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
+        cfg = _config(config, index_dir=index_dir)
+        if llm:
+            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes)
+        run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level)
+    except XlragError as e:
+        _fail(e)

@@ -1,0 +1,272 @@
+"""The FastAPI application: ``create_app(config)`` and its endpoints.
+
+One retriever and one chat model per server, shared by the agent (``/v1/ask``), the chat
+(``/v1/chat``) and retrieval (``/v1/retrieve``). Generations go through one
+:class:`~xlrag.server.guards.GenerationLimiter`; retrieval alone does not wait for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response, StreamingResponse
+from langchain_core.runnables import Runnable
+
+from xlrag import __version__
+from xlrag.agents.build import resolve_config
+from xlrag.config import XlragConfig
+from xlrag.errors import EmptyQueryError
+from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
+from xlrag.server.guards import (
+    API_KEY_ENV,
+    OPEN_PATHS,
+    AuthMiddleware,
+    BodyLimitMiddleware,
+    GenerationLimiter,
+    ServerLimits,
+    resolve_api_key,
+)
+from xlrag.server.models import (
+    AnswerOut,
+    AskRequest,
+    AskResponse,
+    ChatRequest,
+    ChatResponse,
+    DoneEvent,
+    ErrorResponse,
+    GenerationHealth,
+    HealthResponse,
+    HitOut,
+    IndexHealth,
+    RetrieveRequest,
+    RetrieveResponse,
+    TokenEvent,
+)
+from xlrag.server.sessions import Sessions, memory_checkpointer
+from xlrag.server.streaming import chat_events, chat_response, with_pings
+
+__all__ = ["XlragServer", "create_app"]
+
+log = logging.getLogger("xlrag.server")
+
+DESCRIPTION = f"""Cross-lingual RAG over one xlrag index: answers in the question's language with
+`<docN>` citations, checked and repaired by the agent.
+
+Every endpoint but `/v1/health` needs the server's key (`{API_KEY_ENV}`) as
+`Authorization: Bearer KEY` or `X-API-Key: KEY`. Errors are `{{"error": {{"type", "message"}}}}`.
+Generations run at most `max_concurrent` at a time; a bounded queue waits behind them and a
+full queue answers 503 with `Retry-After`."""
+
+_ERROR_TEXT = {401: "missing or wrong API key", 403: "a non-local client of a --no-auth server",
+               404: "no such session", 413: "request body over the size limit",
+               422: "invalid request: a malformed body, an unknown field, a question too long, an unknown language",
+               500: "internal error (details in the server log, never in the reply)",
+               503: "busy (the generation queue is full) or the model provider is unavailable"}
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {c: {"model": ErrorResponse, "description": _ERROR_TEXT[c]} for c in codes}
+
+
+class XlragServer:
+    """What the endpoints share: the config, the model, the retriever, the graphs, the limits."""
+
+    def __init__(self, config: XlragConfig, llm: Runnable | None, retriever: Any, limits: ServerLimits,
+                 ping_every: float = 15.0):
+        from langgraph.constants import TAG_NOSTREAM
+
+        from xlrag.agents.build import build_agent, build_chat
+        from xlrag.chains.llms import build_llm
+        from xlrag.chains.translator import LLMTranslator
+        from xlrag.indexes.retriever import CrossLingualRetriever
+
+        self.config, self.limits, self.ping_every = config, limits, ping_every
+        self.llm = llm if llm is not None else build_llm(config.llm)
+        self.owns_retriever = retriever is None
+        if retriever is None:
+            # the translate mode's query translations use the server's one model too
+            translator = LLMTranslator(llm=self.llm.with_config(tags=[TAG_NOSTREAM]))
+            retriever = CrossLingualRetriever.from_config(config, translator=translator)
+        self.retriever = retriever
+        self.agent = build_agent(config, llm=self.llm, retriever=retriever)
+        self.saver = memory_checkpointer()
+        self.chat = build_chat(config, llm=self.llm, retriever=retriever, checkpointer=self.saver)
+        self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
+        self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout)
+
+    @property
+    def max_question_chars(self) -> int:
+        return self.limits.max_question_chars or self.config.retrieval.max_question_chars
+
+    def check(self, question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
+              target_lang: str | None = None) -> None:
+        """The request's question and languages, refused before any work with a typed 422."""
+        from xlrag.schema import make_query
+
+        if len(question) > self.max_question_chars:
+            raise ApiError(422, "question_too_long", f"the question has {len(question)} characters, over this "
+                           f"server's limit of {self.max_question_chars}; shorten it")
+        if not question.strip():
+            raise EmptyQueryError()
+        make_query(question, lang=lang, relevant_langs=relevant_langs, target_lang=target_lang)
+
+    @asynccontextmanager
+    async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        log.info("xlrag server ready: %d generation(s) at once, %d queued at most",
+                 self.limits.max_concurrent, self.limits.max_queue)
+        try:
+            yield
+        finally:
+            # uvicorn has stopped taking requests and waited for the running ones
+            if self.owns_retriever:
+                self.retriever.close()
+            log.info("xlrag server stopped")
+
+
+def _server(request: Request) -> XlragServer:
+    return request.app.state.xlrag
+
+
+Server = Annotated[XlragServer, Depends(_server)]
+router = APIRouter(prefix="/v1")
+
+
+@router.post("/ask", response_model=AskResponse, responses=_errors(401, 413, 422, 500, 503),
+             summary="Answer a question with the agent",
+             description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
+                         "repair what failed. The trace says what was done.")
+async def ask(body: AskRequest, server: Server) -> AskResponse:
+    server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    async with server.limiter.slot():
+        out = await server.agent.ainvoke(body.model_dump(exclude_none=True))
+    return AskResponse(answer=AnswerOut.of(out["answer"]), trace=out["trace"])
+
+
+_SSE_DOC = {
+    "description": "`stream: true` (default): server-sent events `token`*, `answer`, `done`, or `error` last "
+                   "(see x-events). `stream: false`: one ChatResponse. The session id is also in the "
+                   "`X-Session-Id` header.",
+    "content": {"text/event-stream": {"schema": {"type": "string"}, "x-events": {
+        "token": {"$ref": "#/components/schemas/TokenEvent"},
+        "answer": {"$ref": "#/components/schemas/ChatResponse"},
+        "done": {"$ref": "#/components/schemas/DoneEvent"},
+        "error": {"$ref": "#/components/schemas/ErrorResponse"}}}},
+}
+
+
+@router.post("/chat", response_model=ChatResponse, responses={200: _SSE_DOC, **_errors(401, 413, 422, 500, 503)},
+             summary="One turn of a conversation, streamed",
+             description="Follow-ups are condensed into a standalone question in the user's language. Turns of "
+                         "one session run one at a time; sessions live in memory until the server stops.")
+async def chat(body: ChatRequest, server: Server) -> Any:
+    server.check(body.question, lang=body.lang)
+    session_id = body.session_id or uuid.uuid4().hex
+    inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
+    if not body.stream:
+        async with server.sessions.turn(session_id), server.limiter.slot():
+            out = await server.chat.ainvoke(inputs, server.sessions.config(session_id))
+            response = chat_response(session_id, out)
+            await server.sessions.compact(session_id)
+        return response
+    server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
+    events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every)
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
+                                      "X-Session-Id": session_id})
+
+
+@router.delete("/chat/{session_id}", status_code=204, responses=_errors(401, 404),
+               summary="Forget a conversation")
+async def forget(session_id: str, server: Server) -> Response:
+    if not await server.sessions.delete(session_id):
+        raise ApiError(404, "unknown_session", f"no session {session_id!r} on this server (sessions last as "
+                       f"long as the server process)")
+    return Response(status_code=204)
+
+
+@router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),
+             summary="Retrieve passages with an IR mode",
+             description="No generation, except the `translate` mode's query translation, which queues for "
+                         "a generation slot like an answer.")
+async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
+    server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    mode = body.mode or server.config.retrieval.mode
+    k = body.k or server.config.retrieval.k
+    fields = {"lang": body.lang, "relevant_langs": body.relevant_langs, "target_lang": body.target_lang}
+    if mode == "translate":
+        async with server.limiter.slot():
+            hits = await server.retriever.aretrieve(body.question, mode=mode, k=k, **fields)
+    else:
+        hits = await server.retriever.aretrieve(body.question, mode=mode, k=k, **fields)
+    query = getattr(hits, "query", None)
+    return RetrieveResponse(question=body.question, lang=query.lang if query is not None else body.lang, mode=mode,
+                            k=k, hits=[HitOut.of(h) for h in hits], complete=getattr(hits, "complete", True),
+                            notes=list(getattr(hits, "notes", [])))
+
+
+@router.get("/health", response_model=HealthResponse, responses=_errors(500),
+            summary="Is the server up? (no key needed, no generation)")
+async def health(server: Server) -> HealthResponse:
+    stores = server.retriever.stores
+    counts = await asyncio.to_thread(stores.counts)
+    lim = server.limiter
+    return HealthResponse(
+        status="ok", version=__version__,
+        index=IndexHealth(languages=sorted(counts), passages=counts, complete=stores.complete),
+        generation=GenerationHealth(active=lim.active, queued=lim.queued, max_concurrent=lim.max_concurrent,
+                                    max_queue=lim.max_queue))
+
+
+def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
+    if app.openapi_schema:
+        return app.openapi_schema
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    components = schema.setdefault("components", {})
+    defs = components.setdefault("schemas", {})
+    for model in (TokenEvent, DoneEvent, ChatResponse, ErrorResponse):  # the SSE events' payloads
+        js = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        defs.update(js.pop("$defs", {}))
+        defs.setdefault(model.__name__, js)
+    if secured:
+        components["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer", "description": f"the server's {API_KEY_ENV}"},
+            "apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key",
+                       "description": f"the server's {API_KEY_ENV}"}}
+        for path, operations in schema.get("paths", {}).items():
+            if path not in OPEN_PATHS:
+                for op in operations.values():
+                    op["security"] = [{"bearer": []}, {"apiKey": []}]
+    app.openapi_schema = schema
+    return schema
+
+
+def create_app(config: XlragConfig | str | None = None, *, llm: Runnable | None = None, retriever: Any = None,
+               api_key: str | None = None, no_auth: bool = False, limits: ServerLimits | None = None) -> FastAPI:
+    """The HTTP API over one index (``config.index_dir``), ready for ``uvicorn.run(app)``.
+
+    ``api_key`` (default ``$XLRAG_API_KEY``) is required unless ``no_auth``, which answers
+    loopback clients only. ``llm`` and ``retriever`` replace the ones the config would build;
+    a retriever given here stays open when the app stops (its owner closes it).
+    """
+    cfg = resolve_config(config)
+    key = resolve_api_key(api_key, no_auth)  # before anything loads: a missing key fails fast
+    limits = limits or ServerLimits()
+    server = XlragServer(cfg, llm, retriever, limits)
+    app = FastAPI(title="xlrag", version=__version__, description=DESCRIPTION, lifespan=server.lifespan)
+    app.state.xlrag = server
+    install_handlers(app)
+    # added innermost first: CatchAll wraps Auth wraps BodyLimit wraps the routes
+    app.add_middleware(BodyLimitMiddleware, limit=limits.max_body_bytes)
+    app.add_middleware(AuthMiddleware, api_key=key)
+    app.add_middleware(CatchAllMiddleware)
+    app.include_router(router)
+    app.openapi = partial(_openapi, app, key is not None)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,255 @@
+"""The HTTP API's request and response bodies (what ``/openapi.json`` documents).
+
+Requests refuse unknown fields (``extra="forbid"``): a misspelt ``"sesion_id"`` is a 422
+naming it, never a silently new session. Responses are flat, JSON-friendly views of
+:class:`xlrag.schema.GroundedAnswer` and :class:`xlrag.schema.Hit`; the agent's
+:class:`xlrag.agents.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
+sent as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from xlrag.agents.chat import Source
+from xlrag.agents.trace import Trace
+from xlrag.schema import GroundedAnswer, Hit
+
+__all__ = [
+    "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
+    "ErrorBody", "ErrorDetail", "ErrorResponse", "GenerationHealth", "HealthResponse", "HitOut", "IndexHealth",
+    "PassageOut", "RetrieveRequest", "RetrieveResponse", "TokenEvent",
+]
+
+QUESTION = "the question, in any language (the answer comes back in it)"
+LANG = "the question's language as an ISO 639 code, e.g. 'es'; detected when omitted"
+RELEVANT = "languages whose sources matter for this question (mode rel_langs), e.g. ['es', 'ar']"
+TARGET = "the language for modes swap_docs and oracle_lang"
+
+
+def _check_mode(value: str | None, allow_auto: bool) -> str | None:
+    from xlrag.indexes.policies import MODES
+    from xlrag.validate import did_you_mean
+
+    known = [*MODES, "auto"] if allow_auto else list(MODES)
+    if value is not None and value not in known:
+        raise ValueError(f"unknown mode {value!r}{did_you_mean(value, known)}; use one of: {', '.join(known)}")
+    return value
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+class AskRequest(_In):
+    """One question for the agent: retrieve, answer with ``<docN>`` citations, verify, repair."""
+
+    question: str = Field(min_length=1, description=QUESTION, examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
+    lang: str | None = Field(None, description=LANG)
+    mode: str | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    relevant_langs: list[str] | None = Field(None, description=RELEVANT)
+    target_lang: str | None = Field(None, description=TARGET)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        return _check_mode(v, allow_auto=True)
+
+
+class ChatRequest(_In):
+    """One turn of a conversation; follow-ups are condensed in the user's language."""
+
+    question: str = Field(min_length=1, description=QUESTION, examples=["¿y cuántos puntos permitió?"])
+    session_id: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="the conversation to continue; omitted: a new one, whose id comes back in the reply")
+    lang: str | None = Field(None, description=LANG)
+    mode: str | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    stream: bool = Field(
+        True, description="true: a text/event-stream of token, answer and done events; false: one JSON ChatResponse")
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        return _check_mode(v, allow_auto=True)
+
+
+class RetrieveRequest(_In):
+    """Retrieval only: the passages an IR mode finds for a question, no generation."""
+
+    question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
+    mode: str | None = Field(None, description="IR mode; default: the server's retrieval.mode")
+    k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
+    lang: str | None = Field(None, description=LANG)
+    relevant_langs: list[str] | None = Field(None, description=RELEVANT)
+    target_lang: str | None = Field(None, description=TARGET)
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        return _check_mode(v, allow_auto=False)
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+class PassageOut(_Out):
+    marker: int = Field(description="N of <docN>: the passage's position in the prompt")
+    id: str
+    doc_id: str
+    lang: str
+    title: str | None = None
+    text: str
+    score: float
+    rank: int
+    store: str = Field(description="the language store it came from")
+
+
+class CitationOut(_Out):
+    marker: int = Field(description="N of <docN>")
+    passage_id: str | None = Field(description="None when N points at no passage shown to the model")
+    doc_id: str | None
+    lang: str | None
+    valid: bool
+    source: Literal["model", "post_hoc", "vendor"] = Field(
+        description="model: the LLM's own <docN>; post_hoc: attributed afterwards by embedding similarity; "
+                    "vendor: the API's native citations")
+    text: str | None = Field(None, description="the answer sentence this citation supports (post hoc, vendor)")
+
+
+class AnswerOut(_Out):
+    answer: str | None = Field(description="the answer, in the question's language")
+    explanation: str | None = Field(description="the explanation, with its <docN> markers")
+    lang: str = Field(description="the question's language")
+    mode: str = Field(description="the IR mode that chose the passages")
+    model: str = Field(description="provider/model that answered")
+    citations: list[CitationOut]
+    passages: list[PassageOut] = Field(description="the passages shown to the model, <doc0> first")
+    flags: list[str] = Field(description="what went wrong and what was done about it, e.g. translated, "
+                                         "post_hoc_citations, unrepaired_language")
+    index_complete: bool = Field(description="false while the index is half-built: passages may be missing")
+    retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
+
+    @classmethod
+    def of(cls, a: GroundedAnswer) -> AnswerOut:
+        return cls(
+            answer=a.answer, explanation=a.explanation, lang=a.lang, mode=a.mode, model=a.model,
+            citations=[CitationOut(marker=c.marker, passage_id=c.passage_id, doc_id=c.doc_id, lang=c.lang,
+                                   valid=c.valid, source=c.source, text=c.text) for c in a.citations],
+            passages=[PassageOut(marker=i, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title,
+                                 text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
+                      for i, h in enumerate(a.passages)],
+            flags=list(a.flags), index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
+
+
+class AskResponse(_Out):
+    answer: AnswerOut
+    trace: Trace = Field(description="what the agent did: mode and why, languages retrieved, checks, repairs, timings")
+
+
+class ChatResponse(_Out):
+    session_id: str = Field(description="send it back to continue this conversation")
+    turn: int = Field(description="this turn's number among the turns the session keeps (1 = first)")
+    answer: AnswerOut
+    trace: Trace = Field(description="includes the condensed standalone question of a follow-up")
+    sources: list[Source] = Field(description="the passages this turn's answer cites")
+
+
+class TokenEvent(_Out):
+    """``event: token``: a piece of the answering model's reply, as it is generated."""
+
+    text: str
+    attempt: int = Field(description="0: the first answer; 1, 2: an answer regenerated by a repair")
+
+
+class DoneEvent(_Out):
+    """``event: done``: the last event of a stream that succeeded."""
+
+    session_id: str
+    seconds: float
+
+
+# -- retrieval --------------------------------------------------------------------------------
+
+
+class HitOut(_Out):
+    rank: int
+    id: str
+    doc_id: str
+    lang: str
+    title: str | None = None
+    text: str
+    score: float = Field(description="the score of the final order (after fusion or rerank)")
+    raw_score: float = Field(description="cosine similarity in its language store")
+    store: str
+    policy: str = Field(description="the IR mode that produced it")
+
+    @classmethod
+    def of(cls, h: Hit) -> HitOut:
+        return cls(rank=h.rank, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title, text=h.passage.text,
+                   score=h.score, raw_score=h.raw_score, store=h.store, policy=h.policy)
+
+
+class RetrieveResponse(_Out):
+    question: str
+    lang: str | None = Field(description="the question's language, given or detected")
+    mode: str
+    k: int
+    hits: list[HitOut]
+    complete: bool = Field(description="false while the index is half-built")
+    notes: list[str] = Field(description="why a wanted language store was not searched")
+
+
+# -- health and errors ------------------------------------------------------------------------
+
+
+class IndexHealth(_Out):
+    languages: list[str]
+    passages: dict[str, int] = Field(description="passages per language store")
+    complete: bool = Field(description="false while a build is running or was interrupted")
+
+
+class GenerationHealth(_Out):
+    active: int = Field(description="generations running now")
+    queued: int = Field(description="requests waiting for a generation slot")
+    max_concurrent: int
+    max_queue: int
+
+
+class HealthResponse(_Out):
+    status: Literal["ok"]
+    version: str
+    index: IndexHealth | None = Field(description="None when the server answers closed-book (mode no_ir)")
+    generation: GenerationHealth
+
+
+class ErrorDetail(_Out):
+    loc: list[str | int] = Field(description="where in the request, e.g. ['body', 'question']")
+    msg: str
+    type: str
+
+
+class ErrorBody(_Out):
+    type: str = Field(description="machine-readable: unauthorized, not_found, body_too_large, invalid_request, "
+                                  "question_too_long, overloaded, internal_error, or an xlrag error such as "
+                                  "unknown_language")
+    message: str = Field(description="what went wrong and how to fix it")
+    details: list[ErrorDetail] | None = Field(None, description="each invalid field (invalid_request only)")
+
+
+class ErrorResponse(_Out):
+    error: ErrorBody
+
+    @classmethod
+    def make(cls, type: str, message: str, details: list[dict[str, Any]] | None = None) -> ErrorResponse:
+        return cls(error=ErrorBody(type=type, message=message,
+                                   details=[ErrorDetail(**d) for d in details] if details is not None else None))
