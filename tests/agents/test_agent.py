@@ -71,6 +71,17 @@ def test_a_repair_that_loses_the_answer_keeps_the_previous_one(retriever):
     assert answer.answer == "La defensa de los Panthers permitió 308 puntos."
 
 
+def test_citations_given_alone_join_the_previous_answer(retriever):
+    spanish_uncited = ("Cited Documents:\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
+                       "Explanation: La defensa solo permitió 308 puntos.")
+    out = agent(retriever, scripted(ENGLISH, spanish_uncited, "Cited Documents: <doc0>")).invoke(
+        {"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE, Repair.RECITE]
+    assert answer.answer == "La defensa de los Panthers permitió 308 puntos."
+    assert [(c.marker, c.source) for c in answer.citations] == [(0, "model")] and trace.unrepaired == []
+
+
 def test_no_repair_budget_still_reaches_the_deterministic_fallback(retriever):
     out = agent(retriever, scripted(ENGLISH), max_repairs=0).invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]

@@ -253,9 +253,17 @@ class XlragAgent:
                   Repair.RECITE: "asked again for <docN> citations",
                   Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
         if _answered(s["answer"]) and not _answered(answer):
-            # a repair must not lose the answer: the next repair works on the previous one
-            answer = s["answer"]
-            detail += "; the new reply held no answer, so the previous one is kept"
+            cited = [c for c in answer.citations if c.valid]
+            if repair is Repair.RECITE and cited:
+                # asked for citations, the model gave just those: they go with the answer it had
+                flags = [f for f in s["answer"].flags if f not in ("no_citations", "invalid_citation")]
+                answer = s["answer"].model_copy(update={"citations": cited, "flags": flags})
+                detail += f"; the reply gave citations only ({', '.join(f'<doc{c.marker}>' for c in cited)}), " \
+                          f"joined to the previous answer"
+            else:
+                # a repair must not lose the answer: the next repair works on the previous one
+                answer = s["answer"]
+                detail += "; the new reply held no answer, so the previous one is kept"
         seconds = time.perf_counter() - t0
         return {"answer": answer, "tried": [*s.get("tried", []), repair],
                 "repairs": [RepairStep(repair=repair, attempt=len(s.get("tried", [])) + 1, detail=detail,
