@@ -18,15 +18,15 @@ class ScriptedToolModel(GenericFakeChatModel):
     bound: list[str] = Field(default_factory=list)
 
     def bind_tools(self, tools, **kwargs):
-        self.bound.extend(getattr(t, "__name__", str(t)) for t in tools)
+        self.bound.extend(t["function"]["name"] for t in tools)
         return self
 
 
 def test_a_model_with_tools_searches_translates_and_cites_what_it_found(retriever):
     replies = iter([
-        AIMessage("", tool_calls=[{"name": "Search", "args": {"query": "Panthers defensa puntos 308",
+        AIMessage("", tool_calls=[{"name": "search", "args": {"query": "Panthers defensa puntos 308",
                                                                 "languages": ["en"]}, "id": "c1"}]),
-        AIMessage("", tool_calls=[{"name": "Translate", "args": {"text": "points allowed", "language": "es"},
+        AIMessage("", tool_calls=[{"name": "translate", "args": {"text": "points allowed", "language": "es"},
                                    "id": "c2"}, {"name": "Nope", "args": {}, "id": "c3"}]),
         AIMessage("puntos permitidos"),  # the translator's own call
         AIMessage("Cited Documents: <doc3>\nAnswer: Los Panthers permitieron 308 puntos.\n"
@@ -37,8 +37,8 @@ def test_a_model_with_tools_searches_translates_and_cites_what_it_found(retrieve
     agent = build_agent(XlragConfig(agent={"mode": "qlang"}, retrieval={"k": 3}), llm=llm, retriever=retriever)
     out = agent.invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]
-    assert llm.bound == ["Search", "Translate"]
-    assert [t.name for t in trace.tool_calls] == ["Search", "Translate", "Nope"]
+    assert llm.bound == ["search", "translate"]
+    assert [t.name for t in trace.tool_calls] == ["search", "translate", "Nope"]
     assert trace.tool_calls[1].result == "puntos permitidos"
     assert "unknown tool" in trace.tool_calls[2].result
     # three passages from the qlang retrieval, then the English search's: <doc3> is the first of those

@@ -30,7 +30,7 @@ from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 from xlrag.schema import Hit
 
-__all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate"]
+__all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate", "tool_specs"]
 
 # the tools' own descriptions are API text the model reads beside the localized prompt
 
@@ -54,7 +54,14 @@ class Translate(BaseModel):
     language: str
 
 
-TOOLS: dict[str, type[BaseModel]] = {"Search": Search, "Translate": Translate}
+TOOLS: dict[str, type[BaseModel]] = {"search": Search, "translate": Translate}
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """The tools as function specs (OpenAI's format, which every LangChain ``bind_tools`` takes)."""
+    return [{"type": "function", "function": {"name": name, "description": (model.__doc__ or "").strip(),
+                                              "parameters": model.model_json_schema()}}
+            for name, model in TOOLS.items()]
 
 
 class ToolAgentState(AgentState, total=False):
@@ -70,14 +77,14 @@ class ToolCallingAgent(XlragAgent):
     def __init__(self, *args: Any, max_rounds: int = 3, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.max_rounds = max_rounds
-        self.with_tools = self.chain.llm.bind_tools(list(TOOLS.values()))
+        self.with_tools = self.chain.llm.bind_tools(tool_specs())
 
     # -- plan -----------------------------------------------------------------------------
     def _opening(self, s: ToolAgentState) -> list[AnyMessage]:
         p, lang = self.chain.prompts, s["query"].lang or "en"
         system = "\n\n".join([p.render("system", lang), p.render("answer_language", lang),
-                              "Use the Search tool for more passages (you may name the languages to search "
-                              "in) and the Translate tool to translate. Cite passages by their <docN> numbers."])
+                              "Use the search tool for more passages (you may name the languages to search "
+                              "in) and the translate tool to translate. Cite passages by their <docN> numbers."])
         from xlrag.formats import ANSWER_HEADER, CITED_HEADER
 
         user = "\n\n".join([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'], 0)}",
@@ -146,7 +153,7 @@ class ToolCallingAgent(XlragAgent):
             hits += found
             messages.append(ToolMessage(text, tool_call_id=call["id"]))
             steps.append(ToolStep(name=call["name"], args=call["args"],
-                                  result=f"{len(found)} passages" if call["name"] == "Search" else text[:200]))
+                                  result=f"{len(found)} passages" if call["name"] == "search" else text[:200]))
         return {"hits": hits, "messages": messages, "tool_calls": steps,
                 "timings": [Timing(step="act", seconds=time.perf_counter() - t0)]}
 
