@@ -22,11 +22,10 @@ __all__ = ["Sessions", "memory_checkpointer"]
 def memory_checkpointer() -> Any:
     """An in-memory checkpointer that rebuilds xlrag's own types and nothing else."""
     from langgraph.checkpoint.memory import InMemorySaver
-    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from xlrag.agents.chat import _allowed  # the chat's own list of the types its state holds
+    from xlrag.agents.chat import strict_serde
 
-    return InMemorySaver(serde=JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=_allowed()))
+    return InMemorySaver(serde=strict_serde())
 
 
 @dataclass
