@@ -65,3 +65,21 @@ def test_agent_rejects_other_formats_in_one_line(demo_index):
 
 def test_chat_rejects_an_unknown_mode_in_one_line(demo_index):
     assert "did you mean 'balanced'" in error_line(run("chat", "--index-dir", demo_index, "--mode", "balnced"))
+
+
+def test_the_repl_streams_the_answering_model_only(retriever, capsys):
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from tests.agents.test_agent import ENGLISH, QUESTION, SPANISH
+    from xlrag.agents.build import build_chat
+    from xlrag.cli.chatting import _Repl
+    from xlrag.config import XlragConfig
+
+    # English first (streamed), then the repair's Spanish (streamed too); no helper call streams
+    llm = GenericFakeChatModel(messages=iter([AIMessage(ENGLISH), AIMessage(SPANISH)]))
+    graph = build_chat(XlragConfig(agent={"mode": "qlang_en"}, retrieval={"k": 3}), llm=llm, retriever=retriever)
+    repl = _Repl(graph, "t", None, 5, None, None)
+    assert repl.ask(QUESTION) == ENGLISH + SPANISH
+    printed = capsys.readouterr().out
+    assert "after regenerate_language" in printed and "sources <doc0>" in printed

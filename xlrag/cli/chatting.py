@@ -106,25 +106,29 @@ class _Repl:
             out.print(f"[bold]<doc{s.marker}>[/] {escape(s.doc_id or '')} [{escape(s.lang or '?')}]{escape(tag)} "
                       f"{escape(flat[:160])}", highlight=False)
 
-    def ask(self, question: str) -> None:
+    def ask(self, question: str) -> str:
+        """Stream the answer to ``question``; returns the streamed text."""
         from xlrag.agents.graph import ANSWER_TAG
 
         inputs = {"question": question, "lang": self.lang, "mode": self.mode}
         streamed: list[str] = []
         final: dict[str, Any] | None = None
-        for mode, data in self.graph.stream(inputs, self.config, stream_mode=["messages", "values"]):
+        # the answering model runs inside the agent, a subgraph of the chat: its tokens come
+        # only with subgraphs=True
+        for namespace, mode, data in self.graph.stream(inputs, self.config, stream_mode=["messages", "values"],
+                                                       subgraphs=True):
             if mode == "messages":
                 chunk, meta = data
                 if ANSWER_TAG in (meta.get("tags") or []) and isinstance(chunk.content, str):
                     streamed.append(chunk.content)
                     out.print(chunk.content, end="", markup=False, highlight=False)
-            elif "answer" in data and "turns" in data:
+            elif not namespace and "answer" in data and "turns" in data:
                 final = data
         if streamed:
             out.print()
         if final is None:
             echo("no answer")
-            return
+            return ""
         self.last = final
         answer, trace = final["answer"], final["trace"]
         if trace.repairs:
@@ -140,6 +144,7 @@ class _Repl:
             from xlrag.agents.chat import prune
 
             prune(self.saver, self.thread, self.retention)
+        return "".join(streamed)
 
 
 @app.command()
