@@ -160,9 +160,8 @@ class _Chat:
         return {"result": await self.agent.ainvoke(self._agent_input(s), config)}
 
     def remember(self, s: ChatState) -> dict:
+        # the agent's trace already holds the follow-up as typed (AgentInput.original_question)
         answer, trace = s["result"]["answer"], s["result"]["trace"]
-        if s["condensed"].rewritten or s["condensed"].question != s["question"]:
-            trace = trace.model_copy(update={"original_question": s["question"]})
         turn = Turn(question=s["question"], standalone=s["condensed"].question, lang=s["lang"],
                     answer=answer.answer or answer.raw_output, mode=trace.mode, sources=sources_of(answer))
         turns = [*(s.get("turns") or []), turn][-self.config.retention_turns:]
