@@ -159,6 +159,15 @@ class GroundedAnswer(BaseModel):
     retrieval_notes: list[str] = Field(default_factory=list, description="why a wanted store was not searched")
 
     @property
+    def answered(self) -> bool:
+        """An answer is left once lines copied from the prompt are dropped.
+
+        ``prompt_echo`` alone does not unmake an answer: a small model often copies the
+        format example's citation line and then answers; the copied line is gone by now.
+        """
+        return bool(self.answer and self.answer.strip())
+
+    @property
     def cited_passages(self) -> list[Hit]:
         shown = {h.id: h for h in self.passages}
         seen: dict[str, Hit] = {}

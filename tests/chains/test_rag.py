@@ -84,6 +84,20 @@ def test_template_echo_is_not_an_answer(retriever, hits):
     assert "prompt_echo" in a.flags and a.answer is None
 
 
+def test_a_copied_citation_line_then_a_real_answer_is_answered(retriever, hits):
+    # a real 1.5B reply from the Travel report: the Arabic example's citation line, then the answer
+    out = ("Cited Documents: المستندات التي استخدمتها، مثل <doc0>, <doc2>\n\n"
+           "Answer: نعم، يمكن قيادة السيارة في غيانا برخصة اماراتية.\n\n"
+           "Explanation: من المستندات، يمكن القيادة بالرخصة الإماراتية دون الحاجة للاختبار.")
+    a = fin(state(retriever, hits, question="هل يمكن القيادة في غيانا برخصة إماراتية؟", lang="ar"),
+            AIMessage(out), None)
+    assert "prompt_echo" in a.flags and a.model_citations == []  # the example's markers are not citations
+    assert a.answer == "نعم، يمكن قيادة السيارة في غيانا برخصة اماراتية." and a.answered
+    echo_only = fin(state(retriever, hits), AIMessage("Cited Documents: the documents you used, for example <doc0>, <doc2>"),
+                    None)
+    assert "prompt_echo" in echo_only.flags and not echo_only.answered
+
+
 def test_mc_parses_native_options(retriever, hits):
     options = ["308", "24", "136"]
     a = fin(state(retriever, hits, fmt="mc", options=options), AIMessage(" A) 308"), None)

@@ -70,10 +70,6 @@ class AgentState(AgentInput, total=False):
     trace: Trace
 
 
-def _answered(answer: GroundedAnswer) -> bool:
-    return bool(answer.answer and answer.answer.strip()) and "prompt_echo" not in answer.flags
-
-
 def _attribution_detail(result: Any) -> str:
     invalid = sum(v.verdict == "invalid" for v in result.votes)
     return (f"{len(result.supporting)} of {len(result.votes)} cited passages support the answer"
@@ -252,7 +248,7 @@ class XlragAgent:
                   Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
                   Repair.RECITE: "asked again for <docN> citations",
                   Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
-        if _answered(s["answer"]) and not _answered(answer):
+        if s["answer"].answered and not answer.answered:
             cited = [c for c in answer.citations if c.valid]
             if repair is Repair.RECITE and cited:
                 # asked for citations, the model gave just those: they go with the answer it had

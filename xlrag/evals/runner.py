@@ -251,7 +251,7 @@ class ExperimentRunner:
             ans = await chains[(cell.dataset, cell.llm, cell.variant)].ainvoke(
                 {"question": q["question"], "lang": q["lang"], "mode": cell.mode, "id": q["id"]})
             text = response_text(ans)
-            answered = bool(ans.answer) and "prompt_echo" not in ans.flags
+            answered = ans.answered
             verdict = judge_language(text if answered else "", q["lang"])
             rec.update(
                 answer=ans.answer, explanation=ans.explanation, raw_output=ans.raw_output, flags=ans.flags,
@@ -298,11 +298,10 @@ class ExperimentRunner:
         work: list[tuple[DatasetConfig, Cell, dict]] = []
         for ds in self.config.datasets:
             queries = _load_queries(ds)
-            self._ragas_ids[ds.name] = {q["id"] for q in sample_queries(queries, self.config.ragas_sample)}
-            for cell in self.config.cells():
-                if cell.dataset != ds.name:
-                    continue
-                work.extend((ds, cell, q) for q in queries if cell.key(q["id"]) not in done)
+            answered = sample_queries(queries, self.config.generate_sample)
+            self._ragas_ids[ds.name] = {q["id"] for q in sample_queries(answered, self.config.ragas_sample)}
+            work.extend((ds, cell, q) for cell, q in self.config.plan(ds.name, queries)
+                        if cell.key(q["id"]) not in done)
         total = len(work) + len(done)
         summary = RunSummary(written=0, skipped=len(done), failed=0, llm_calls=0)
         if self.progress:

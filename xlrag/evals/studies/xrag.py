@@ -139,7 +139,7 @@ class XRAGRunner(StudyRun):
         t0 = time.perf_counter()
         ans = await chain.ainvoke({"question": question, "lang": q["lang"], "passages": shown, "id": q["id"]})
         text = response_text(ans)
-        answered = bool(ans.answer) and "prompt_echo" not in ans.flags
+        answered = ans.answered
         verdict = judge_language(text if answered else "", q["lang"])
         a = ans.answer or ""
         rec: dict[str, Any] = {
