@@ -100,6 +100,26 @@ def test_generate_modes_answer_some_modes_and_retrieve_the_rest(tmp_path):
     assert [(c.mode, c.llm, c.variant) for c in bare.cells()] == [("qlang", None, "-")]
 
 
+def test_generate_sample_answers_a_part_and_retrieves_every_query_once_per_mode(tmp_path):
+    from xlrag.evals.experiment import sample_queries
+
+    cfg = load_experiment(_write(tmp_path, {
+        "name": "x", "datasets": [{"name": "travel"}], "modes": ["all", "balanced"],
+        "generate_modes": ["balanced"], "generate_sample": {"per_lang": 2, "seed": 1}, "llms": [GEMMA]}))
+    queries = [{"id": f"{lang}{i}", "lang": lang} for lang in ("ar", "en") for i in range(5)]
+    plan = cfg.plan("travel", queries)
+    answered = {q["id"] for q in sample_queries(queries, cfg.generate_sample)}
+    assert len(answered) == 4
+    for mode in ("all", "balanced"):
+        ids = [q["id"] for c, q in plan if c.mode == mode]
+        assert sorted(ids) == sorted(q["id"] for q in queries)  # each query retrieved once per mode
+    assert {q["id"] for c, q in plan if c.llm is not None} == answered
+    assert all(c.mode == "balanced" for c, _ in plan if c.llm is not None)
+    # without the key, every query of an answered mode is answered
+    full = load_experiment(_write(tmp_path, {**cfg.model_dump(mode="json", exclude={"generate_sample"})}, "f.yaml"))
+    assert sum(c.llm is not None for c, _ in full.plan("travel", queries)) == 10
+
+
 def test_torn_last_line_is_cut_on_resume(tmp_path):
     path = tmp_path / RECORDS
     path.write_bytes(b'{"key": "a"}\n{"key": "b"}\n{"key": "c", "ans')

@@ -134,6 +134,9 @@ class ExperimentConfig(_Strict):
     generate_modes: list[str] | None = Field(
         None, description="modes whose records are answered by the LLMs (default: every mode); the other "
                           "modes are scored on retrieval only, which costs no model call")
+    generate_sample: Sample | None = Field(
+        None, description="answer only this stratified part of each dataset's sample (an LLM call and the "
+                          "judges per record); the rest of the sample is scored on retrieval in every mode")
     retrieve_k: int = Field(20, ge=1, le=200)
     k: int = Field(3, ge=1, le=50)
     fusion: str = Field("zscore", description="how language stores merge (score: raw cosine, the papers' 'direct')")
@@ -202,15 +205,39 @@ class ExperimentConfig(_Strict):
         return self
 
     def cells(self) -> list[Cell]:
-        """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-")."""
+        """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-").
+
+        With ``generate_sample``, an answered mode has its retrieval-only cell too: it holds the
+        queries outside the answered part (:meth:`plan`), so retrieval is scored on them all.
+        """
         out = []
         for d in self.datasets:
             for m in self.modes:
-                if self.llms and (self.generate_modes is None or m in self.generate_modes):
+                answered = self.answered_mode(m)
+                if answered:
                     out += [Cell(dataset=d.name, mode=m, llm=llm_label(x), variant=v.name)
                             for x in self.llms for v in self.variants]
-                else:
+                if not answered or self.generate_sample is not None:
                     out.append(Cell(dataset=d.name, mode=m, llm=None, variant=RETRIEVAL_ONLY))
+        return out
+
+    def answered_mode(self, mode: str) -> bool:
+        return bool(self.llms) and (self.generate_modes is None or mode in self.generate_modes)
+
+    def plan(self, dataset: str, queries: list[dict]) -> list[tuple[Cell, dict]]:
+        """Every (cell, query) record of one dataset's sample; ``queries`` is that sample.
+
+        In an answered mode under ``generate_sample``, a query is in the answered cells when it
+        is in the stratified part, and in the mode's retrieval-only cell otherwise: each query
+        is retrieved once per mode and every mode is scored on the whole sample.
+        """
+        answered = {q["id"] for q in sample_queries(queries, self.generate_sample)}
+        out = []
+        for cell in self.cells():
+            if cell.dataset != dataset:
+                continue
+            split = self.generate_sample is not None and self.answered_mode(cell.mode)
+            out += [(cell, q) for q in queries if not split or (q["id"] in answered) == (cell.llm is not None)]
         return out
 
 

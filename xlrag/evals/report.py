@@ -140,6 +140,9 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
         from xlrag.evals.judges import JudgePanel
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
+    if cfg.generate_sample is not None:
+        report["notes"].append(f"The answers are a stratified part of the sample ({cfg.generate_sample.per_lang} per "
+                               f"language, seed {cfg.generate_sample.seed}); retrieval is scored on the whole sample.")
     if cfg.ragas and cfg.ragas_sample is not None:
         report["notes"].append(f"Ragas scores a stratified part of the answered records ({cfg.ragas_sample.per_lang} "
                                f"per language, seed {cfg.ragas_sample.seed}); the other figures use them all.")
