@@ -84,6 +84,22 @@ def test_translate_uses_the_translator_once_per_language():
         Translate().plan(Query(text="x", lang="de"), "de", LANGS, 4)
 
 
+def test_cached_translator_keeps_the_most_recently_used():
+    calls = []
+
+    class Recording:
+        def translate(self, text, source_lang, target_lang):
+            calls.append(text)
+            return text.upper()
+
+    t = CachedTranslator(Recording(), maxsize=2)
+    for text in ("a", "b", "a", "c", "a", "b"):  # "c" evicts "b", the least recently used
+        assert t.translate(text, "de", "en") == text.upper()
+    assert calls == ["a", "b", "c", "b"]
+    with pytest.raises(ValueError, match="at least one"):
+        CachedTranslator(Recording(), maxsize=0)
+
+
 def test_table_translator_refuses_unknown_text():
     t = TableTranslator({("Hallo", "en"): "Hello"})
     assert t.translate("Hallo", "de", "en") == "Hello"

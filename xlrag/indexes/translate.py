@@ -7,6 +7,7 @@ The LLM-backed translator lives with the generation code; any object with a
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
@@ -44,19 +45,27 @@ class TableTranslator:
 
 
 class CachedTranslator:
-    """Memoises another translator: each (text, source, target) is translated once."""
+    """Memoises another translator: each (text, source, target) is translated once while it
+    is among the ``maxsize`` most recently used; a long-running server's memory stays bounded."""
 
-    def __init__(self, inner: Translator):
+    def __init__(self, inner: Translator, maxsize: int = 4096):
+        if maxsize < 1:
+            raise ValueError(f"maxsize={maxsize}: keep at least one translation")
         self.inner = inner
-        self._cache: dict[tuple[str, str, str], str] = {}
+        self.maxsize = maxsize
+        self._cache: OrderedDict[tuple[str, str, str], str] = OrderedDict()
         self._lock = threading.Lock()
 
     def translate(self, text: str, source_lang: str, target_lang: str) -> str:
         key = (text, normalize_code(source_lang), normalize_code(target_lang))
         with self._lock:
             if key in self._cache:
+                self._cache.move_to_end(key)
                 return self._cache[key]
         out = self.inner.translate(text, key[1], key[2])
         with self._lock:
             self._cache[key] = out
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.maxsize:
+                self._cache.popitem(last=False)
         return out
