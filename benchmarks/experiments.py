@@ -5,6 +5,7 @@ after a kill). The reports, records and model-call cache are copied to
 benchmarks/results/experiments/<name>/, and a new machine resumes from that copy.
 
     python benchmarks/experiments.py bordirlines [--set territories=../shared/data/borderlines]
+    python benchmarks/experiments.py xrag --publish   # the reports of a killed run, published
 """
 
 from __future__ import annotations
@@ -35,12 +36,22 @@ def main() -> None:
     ap.add_argument("name", choices=names)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a top-level key of the YAML (the value is read as YAML)")
+    ap.add_argument("--publish", action="store_true",
+                    help="only rebuild and publish the reports of the run folder (after a run was killed)")
     args = ap.parse_args()
     overrides = {}
     for item in args.set:
         key, _, value = item.partition("=")
         overrides[key] = yaml.safe_load(value)  # paths in them are taken from the current folder
     run_dir, dest = CACHE / "experiments" / args.name, RESULTS / "experiments" / args.name
+    if args.publish:
+        from xlrag.evals.report import write_reports
+        from xlrag.evals.studies import is_study, write_study_reports
+
+        if not (run_dir / RECORDS).exists():
+            sys.exit(f"error: no run in {run_dir}; run `python benchmarks/experiments.py {args.name}` first")
+        publish_run(run_dir, dest, write_study_reports if is_study(EXPERIMENTS / f"{args.name}.yaml") else write_reports)
+        return
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / RECORDS).exists() and (dest / RECORDS).exists():
         for name in (RECORDS, CALLS):
