@@ -37,6 +37,8 @@ def test_summary_hand_computed():
     assert s["invalid_citation_share"] == pytest.approx(1 / 3)
     # distinct cited passages: q1 p1 (rel), p2 (not); q2 p3 (rel); q3 p5 (not) -> 2/4
     assert s["citation_precision"] == pytest.approx(0.5) and s["cited_passages_judged"] == 4
+    # the first valid citation: q1 p1 (rel), q2 p3 (rel), q3 p5 (post-hoc, not rel) -> 2/3
+    assert s["top_citation_precision"] == pytest.approx(2 / 3)
 
 
 def test_citation_vs_inclusion_hand_computed():

@@ -120,6 +120,31 @@ def test_generate_sample_answers_a_part_and_retrieves_every_query_once_per_mode(
     assert sum(c.llm is not None for c, _ in full.plan("travel", queries)) == 10
 
 
+@pytest.mark.slow
+def test_attribution_rerank_variant(tmp_path):
+    from xlrag.chains.attribution_rerank import KEPT, NONE, RERANKED
+
+    cfg = load_experiment(_write(tmp_path, {
+        "name": "attr", "datasets": [{"name": "travel", "sample": {"per_lang": 1}}], "modes": ["qlang"],
+        "retrieve_k": 2, "k": 2, "llms": [GEMMA], "attribution_checker": {**GEMMA, "max_tokens": 64},
+        "variants": [{"name": "plain"}, {"name": "attributed", "rerank": "attribution"}]}))
+    runner = ExperimentRunner(cfg, tmp_path / "run")
+    assert runner.run()["failed"] == 0
+    runner.close()
+    recs = {(r["variant"], r["query_id"]): r for r in read_records(tmp_path / "run" / RECORDS)}
+    assert len(recs) == 4
+    for (variant, qid), r in recs.items():
+        flags = set(r["flags"]) & {RERANKED, KEPT, NONE}
+        if variant == "plain":
+            assert not flags
+        else:  # the same answer (one prompt, one cached call), then the check's verdict on it
+            assert len(flags) == 1 and r["raw_output"] == recs[("plain", qid)]["raw_output"]
+            if RERANKED in flags:
+                assert r["citations"][0]["source"] in ("model", "attribution")
+    md = write_reports(tmp_path / "run")["md"].read_text(encoding="utf-8")
+    assert "top-cited relevant" in md and "travel/qlang/local:gemma-3-270m/attributed" in md
+
+
 def test_torn_last_line_is_cut_on_resume(tmp_path):
     path = tmp_path / RECORDS
     path.write_bytes(b'{"key": "a"}\n{"key": "b"}\n{"key": "c", "ans')
@@ -139,6 +164,7 @@ def test_torn_last_line_is_cut_on_resume(tmp_path):
         ({"name": "x", "datasets": [{"name": "travel"}], "llm": [{}]}, "llm: Extra inputs"),
         ({"name": "x", "datasets": [{"name": "travel"}, {"name": "travel"}]}, "appears twice"),
         ({"name": "x", "datasets": [{"name": "travel"}], "generate_modes": ["all"]}, "not in modes"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "variants": [{"rerank": "atribution"}]}, "'attribution'"),
     ],
 )
 def test_bad_experiments_fail_in_one_line(tmp_path, data, message):

@@ -9,6 +9,8 @@ passage's ``doc_id`` and ``lang``).
   points at a shown passage and none that points nowhere;
 - *post-hoc share*: answers whose citations all had to be attributed afterwards;
 - *citation precision*: cited passages whose document is relevant per the qrels;
+- *top-citation precision*: answers whose first valid citation (any source: what a reader
+  sees first, and what attribution reranking changes) is a relevant document;
 - *citation rate vs inclusion rate* per passage language: a language's share of the cited
   passages against its share of the shown passages. A model that cites English passages
   more often than it is shown them prefers English (BordIRlines §4.1).
@@ -33,7 +35,7 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
     if not n:
         return {"n": 0}
     model_ok = post_hoc_only = invalid_any = 0
-    precise = judged = 0
+    precise = judged = top_relevant = top_judged = 0
     for r in recs:
         cites = r["citations"]
         model = [c for c in cites if c.get("source") in ("model", "vendor")]
@@ -49,6 +51,9 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
                 doc = next(c["doc_id"] for c in _cited(r) if c["passage_id"] == pid)
                 judged += 1
                 precise += doc in relevant[r["query_id"]]
+            if _cited(r):
+                top_judged += 1
+                top_relevant += _cited(r)[0]["doc_id"] in relevant[r["query_id"]]
     return {
         "n": n,
         "valid_model_citation_rate": model_ok / n,
@@ -56,6 +61,7 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
         "invalid_citation_share": invalid_any / n,
         "citation_precision": precise / judged if judged else None,
         "cited_passages_judged": judged,
+        "top_citation_precision": top_relevant / top_judged if top_judged else None,
     }
 
 

@@ -109,6 +109,9 @@ class Variant(_Strict):
         return PromptLibrary(overrides={lang: dict(fixed) for lang in set(base.languages()) | langs})
     format: AnswerFormat = AnswerFormat.CITATION
     few_shot: bool | None = None
+    rerank: Literal["none", "attribution"] = Field(
+        "none", description="attribution: after answering, an AIS check of every shown passage makes the one "
+                            "that supports the answer the top citation (XOR-AttriQA attribution reranking)")
 
 
 class Published(_Strict):
@@ -145,6 +148,9 @@ class ExperimentConfig(_Strict):
     translator: LLMConfig | None = Field(
         None, description="the LLM the translate mode translates queries with (default: the first of llms)")
     published: Published | None = None
+    attribution_checker: LLMConfig | None = Field(
+        None, description="the LLM that checks attribution for variants with rerank: attribution (default: "
+                          "the answering LLM)")
     llms: list[LLMConfig] = Field(default_factory=lambda: [LLMConfig()])
     variants: list[Variant] = Field(default_factory=lambda: [Variant()], min_length=1)
     judges: PanelConfig | None = None

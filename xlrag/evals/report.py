@@ -237,12 +237,15 @@ def markdown(report: dict[str, Any]) -> str:
         for name, c in report["cells"].items():
             a = c["answers"]
             lines.append(f"| {name} | {a.get('n', 0)} | " + " | ".join(_fmt(a.get(k)) for k, _ in _ANSWER_COLS) + " |")
-        lines += ["", "## Citations", "", "| cell | valid model-made | post-hoc only | precision |", "|---|---|---|---|"]
+        lines += ["", "## Citations", "", "| cell | valid model-made | post-hoc only | precision | top-cited relevant |",
+                  "|---|---|---|---|---|"]
         for name, c in report["cells"].items():
             s = c["citations"]
             if s.get("n"):
-                prec = "–" if s["citation_precision"] is None else f"{s['citation_precision']:.3f}"
-                lines.append(f"| {name} | {s['valid_model_citation_rate']:.3f} | {s['post_hoc_share']:.3f} | {prec} |")
+                prec, top = ("–" if s.get(k) is None else f"{s[k]:.3f}"
+                             for k in ("citation_precision", "top_citation_precision"))
+                lines.append(f"| {name} | {s['valid_model_citation_rate']:.3f} | {s['post_hoc_share']:.3f} | {prec} "
+                             f"| {top} |")
         lines += ["", "## Judge agreement", ""]
         for name, c in report["cells"].items():
             ag = c["agreement"]

@@ -232,8 +232,15 @@ class ExperimentRunner:
         from xlrag.chains.rag import build_chain
 
         prompts = variant.prompts({q["lang"] for q in _load_queries(ds)})
+        reranker = None
+        if variant.rerank == "attribution":
+            from xlrag.chains.attribution_rerank import AttributionReranker
+            from xlrag.evals.attribution import AttributionChecker
+
+            reranker = AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg)))
         return build_chain(self.retriever(ds), self.llm(llm_cfg), fmt=variant.format, mode=cell.mode,
-                           k=self.config.k, prompts=prompts, few_shot=variant.few_shot)
+                           k=self.config.k, prompts=prompts, few_shot=variant.few_shot,
+                           attribution_reranker=reranker)
 
     # -- one record -----------------------------------------------------------------------
 
@@ -314,7 +321,8 @@ class ExperimentRunner:
                     chains[(ds.name, cell.llm, v.name)] = self.chain(ds, cell, llm_cfg, v)
         # llama.cpp answers one call at a time per model: with only local models, records in
         # parallel would just queue on the model lock and eat each other's timeouts
-        models = [*self.config.llms, *(self.config.judges.judges if self.config.judges else [])]
+        models = [*self.config.llms, *(self.config.judges.judges if self.config.judges else []),
+                  *([self.config.attribution_checker] if self.config.attribution_checker else [])]
         local_only = all(m.provider == "local" for m in models)
         sem = asyncio.Semaphore(1 if local_only else self.config.concurrency)
         write_lock = asyncio.Lock()
