@@ -23,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "PolicyError",
     "ProviderError",
+    "TranslationCutOffError",
     "UnknownArgumentError",
     "UnknownLanguageError",
     "UnknownProviderError",
@@ -166,3 +167,13 @@ class PolicyError(XlragError, ValueError):
 
 class ProviderError(XlragError):
     """A provider (LLM, embedder, reranker) failed after its retries."""
+
+
+class TranslationCutOffError(ProviderError):
+    """The LLM stopped at its token limit in the middle of a translation."""
+
+    def __init__(self, text: str, target_lang: str, max_tokens: int | None):
+        limit = f"max_tokens={max_tokens}" if max_tokens else "its max_tokens"
+        super().__init__(
+            f"the {target_lang} translation of {text[:40]!r}… was cut off at {limit}; raise the translating "
+            f"LLM's max_tokens (a passage needs about twice its own length in tokens)")

@@ -64,9 +64,17 @@ class ProviderProfile(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str = "chat"
+    # the response_metadata entry that says the reply stopped at max_tokens (LangChain's
+    # OpenAI-style chat models, Mistral and llama.cpp report finish_reason "length")
+    cut_off_at: tuple[str, str] = ("finish_reason", "length")
 
     def is_chat(self, llm: Any) -> bool:
         return True
+
+    def cut_off(self, message: BaseMessage | Any) -> bool:
+        """Whether the reply ended because it reached max_tokens, not because it was done."""
+        key, value = self.cut_off_at
+        return (getattr(message, "response_metadata", None) or {}).get(key) == value
 
     def few_shot_default(self, llm: Any) -> bool:
         return False
@@ -136,6 +144,7 @@ class CohereProfile(ProviderProfile):
     """Cohere v2 chat grounds on ``documents=`` and answers with citation spans."""
 
     name: str = "cohere"
+    cut_off_at: tuple[str, str] = ("finish_reason", "MAX_TOKENS")
 
     def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
         base = super().request(messages, hits, stop)
@@ -149,6 +158,7 @@ class AnthropicProfile(ProviderProfile):
     """Anthropic takes the passages as document blocks with citations enabled."""
 
     name: str = "anthropic"
+    cut_off_at: tuple[str, str] = ("stop_reason", "max_tokens")
 
     def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
         if not hits:

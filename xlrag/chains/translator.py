@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from xlrag.chains.profiles import profile_for
 from xlrag.config import LLMConfig
+from xlrag.errors import TranslationCutOffError
 from xlrag.indexes.translate import CachedTranslator
 from xlrag.languages import native_name, normalize_code
 from xlrag.prompts import PromptLibrary
@@ -45,10 +47,14 @@ class LLMTranslator:
         prompt = self.prompts.render("translation", tgt, source_language=native_name(src),
                                      target_language=native_name(tgt), text=text)
         reply = self.llm.invoke([("user", prompt)])
+        content = getattr(reply, "content", reply) if not isinstance(reply, str) else reply
+        # A base model runs on past its translation to max_tokens: only a reply stopped by the
+        # limit before its first line ended has lost part of the translation.
+        if profile_for(self.llm).cut_off(reply) and "\n" not in str(content).strip():
+            raise TranslationCutOffError(text, tgt, getattr(self.llm, "max_tokens", None))
         # Base models keep going after the translation (a new "Question:", a second
         # translation); the first non-empty line is the translation itself.
-        out = first_line(getattr(reply, "content", reply) if not isinstance(reply, str) else reply,
-                         strip='"“”«»')
+        out = first_line(content, strip='"“”«»')
         if not any(ch.isalnum() for ch in out):
             # Searching with "." would retrieve noise; searching with the untranslated
             # query still works through the multilingual embedder.
