@@ -73,3 +73,18 @@ def test_a_run_is_judged_reported_and_free_to_rerun(tmp_path):
     report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert report["conditions"]["+ED"]["es"]["n"] == 1 and report["conditions"]["+ED"]["all"]["n"] == 1
     assert "Response-language error rate" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_report_names_its_sizes_the_panel_caveat_and_what_was_published(tmp_path):
+    from xlrag.evals.studies.xrag import xrag_markdown, xrag_report
+
+    qwen = {"provider": "local", "model": "qwen2.5-coder-1.5b-instruct", "max_tokens": 64}
+    cfg = _cfg(tmp_path, llm=qwen, langs=["de"], conditions=["monolingual"],
+               judges={"judges": [{**qwen, "name": "q"}, {**GEMMA, "name": "g"}]})
+    rec = {"condition": "monolingual", "lang": "de", "language": {"status": "wrong"},
+           "judges": {"final": "incorrect", "verdict": "correct"}, "metrics": {"char3_recall": 0.5}}
+    md = xrag_markdown(xrag_report(cfg, [rec, {**rec, "language": {"status": "correct"},
+                                               "judges": {"final": "correct", "verdict": "correct"}}], {}))
+    assert "| monolingual | 0.50 | 0.50 | 2 |" in md  # accuracy per language, all, and n
+    assert "self-preference" in md
+    assert "## Published (other models, other data)" in md and "no published number is shown" in md
