@@ -46,14 +46,14 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
         if any(not c.get("valid") for c in cites):
             invalid_any += 1
         if relevant is not None and r.get("query_id") in relevant:
+            cited, rel = _cited(r), relevant[r["query_id"]]
             # a document cited twice counts once: precision is over distinct cited passages
-            for pid in dict.fromkeys(c["passage_id"] for c in _cited(r)):
-                doc = next(c["doc_id"] for c in _cited(r) if c["passage_id"] == pid)
-                judged += 1
-                precise += doc in relevant[r["query_id"]]
-            if _cited(r):
+            docs = {c["passage_id"]: c["doc_id"] for c in reversed(cited)}  # first citation's doc wins
+            judged += len(docs)
+            precise += sum(doc in rel for doc in docs.values())
+            if cited:
                 top_judged += 1
-                top_relevant += _cited(r)[0]["doc_id"] in relevant[r["query_id"]]
+                top_relevant += cited[0]["doc_id"] in rel
     return {
         "n": n,
         "valid_model_citation_rate": model_ok / n,
