@@ -61,6 +61,19 @@ def test_every_repair_in_order_ends_with_post_hoc_citations(retriever):
     assert trace.unrepaired == []
 
 
+def test_a_translation_cut_off_at_max_tokens_keeps_the_whole_untranslated_answer(retriever):
+    # the translation stopped at the token limit in its first line: half an answer must not
+    # replace the whole one, and the question still gets an answer, flagged unrepaired
+    cut = AIMessage("La defensa de los Panthers", response_metadata={"finish_reason": "length"})
+    llm = GenericFakeChatModel(messages=iter([AIMessage(ENGLISH), AIMessage(ENGLISH), cut]))
+    out = agent(retriever, llm).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE, Repair.TRANSLATE, Repair.POST_HOC]
+    assert "not translated" in trace.repairs[1].detail and "max_tokens" in trace.repairs[1].detail
+    assert answer.answer == "The Panthers defense allowed 308 points." and "translated" not in answer.flags
+    assert "language" in trace.unrepaired
+
+
 def test_a_repair_that_loses_the_answer_keeps_the_previous_one(retriever):
     spanish_uncited = ("Cited Documents:\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
                        "Explanation: La defensa solo permitió 308 puntos.")

@@ -32,6 +32,7 @@ from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, ToolStep
 from xlrag.chains.parsing import strip_markers
 from xlrag.chains.rag import ChainInput, GroundedChain, finalize
 from xlrag.config import AgentConfig
+from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
@@ -212,7 +213,7 @@ class XlragAgent:
         instruction = self.chain.prompts.render(role, lang, language=native_name(lang))
         return [("assistant", s["answer"].raw_output or "-"), ("user", instruction)]
 
-    def _translate(self, s: AgentState) -> GroundedAnswer:
+    def _translate(self, s: AgentState) -> tuple[GroundedAnswer, str | None]:
         from xlrag.evals.language import judge_language
 
         answer = s["answer"]
@@ -222,12 +223,16 @@ class XlragAgent:
         for field in ("answer", "explanation"):
             text = getattr(answer, field)
             if text:
-                # markers are not words to translate; the citations stay as the model made them
-                update[field] = self.translator.translate(strip_markers(text).strip(), source, lang)
+                try:
+                    # markers are not words to translate; the citations stay as the model made them
+                    update[field] = self.translator.translate(strip_markers(text).strip(), source, lang)
+                except TranslationCutOffError as e:
+                    # half a translation would read as the whole answer: the whole one, untranslated, stays
+                    return answer, f"not translated: {e}"
         if answer.explanation and answer.citations:
             markers = " ".join(f"<doc{c.marker}>" for c in answer.citations if c.valid)
             update["explanation"] = f"{update['explanation']} {markers}".strip()
-        return answer.model_copy(update=update)
+        return answer.model_copy(update=update), None
 
     def _post_hoc(self, s: AgentState) -> GroundedAnswer:
         answer = s["answer"]
@@ -242,12 +247,13 @@ class XlragAgent:
             flags.append("post_hoc_citations")
         return answer.model_copy(update={"citations": [*kept, *post], "flags": flags})
 
-    def _repaired(self, s: AgentState, repair: Repair, answer: GroundedAnswer, t0: float) -> dict:
+    def _repaired(self, s: AgentState, repair: Repair, answer: GroundedAnswer, t0: float,
+                  failure: str | None = None) -> dict:
         before, after = len(s["answer"].citations), len(answer.citations)
-        detail = {Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
-                  Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
-                  Repair.RECITE: "asked again for <docN> citations",
-                  Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
+        detail = failure or {Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
+                             Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
+                             Repair.RECITE: "asked again for <docN> citations",
+                             Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
         if s["answer"].answered and not answer.answered:
             cited = [c for c in answer.citations if c.valid]
             if repair is Repair.RECITE and cited:
@@ -267,29 +273,29 @@ class XlragAgent:
                 "timings": [Timing(step=f"repair:{repair.value}", seconds=seconds)]}
 
     def repair(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0, repair = time.perf_counter(), s["next_repair"]
+        t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
             state = self._request(s, self._followup(s, repair))
             message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
             answer = self._answer(state, message)
         elif repair is Repair.TRANSLATE:
-            answer = self._translate(s)
+            answer, failure = self._translate(s)
         else:
             answer = self._post_hoc(s)
-        return self._repaired(s, repair, answer, t0)
+        return self._repaired(s, repair, answer, t0, failure)
 
     async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0, repair = time.perf_counter(), s["next_repair"]
+        t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
             state = await asyncio.to_thread(self._request, s, self._followup(s, repair))
             message = await self.chain.llm.ainvoke(state.request.messages, _answering(config),
                                                    **state.request.kwargs)
             answer = self._answer(state, message)
         elif repair is Repair.TRANSLATE:
-            answer = await asyncio.to_thread(self._translate, s)
+            answer, failure = await asyncio.to_thread(self._translate, s)
         else:
             answer = await asyncio.to_thread(self._post_hoc, s)
-        return self._repaired(s, repair, answer, t0)
+        return self._repaired(s, repair, answer, t0, failure)
 
     # -- finish ---------------------------------------------------------------------------
     def finish(self, s: AgentState) -> dict:

@@ -26,6 +26,7 @@ from xlrag.agents.graph import AgentState, XlragAgent, _answering
 from xlrag.agents.trace import Timing, ToolStep
 from xlrag.chains.echo import strip_markup
 from xlrag.chains.rag import ChainState, finalize
+from xlrag.errors import TranslationCutOffError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 from xlrag.prompts import join_parts
@@ -135,7 +136,11 @@ class ToolCallingAgent(XlragAgent):
             from xlrag.detect import LinguaDetector
 
             source = LinguaDetector().detect(args.text) or "en"
-            return self.translator.translate(args.text, source, normalize_code(args.language)), []
+            try:
+                return self.translator.translate(args.text, source, normalize_code(args.language)), []
+            except TranslationCutOffError as e:
+                # the model reads the reason and can answer untranslated; half a translation would mislead it
+                return f"translation failed: {e}", []
         query = s["query"].model_copy(update={"text": args.query, "id": None})
         mode = s["choice"].mode
         if args.languages:
