@@ -255,7 +255,23 @@ def test_translate_mode_translates_through_the_cache_and_published_figures_are_r
 @pytest.mark.parametrize(("data", "message"), [
     ({"fusion": "zscor"}, "did you mean 'zscore'"),
     ({"published": {"source": "x", "columns": ["a", "b"], "rows": {"r": [1.0]}}}, "1 values for 2 columns"),
+    ({"published": {"source": "x"}}, "rows \\(with columns\\) or findings"),
+    ({"published": {"source": "x", "rows": {"r": [1.0]}}}, "rows need columns"),
 ])
 def test_bad_retrieval_settings_fail_in_one_line(tmp_path, data, message):
     with pytest.raises(ConfigError, match=message):
         load_experiment(_write(tmp_path, {"name": "x", "datasets": [{"name": "travel"}], **data}))
+
+
+def test_published_findings_in_words_are_reported_beside_the_run():
+    from pathlib import Path
+
+    from xlrag.evals.report import markdown
+
+    cfg = load_experiment(Path(__file__).parents[2] / "experiments" / "mrag_prompts.yaml")
+    assert cfg.published is not None and not cfg.published.rows and len(cfg.published.findings) == 4
+    report = {"experiment": cfg.name, "records": 0, "failed": 0, "notes": [], "retrieval": {}, "cells": {},
+              "published": cfg.published.model_dump()}
+    md = markdown(report)
+    assert "## Published figures" in md and "| |" not in md  # no empty table
+    assert "- task-specific prompt engineering is needed" in md and "No published number is quoted" in md

@@ -119,11 +119,18 @@ class Published(_Strict):
 
     source: str = Field(description="the paper, table and setting the figures come from")
     note: str | None = None
-    columns: list[str] = Field(min_length=1)
-    rows: dict[str, list[float | None]] = Field(description="row label -> one value per column")
+    columns: list[str] = Field(default_factory=list)
+    rows: dict[str, list[float | None]] = Field(default_factory=dict,
+                                                description="row label -> one value per column")
+    findings: list[str] = Field(default_factory=list,
+                                description="the paper's findings in words, where its numbers could not be read")
 
     @model_validator(mode="after")
     def _widths(self) -> Published:
+        if not self.rows and not self.findings:
+            raise ValueError("published needs rows (with columns) or findings")
+        if self.rows and not self.columns:
+            raise ValueError("published rows need columns")
         for label, values in self.rows.items():
             if len(values) != len(self.columns):
                 raise ValueError(f"published row {label!r} has {len(values)} values for {len(self.columns)} columns")

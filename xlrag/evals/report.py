@@ -255,9 +255,13 @@ def markdown(report: dict[str, Any]) -> str:
                              f"with every vote valid; invalid votes {ag['invalid_votes'] or 0}")
     pub = report.get("published")
     if pub:
-        lines += ["", "## Published figures (other models, other data)", "",
-                  "| | " + " | ".join(pub["columns"]) + " |", "|---" * (len(pub["columns"]) + 1) + "|"]
-        lines += [f"| {label} | " + " | ".join(_num(v) for v in values) + " |" for label, values in pub["rows"].items()]
+        lines += ["", "## Published figures (other models, other data)", ""]
+        if pub.get("rows"):
+            lines += ["| | " + " | ".join(pub["columns"]) + " |", "|---" * (len(pub["columns"]) + 1) + "|"]
+            lines += [f"| {label} | " + " | ".join(_num(v) for v in values) + " |"
+                      for label, values in pub["rows"].items()]
+            lines += [""]
+        lines += [f"- {x}" for x in pub.get("findings") or []]
         lines += ["", pub["source"] + (f" {pub['note']}" if pub.get("note") else "")]
     return "\n".join(lines) + "\n"
 
