@@ -16,15 +16,13 @@ from langchain_core.messages import AIMessage
 from xlrag.config import LLMConfig
 from xlrag.errors import InvalidArgumentError
 from xlrag.evals.ragas_adapter import (
-    MetricScore,
     PromptAdaptationError,
-    RagasMetrics,
     StructuredReplyError,
     import_ragas,
     llm_identity,
     ragas_llm,
-    score_rows,
 )
+from xlrag.evals.ragas_metrics import MetricScore, RagasMetrics, score_rows
 from xlrag.evals.ragas_prompts import (
     FRAMING,
     NOW_LINE,
@@ -60,7 +58,7 @@ def test_telemetry_is_off_unless_the_user_turns_it_on():
 
 
 def test_importing_the_adapter_does_not_import_ragas():
-    code = "import sys, xlrag.evals.ragas_adapter, xlrag.evals.ragas_prompts; print('ragas' in sys.modules)"
+    code = "import sys, xlrag.evals.ragas_adapter, xlrag.evals.ragas_metrics, xlrag.evals.ragas_prompts; print('ragas' in sys.modules)"
     assert _run(code) == "False"
 
 
@@ -298,8 +296,10 @@ async def test_adapted_prompts_come_from_the_disk_cache_the_second_time(adapted)
 
 def test_public_names_are_exported_by_the_package():
     import xlrag.evals
-    import xlrag.evals.ragas_adapter as module
+    import xlrag.evals.ragas_adapter as adapter
+    import xlrag.evals.ragas_metrics as metrics
 
-    for name in ("MetricScore", "RagasMetrics", "RagasRow", "RowScores", "ragas_embeddings", "ragas_llm",
-                 "score_rows"):
-        assert name in module.__all__ and getattr(xlrag.evals, name) is getattr(module, name), name
+    for module, names in ((adapter, ("ragas_embeddings", "ragas_llm")),
+                          (metrics, ("MetricScore", "RagasMetrics", "RagasRow", "RowScores", "score_rows"))):
+        for name in names:
+            assert name in module.__all__ and getattr(xlrag.evals, name) is getattr(module, name), name

@@ -206,7 +206,7 @@ class ExperimentRunner:
     def ragas(self):
         """Ragas metrics on ``ragas_llm`` or the first configured LLM (its calls cached like the others)."""
         if self._ragas is None and self.config.ragas:
-            from xlrag.evals.ragas_adapter import RagasMetrics
+            from xlrag.evals.ragas_metrics import RagasMetrics
 
             cfg = self.config.ragas_llm or (self.config.llms[0] if self.config.llms else LLMConfig())
             embedder = next(iter(self._retrievers.values())).embedder if self._retrievers else None
@@ -218,7 +218,7 @@ class ExperimentRunner:
         return self._ragas
 
     async def _ragas_scores(self, q: dict, text: str, ans: Any) -> dict[str, dict[str, Any]]:
-        from xlrag.evals.ragas_adapter import RagasRow, score_rows
+        from xlrag.evals.ragas_metrics import RagasRow, score_rows
 
         row = RagasRow(question=q["question"], response=text or None, lang=q["lang"], id=q["id"],
                        contexts=[h.passage.text for h in ans.passages],
