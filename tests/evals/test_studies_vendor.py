@@ -1,5 +1,7 @@
-"""A study on a vendor model is a one-line change: the shipped YAML with only `llm:` (and the
-judges) swapped, run through the real OpenAI SDK against OpenAI's wire format on 127.0.0.1."""
+"""Each of the five shipped experiments on a vendor model is a one-line change: the YAML with
+only its model line swapped (`llm:` in a study, `llms:` in a grid; the judges, checkers and
+translator likewise when the file names them), run through the real OpenAI SDK against
+OpenAI's wire format on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -78,3 +80,94 @@ def test_xrag_on_a_vendor_with_a_vendor_panel(tmp_path):
         # XRAG's rule: an answer lingua reads as another language than German is incorrect
         wrong = r["language"]["status"] == "wrong"
         assert r["judges"]["verdict"] == "correct" and r["judges"]["final"] == ("incorrect" if wrong else "correct")
+
+
+def _vendor(url: str) -> dict[str, Any]:
+    return {"provider": "openai", "model": "gpt-4o-mini", "base_url": f"{url}/v1", "max_tokens": 64}
+
+
+def _swap_grid(name: str, tmp_path: Path, url: str, **slice_: Any) -> Any:
+    """A shipped grid with its `llms:` line (and translator, judges) on the vendor."""
+    from xlrag.evals.experiment import load_experiment
+
+    data = yaml.safe_load((EXPERIMENTS / f"{name}.yaml").read_text(encoding="utf-8"))
+    data["llms"] = [_vendor(url)]
+    for key in ("translator",):
+        if key in data:
+            data[key] = _vendor(url)
+    if "judges" in data:
+        data["judges"] = {"judges": [{**_vendor(url), "name": f"gpt-{i}", "seed": i} for i in range(3)]}
+    data = {**data, **slice_, "cache": str(tmp_path / "calls.sqlite")}
+    for ds in data["datasets"]:  # the shipped paths are relative to experiments/
+        ds.update({k: str((EXPERIMENTS / ds[k]).resolve()) for k in ("corpus", "queries", "qrels") if k in ds})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return load_experiment(path)
+
+
+def _run_grid(cfg: Any, out: Path) -> dict:
+    from xlrag.evals.runner import ExperimentRunner
+
+    runner = ExperimentRunner(cfg, out)
+    try:
+        return runner.run()
+    finally:
+        runner.close()
+
+
+def _system(body: dict) -> str:
+    return next(m["content"] for m in body["messages"] if m["role"] == "system")
+
+
+def test_mrag_prompt_variants_on_a_vendor(tmp_path):
+    with serve({"/v1/chat/completions": vendor_turn}) as replay:
+        cfg = _swap_grid("mrag_prompts", tmp_path, replay.url, modes=["qlang"],
+                         datasets=[{"name": "xquad", "sample": {"per_lang": 1, "langs": ["es"], "seed": 0}}])
+        summary = _run_grid(cfg, tmp_path / "run")
+    # one Spanish question, three prompt variants: three answers, each one request
+    assert (summary["written"], summary["failed"], len(replay.requests)) == (3, 0, 3)
+    english, translated, instructed = (_system(r.body) for r in replay.requests)
+    assert "español" not in english and english != translated
+    assert "Responde en español" not in translated and "Responde en español" in instructed
+    recs = read_records(tmp_path / "run" / RECORDS)
+    assert sorted(r["variant"] for r in recs) == sorted(v.name for v in cfg.variants)
+    assert all(r["llm"] == "openai:gpt-4o-mini" for r in recs)
+
+
+def test_travel_retrieval_on_a_vendor_translates_through_it(tmp_path):
+    with serve({"/v1/chat/completions": vendor_turn}) as replay:
+        cfg = _swap_grid("travel_retrieval", tmp_path, replay.url, modes=["translate"],
+                         generate_modes=["translate"], generate_sample={"per_lang": 1, "seed": 0},
+                         datasets=[{"name": "travel", "sample": {"per_lang": 1, "seed": 0}}])
+        summary = _run_grid(cfg, tmp_path / "run")
+    # two questions: each translated once, answered once and judged three times
+    assert (summary["written"], summary["failed"]) == (2, 0)
+    assert len(replay.requests) == 2 * (1 + 1 + 3)
+    assert all(r.body["model"] == "gpt-4o-mini" for r in replay.requests)
+    recs = read_records(tmp_path / "run" / RECORDS)
+    assert all(r["mode"] == "translate" and len(r["retrieved"]) == cfg.retrieve_k for r in recs)
+
+
+def attribution_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    if body.get("response_format"):  # the AIS check, held to its JSON schema
+        vote = {"justification": "The passage gives the answer.", "verdict": "attributable"}
+        return 200, completion({"content": json.dumps(vote)}, "stop")
+    if "<doc0>" in json.dumps(body, ensure_ascii=False):  # the generator, shown numbered passages
+        return 200, completion({"content": "Cited Documents: <doc0>\nAnswer: 1773\n"
+                                           "Explanation: <doc0> gives the year."}, "stop")
+    return 200, completion({"content": "The passage, in English."}, "stop")  # a translation
+
+
+def test_attribution_on_a_vendor(tmp_path):
+    with serve({"/v1/chat/completions": attribution_turn}) as replay:
+        data = {"langs": ["es"], "per_lang": 1, "k": 2, "checker": _vendor(replay.url),
+                "rerank_checker": _vendor(replay.url)}
+        cfg = _swap("attribution", tmp_path, replay.url, **data)
+        summary = _run(cfg, tmp_path / "run")
+    assert (summary["written"], summary["failed"]) == (1, 0)
+    assert all(r.body["model"] == "gpt-4o-mini" for r in replay.requests)
+    (rec,) = read_records(tmp_path / "run" / RECORDS)
+    assert rec["answer"] == "1773" and len(rec["shown"]) == 2
+    for setting in ("in_language", "in_english"):
+        assert list(rec["ais"][setting].values()) == ["attributable", "attributable"], setting
+    assert rec["rerank"] is not None
