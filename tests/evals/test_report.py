@@ -89,3 +89,18 @@ def test_bad_labels_file_names_the_line(run_dir):
     (run_dir / "labels.jsonl").write_text('{"query_id": "q1", "label": "yes"}\n')
     with pytest.raises(CorpusRowError, match=r"labels\.jsonl.*1"):
         build_report(run_dir)
+
+
+def test_answers_are_tabled_per_question_language():
+    from xlrag.evals.report import _per_language
+
+    def stats(lang_ok, char3):
+        return {"language_correct": {"mean": lang_ok}, "char3_recall": {"mean": char3}}
+
+    cells = {"xquad/qlang/m/english": {"per_lang": {"ar": stats(0.25, 0.5), "de": stats(1.0, None)}},
+             "xquad/qlang/m/translated": {"per_lang": {"de": stats(0.5, 0.75)}}}
+    md = "\n".join(_per_language(cells))
+    assert "| cell | ar | de |" in md
+    assert "| xquad/qlang/m/english | 0.250 | 1.000 |" in md and "| xquad/qlang/m/translated | – | 0.500 |" in md
+    assert "| xquad/qlang/m/english | 0.500 | – |" in md and "| xquad/qlang/m/translated | – | 0.750 |" in md
+    assert _per_language({"c": {"per_lang": {"de": stats(1.0, 1.0)}}}) == []  # one language: the cell row says it

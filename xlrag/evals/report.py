@@ -205,6 +205,27 @@ _ANSWER_COLS = (("answered", "answered"), ("language_correct", "lang correct"),
                 ("ragas_faithfulness", "faithfulness"), ("ragas_answer_relevancy", "answer relevancy"))
 
 
+_PER_LANG_COLS = (("language_correct", "correct-language rate"), ("char3_recall", "char 3-gram recall"))
+
+
+def _per_language(cells: dict[str, dict]) -> list[str]:
+    """One table per metric: a row per cell, a column per question language (mRAG's tables)."""
+    langs = sorted({lang for c in cells.values() for lang in c.get("per_lang") or {}})
+    if len(langs) < 2:
+        return []
+    lines: list[str] = []
+    for key, label in _PER_LANG_COLS:
+        rows = [(name, [((c.get("per_lang") or {}).get(lang) or {}).get(key) for lang in langs])
+                for name, c in cells.items()]
+        if not any(v and v.get("mean") is not None for _, vals in rows for v in vals):
+            continue
+        lines += ["", f"### {label} per question language", "", "| cell | " + " | ".join(langs) + " |",
+                  "|---" + "|---:" * len(langs) + "|"]
+        lines += [f"| {name} | " + " | ".join(_num(v.get("mean") if v else None) for v in vals) + " |"
+                  for name, vals in rows]
+    return lines
+
+
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# {report['experiment']}", "",
              f"{report['records']} records, {report['failed']} failed.", ""]
@@ -237,6 +258,7 @@ def markdown(report: dict[str, Any]) -> str:
         for name, c in report["cells"].items():
             a = c["answers"]
             lines.append(f"| {name} | {a.get('n', 0)} | " + " | ".join(_fmt(a.get(k)) for k, _ in _ANSWER_COLS) + " |")
+        lines += _per_language(report["cells"])
         lines += ["", "## Citations", "", "| cell | valid model-made | post-hoc only | precision | top-cited relevant |",
                   "|---|---|---|---|---|"]
         for name, c in report["cells"].items():
