@@ -66,3 +66,20 @@ def test_tools_on_with_a_model_without_them_is_a_one_line_error(retriever):
     with pytest.raises(ConfigError, match="has no tool calling"):
         build_agent(XlragConfig(agent={"tools": "on"}), llm=GenericFakeChatModel(messages=iter([])),
                     retriever=retriever)
+
+
+def test_a_translate_tool_call_cut_off_at_max_tokens_tells_the_model_why(retriever):
+    replies = iter([
+        AIMessage("", tool_calls=[{"name": "translate", "args": {"text": "points allowed by the defense",
+                                                                   "language": "es"}, "id": "c1"}]),
+        AIMessage("puntos permitidos por", response_metadata={"finish_reason": "length"}),  # the translator's
+        AIMessage("Cited Documents: <doc0>\nAnswer: Los Panthers permitieron 308 puntos.\n"
+                  "Explanation: Según <doc0>, la defensa solo permitió 308 puntos."),
+    ])
+    llm = ScriptedToolModel(messages=replies)
+    agent = build_agent(XlragConfig(agent={"mode": "qlang"}, retrieval={"k": 3}), llm=llm, retriever=retriever)
+    out = agent.invoke({"question": QUESTION})
+    (call,) = out["trace"].tool_calls
+    # the fragment is not handed back as a translation: the model reads why, and the question is answered
+    assert call.result.startswith("translation failed: the es translation") and "puntos permitidos" not in call.result
+    assert out["answer"].answer == "Los Panthers permitieron 308 puntos."
