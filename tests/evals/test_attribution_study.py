@@ -66,10 +66,29 @@ def _cfg_obj():
     return AttributionConfig(name="t", langs=["de"], settings=["in_language"])
 
 
+def _passage(text, lang="en"):
+    from xlrag.schema import Passage
+
+    return Passage(id="p", doc_id="d", text=text, lang=lang, position=0)
+
+
 def test_string_match_baseline_normalises_per_language():
-    assert string_match("Denver Broncos", "The denver broncos won.", "en")
-    assert string_match("308", "فريق بانثرز سوى عن 308 نقطة", "ar")
-    assert not string_match("", "anything", "en") and not string_match("Carolina", "Denver won.", "en")
+    assert string_match("Denver Broncos", _passage("The denver broncos won."), "en")
+    assert string_match("308", _passage("فريق بانثرز سوى عن 308 نقطة", "ar"), "ar")
+    assert not string_match("", _passage("anything"), "en")
+    assert not string_match("Carolina", _passage("Denver won."), "en")
+
+
+def test_the_baseline_never_matches_the_english_title_of_a_passage_in_another_language(xquad_docs):
+    from xlrag.config import SplitterConfig
+    from xlrag.indexes.splitting import PassageSplitter
+
+    doc = next(d for d in xquad_docs if d.lang == "ar")
+    p = PassageSplitter(SplitterConfig(chunk_size=60, chunk_overlap=0, tokenizer="whitespace")).split(doc)[0]
+    assert p.text.startswith(doc.title) and doc.title.isascii()
+    # the run's first record: an English answer, the article's name, "occurred" in an Arabic passage
+    assert not string_match(doc.title, p, "ar")
+    assert string_match(p.text.split("\n", 1)[1].split()[0], p, "ar")
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 from xlrag.config import SplitterConfig
-from xlrag.indexes.splitting import PassageSplitter, passage_id
+from xlrag.indexes.splitting import PassageSplitter, passage_body, passage_id
 from xlrag.schema import Document
 
 
@@ -44,3 +44,14 @@ def test_whitespace_tokenizer_and_no_title():
     ps = s.split(_doc(text))
     assert all(len(p.text.split()) <= 20 for p in ps)
     assert not ps[0].text.startswith("Title")
+
+
+def test_passage_body_drops_only_the_prepended_title():
+    titled = PassageSplitter(SplitterConfig(chunk_size=20, chunk_overlap=0, tokenizer="whitespace"))
+    bare = PassageSplitter(SplitterConfig(chunk_size=20, chunk_overlap=0, tokenizer="whitespace", prepend_title=False))
+    doc = _doc("Title\nis also the first line of this text.")
+    (p,) = titled.split(doc)
+    (q,) = bare.split(doc)
+    assert p.text.startswith("Title\nTitle") and passage_body(p) == q.text  # only the prepended line goes
+    (r,) = bare.split(_doc("No title line here."))
+    assert passage_body(r) == r.text

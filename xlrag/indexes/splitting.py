@@ -13,13 +13,25 @@ from collections.abc import Callable, Iterable
 from xlrag.config import SplitterConfig
 from xlrag.schema import Document, Passage
 
-__all__ = ["PassageSplitter", "passage_id"]
+__all__ = ["PassageSplitter", "passage_body", "passage_id"]
 
 
 def passage_id(doc_id: str, position: int, text: str) -> str:
     """Stable id: the same passage of the same document always gets the same id."""
     digest = hashlib.sha1(text.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
     return f"{doc_id}#{position}:{digest}"
+
+
+def passage_body(passage: Passage) -> str:
+    """The passage's text without the title line :class:`PassageSplitter` prepends.
+
+    Matching an answer against the title would count a hit wherever the title is in another
+    language than the passage (XQuAD's titles are English in all six languages). A text whose
+    own first line is its title loses that line too: a passage does not record whether the
+    splitter prepended it, and a title line is not content either way.
+    """
+    head = f"{passage.title}\n" if passage.title else None
+    return passage.text[len(head):] if head and passage.text.startswith(head) else passage.text
 
 
 def _tokenizer(kind: str) -> Callable[[str], list]:
