@@ -9,7 +9,7 @@ import yaml
 
 from xlrag.evals.runner import RECORDS, read_records
 from xlrag.evals.studies import load_study, write_study_reports
-from xlrag.evals.studies.attribution import AttributionRunner, attribution_report, string_match
+from xlrag.evals.studies.attribution import AttributionRunner, attribution_report, rerank_record, string_match
 
 GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 32}
 A, N = "attributable", "not_attributable"
@@ -109,6 +109,32 @@ def test_a_real_run_scores_every_shown_passage(tmp_path):
     report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert report["records"] == 1 and "note" in report  # scorer and reranker are one model here
     assert "Published (other model, other data)" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+
+
+def _grounded(citations):
+    from xlrag.schema import Citation, GroundedAnswer, Hit
+
+    hits = [Hit(passage=_passage(f"text {i}").model_copy(update={"id": f"p{i}"}), score=0, raw_score=0, rank=i + 1,
+                store="en", policy="qlang") for i in range(3)]
+    cites = [Citation(marker=m, passage_id=f"p{m}" if valid else None, doc_id="d", lang="en", valid=valid,
+                      source=source) for m, valid, source in citations]
+    return GroundedAnswer(question="q", lang="en", format="citation", mode="qlang", model="m", passages=hits,
+                          raw_output="", answer="a", citations=cites, flags=[])
+
+
+def test_before_and_after_rerank_use_one_definition_of_the_top_cited_passage():
+    # the model cited nothing and the post-hoc aligner cited p1, which supports: the rerank kept it,
+    # it gained nothing (before, this counted as "none before, p1 after")
+    posthoc = rerank_record(_grounded([(1, True, "post_hoc")]), {"p1"})
+    assert posthoc == {"cited_before": "p1", "source_before": "post_hoc", "top": "p1", "source_top": "post_hoc",
+                       "flag": "attribution_top_kept"}
+    # a leading invalid marker is not the top citation on either side
+    kept = rerank_record(_grounded([(7, False, "model"), (2, True, "model")]), {"p2"})
+    assert (kept["cited_before"], kept["top"], kept["flag"]) == ("p2", "p2", "attribution_top_kept")
+    moved = rerank_record(_grounded([(0, True, "model")]), {"p2"})
+    assert (moved["cited_before"], moved["top"], moved["source_top"]) == ("p0", "p2", "attribution")
+    none = rerank_record(_grounded([]), set())
+    assert (none["cited_before"], none["top"], none["flag"]) == (None, None, "attribution_none")
 
 
 def test_the_figures_render():

@@ -14,14 +14,24 @@ from typing import Any
 
 from xlrag.schema import Citation, GroundedAnswer
 
-__all__ = ["AttributionReranker", "rerank_citations"]
+__all__ = ["AttributionReranker", "rerank_citations", "top_cited"]
 
 RERANKED, KEPT, NONE = "attribution_reranked", "attribution_top_kept", "attribution_none"
 
 
+def _cited(answer: GroundedAnswer) -> list[Citation]:
+    return [c for c in answer.citations if c.valid and c.passage_id]
+
+
+def top_cited(answer: GroundedAnswer) -> Citation | None:
+    """The citation a reader sees first: the first valid one, whoever made it (the model,
+    the vendor, the post-hoc aligner or the reranker)."""
+    return next(iter(_cited(answer)), None)
+
+
 def rerank_citations(answer: GroundedAnswer, supporting: set[str]) -> GroundedAnswer:
     """``answer`` with the first passage of ``supporting`` (ids) as its top citation, and a flag."""
-    cited = [c for c in answer.citations if c.valid and c.passage_id]
+    cited = _cited(answer)
     order = [c.passage_id for c in cited] + [h.id for h in answer.passages]
     top = next((pid for pid in order if pid in supporting), None)
     if top is None:

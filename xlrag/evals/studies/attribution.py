@@ -32,10 +32,10 @@ from xlrag.config import LLMConfig
 from xlrag.evals.experiment import _Strict, llm_label
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
-from xlrag.schema import Passage
+from xlrag.schema import GroundedAnswer, Passage
 
 __all__ = ["PUBLISHED", "AttributionConfig", "AttributionRunner", "attribution_figures", "attribution_markdown",
-           "attribution_report", "string_match"]
+           "attribution_report", "rerank_record", "string_match"]
 
 # XOR-AttriQA Table 6 (% of answers attributed; CORA on XOR-TyDiQA validation, human AIS)
 PUBLISHED = {
@@ -85,6 +85,20 @@ def string_match(answer: str | None, passage: Passage, lang: str) -> bool:
     return bool(a) and a in normalize_answer(passage_body(passage), lang)
 
 
+def rerank_record(answer: GroundedAnswer, supporting: set[str]) -> dict[str, Any]:
+    """The record's before/after: the top-cited passage of ``answer`` and of its reranking by the
+    chain option's rule (:func:`~xlrag.chains.attribution_rerank.rerank_citations`), so the study
+    measures what users run."""
+    from xlrag.chains.attribution_rerank import rerank_citations, top_cited
+
+    after = rerank_citations(answer, supporting)
+    # one definition of "top-cited" on both sides, or the rerank would be credited with what the
+    # post-hoc aligner did, or blamed for a leading invalid marker
+    before, top = top_cited(answer), top_cited(after)
+    return {"cited_before": before and before.passage_id, "source_before": before and before.source,
+            "top": top and top.passage_id, "source_top": top and top.source, "flag": after.flags[-1]}
+
+
 class AttributionRunner(StudyRun):
     def __init__(self, config: AttributionConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
@@ -123,7 +137,6 @@ class AttributionRunner(StudyRun):
         return scorer, (scorer if rerank_cfg == scorer_cfg else AttributionChecker(self.llm(rerank_cfg)))
 
     async def record(self, chain: Any, q: dict) -> dict:
-        from xlrag.chains.attribution_rerank import NONE, rerank_citations
         from xlrag.evals.answers import exact_match
 
         scorer, reranker = self.scorer, self.reranker
@@ -144,12 +157,7 @@ class AttributionRunner(StudyRun):
                 rec["ais"][setting] = {v.passage_id: v.verdict for v in result.votes}
             # the chain option's rule (rerank_citations), so the study measures what users run
             ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"], setting="in_language")
-            after = rerank_citations(ans, set(ranked.supporting))
-            before = next((c.passage_id for c in ans.citations if c.valid and c.source in ("model", "vendor")), None)
-            kept_or_moved = after.flags[-1] != NONE
-            rec["rerank"] = {"cited_before": before,
-                             "top": after.citations[0].passage_id if kept_or_moved else before,
-                             "flag": after.flags[-1]}
+            rec["rerank"] = rerank_record(ans, set(ranked.supporting))
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
 
