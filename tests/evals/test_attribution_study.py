@@ -93,7 +93,7 @@ def test_the_baseline_never_matches_the_english_title_of_a_passage_in_another_la
 
 @pytest.mark.slow
 def test_a_real_run_scores_every_shown_passage(tmp_path):
-    cfg = _cfg(tmp_path, langs=["es"], per_lang=1, k=2, settings=["in_language"],
+    cfg = _cfg(tmp_path, langs=["es"], per_lang=1, k=2, settings=["in_language"], rerank_setting="in_language",
                checker={**GEMMA, "max_tokens": 48})
     runner = AttributionRunner(cfg, tmp_path / "run")
     try:
@@ -107,8 +107,21 @@ def test_a_real_run_scores_every_shown_passage(tmp_path):
         assert set(rec["ais"]["in_language"]) == {p["passage_id"] for p in rec["shown"]}
         assert rec["rerank"]["flag"].startswith("attribution_")
     report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
-    assert report["records"] == 1 and "note" in report  # scorer and reranker are one model here
-    assert "Published (other model, other data)" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert report["records"] == 1 and report["rerank_scored_by"] == {"in_language": "own votes"}
+    md = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "Published (other model, other data)" in md and "an upper bound" in md
+
+
+def test_the_report_says_how_independent_the_reranked_top1_is():
+    from xlrag.evals.studies.attribution import AttributionConfig, attribution_markdown
+
+    both = ["in_language", "in_english"]
+    same = attribution_report(AttributionConfig(name="t", langs=["de"], settings=both), RECS, {})
+    assert same["rerank_setting"] == "in_english"  # the paper's reranker is TRANSLATE-TEST
+    assert same["rerank_scored_by"] == {"in_language": "same model", "in_english": "own votes"}
+    assert "in english: the reranker's own votes" in attribution_markdown(same)
+    other = AttributionConfig(name="t", langs=["de"], settings=both, rerank_checker={**GEMMA, "temperature": 0.5})
+    assert set(attribution_report(other, RECS, {})["rerank_scored_by"].values()) == {"independent"}
 
 
 def _grounded(citations):

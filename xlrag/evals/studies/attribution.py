@@ -10,9 +10,11 @@ answer's text occurs in the passage. From those:
 * over **ANY** candidate passage, only **EN**glish ones, or only ones in the question's
   **LANG**uage; each also restricted to exact-match and to non-exact-match answers (the
   paper's Table 3 columns);
-* **attribution reranking**: a second checker (``rerank_checker``; by default the same model,
-  which the report flags as not independent) picks the passage that supports the answer, and
-  TOP-1 is measured again on it with the evaluation checker's votes.
+* **attribution reranking**: a checker (``rerank_checker``, by default the scorer's model) in
+  ``rerank_setting`` (by default in English, like the paper's TRANSLATE-TEST reranker) picks
+  the passage that supports the answer, the chain option's rule makes it the top-cited one,
+  and TOP-1 is measured again on it with the scorer's votes. The report says, per setting,
+  how independent that measure is: scored by the reranker's own votes it is an upper bound.
 
 The paper's in-language setting machine-translates passages into the question's language;
 here ``in_language`` shows each passage as it is, with the prompt in the question's language.
@@ -66,6 +68,8 @@ class AttributionConfig(_Strict):
                           "independently, and the report says so)")
     settings: list[Literal["in_language", "in_english"]] = Field(default_factory=lambda: list(SETTINGS),
                                                                  min_length=1)
+    rerank_setting: Literal["in_language", "in_english"] = Field(
+        "in_english", description="the reranker's setting (XOR-AttriQA reranks TRANSLATE-TEST: in English)")
     timeout: float = Field(900.0, gt=0)
 
     def resolved(self, base: Path) -> AttributionConfig:
@@ -156,7 +160,7 @@ class AttributionRunner(StudyRun):
                 result = await scorer.acheck(q["question"], answer, ans.passages, q["lang"], setting=setting)
                 rec["ais"][setting] = {v.passage_id: v.verdict for v in result.votes}
             # the chain option's rule (rerank_citations), so the study measures what users run
-            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"], setting="in_language")
+            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"], setting=self.config.rerank_setting)
             rec["rerank"] = rerank_record(ans, set(ranked.supporting))
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
@@ -203,18 +207,31 @@ def attribution_report(config: AttributionConfig, records: list[dict], not_run: 
     out: dict[str, Any] = {"study": "attribution", "experiment": config.name, "llm": llm_label(config.llm),
                            "checker": llm_label(config.checker or config.llm),
                            "rerank_checker": llm_label(config.rerank_checker or config.checker or config.llm),
+                           "rerank_setting": config.rerank_setting,
                            "records": len(records), "scored": len(scored),
                            "failed": sum("error" in r for r in records),
                            "unanswered": sum("error" not in r and not r.get("ais") for r in records),
                            "published": PUBLISHED, "settings": {}}
-    if out["rerank_checker"] == out["checker"]:
-        out["note"] = ("the reranker and the scorer are the same model: the reranked TOP-1 is scored by the "
-                       "checker that chose it, so its gain is an upper bound, not an independent measure")
+    out["rerank_scored_by"] = {s: _scored_by(out, s) for s in config.settings}
     for setting in config.settings:
         out["settings"][setting] = {
             lang: _cell([r for r in scored if (lang == "all" or r["lang"] == lang) and setting in r["ais"]], setting)
             for lang in [*config.langs, "all"]}
     return out
+
+
+_SCORED_BY = {
+    "own votes": "the reranker's own votes (same model, same setting): the reranked TOP-1 is attributable "
+                 "whenever any passage is, an upper bound",
+    "same model": "the same model in the other setting: a cross-check, not an independent judge",
+    "independent": "another model than the reranker's",
+}
+
+
+def _scored_by(report: dict[str, Any], setting: str) -> str:
+    if report["rerank_checker"] != report["checker"]:
+        return "independent"
+    return "own votes" if setting == report["rerank_setting"] else "same model"
 
 
 _SUBSETS = {"all": lambda r: True, "of EM": lambda r: r["em"] == 1.0, "non-EM": lambda r: r["em"] != 1.0}
@@ -254,8 +271,9 @@ def attribution_markdown(report: dict[str, Any]) -> str:
              f"Generator `{report['llm']}`, AIS checker `{report['checker']}`, reranker `{report['rerank_checker']}`; "
              f"{report['scored']} answers scored ({report['failed']} failed, {report['unanswered']} without an "
              f"answer or passages).", ""]
-    if report.get("note"):
-        lines += [f"Note: {report['note']}.", ""]
+    lines += [f"The reranker checks {report['rerank_setting'].replace('_', ' ')}. TOP-1 after rerank is scored by "
+              + "; ".join(f"{s.replace('_', ' ')}: {_SCORED_BY[k]}" for s, k in report["rerank_scored_by"].items())
+              + ".", ""]
     for setting, table in report["settings"].items():
         langs = list(table)
         lines += [f"## {setting}: % attributed, TOP-1 / ALL", "", "| candidates | " + " | ".join(langs) + " |",
