@@ -9,7 +9,12 @@ import yaml
 
 from xlrag.evals.runner import RECORDS, read_records
 from xlrag.evals.studies import load_study, write_study_reports
-from xlrag.evals.studies.attribution import AttributionRunner, attribution_report, rerank_record, string_match
+from xlrag.evals.studies.attribution import (
+    AttributionRunner,
+    attribution_report,
+    rerank_record,
+    string_match,
+)
 
 GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 32}
 A, N = "attributable", "not_attributable"
