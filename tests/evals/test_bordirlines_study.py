@@ -60,6 +60,59 @@ def test_modes_route_by_claimant_languages_and_rerun_is_free(tmp_path, xquad_ind
     assert "| xlrag rel_langs |" in md and "GPT-4 (BorderLines, vanilla)" in md
 
 
+@pytest.mark.slow
+def test_relevance_variants_answer_over_the_labelled_passages_only(tmp_path, xquad_docs, xquad_index):
+    # labels by passage language: Spanish relevant, Arabic not, English unlabelled; by territory
+    qrels = tmp_path / "qrels.jsonl"
+    qrels.write_text("".join(json.dumps({"query_id": "Ceuta", "doc_id": d.id, "relevance": int(d.lang == "es")}) + "\n"
+                             for d in xquad_docs if d.lang in ("es", "ar")), encoding="utf-8")
+    cfg = load_study(_write(tmp_path, {
+        "study": "bordirlines", "name": "t", "only": ["Ceuta"], "llm": GEMMA, "k": 2, "modes": ["no_ir", "qlang"],
+        "index_dir": str(xquad_index), "qrels": str(qrels)}))
+    runner = BordIRlinesRunner(cfg, tmp_path / "run")
+    try:
+        runner.run()
+    finally:
+        runner.close()
+    recs = {r["key"]: r for r in read_records(tmp_path / "run" / RECORDS)}
+    # no_ir once; qlang in three variants; over Ceuta's en, ar and es queries
+    assert len(recs) == 3 + 9 and "no_ir:relevant|Ceuta|es" not in recs
+    langs = {k: {p["lang"] for p in r["shown"]} for k, r in recs.items()}
+    assert langs["qlang|Ceuta|es"] == {"es"} and langs["qlang:relevant|Ceuta|es"] == {"es"}
+    assert langs["qlang:non_relevant|Ceuta|ar"] == {"ar"}
+    assert all(p["relevance"] == 1 for p in recs["qlang|Ceuta|es"]["shown"])  # the plain run says what it showed
+    # the wrong side's passages, or none labelled: skipped and counted, never answered closed-book
+    for key, why in (("qlang:relevant|Ceuta|ar", "no relevant passage among the 2 retrieved"),
+                     ("qlang:non_relevant|Ceuta|es", "no non-relevant passage among the 2 retrieved"),
+                     ("qlang:relevant|Ceuta|en", "no relevant passage among the 2 retrieved")):
+        assert recs[key]["skipped"] == why and recs[key]["answer"] is None and "raw_output" not in recs[key]
+    assert recs["qlang:relevant|Ceuta|en"]["retrieved"] == {"n": 2, "unlabelled": 2, "kept": 0}
+    report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    assert list(report["modes"]) == ["no_ir", "qlang", "qlang:relevant", "qlang:non_relevant"]
+    rel = report["modes"]["qlang:relevant"]
+    assert (rel["records"], rel["answers"], rel["skipped"]) == (3, 1, 2)
+    assert report["modes"]["qlang"]["shown_relevant"]["n"] == 4  # ar and es shown, en unlabelled
+
+
+def test_relevance_variants_need_labels_and_a_label_is_looked_up_most_specific_first(tmp_path):
+    from xlrag.evals.borderlines import load_territories
+    from xlrag.evals.studies.bordirlines import passage_grade
+
+    with pytest.raises(ConfigError, match="relevance relevant needs passage labels: give qrels:") as e:
+        load_study(_write(tmp_path, {"study": "bordirlines", "name": "x", "relevance": ["all", "relevant"]}))
+    assert "\n" not in str(e.value)
+    labelled = load_study(_write(tmp_path, {"study": "bordirlines", "name": "x", "qrels": "q.jsonl"}))
+    assert labelled.variants() == ["all", "relevant", "non_relevant"] and labelled.qrels == tmp_path / "q.jsonl"
+    assert load_study(_write(tmp_path, {"study": "bordirlines", "name": "x"})).variants() == ["all"]
+    (t,) = load_territories(None, names=["Ceuta"])
+    q = t.queries["ar"]
+    labels = {"Ceuta_ar": {"p1": 0}, "Ceuta": {"p1": 1, "d2": 1, "p3": 0}}
+    assert passage_grade(labels, t, q, "p1", "d1") == 0  # the query's own label wins
+    assert passage_grade(labels, t, q, "p2", "d2") == 1  # a document's label covers its passages
+    assert passage_grade(labels, t, q, "p3", "d2") == 0  # a passage's label before its document's
+    assert passage_grade(labels, t, q, "p4", "d4") is None
+
+
 def test_cli_runs_a_study_and_names_the_modes_it_could_not_run(tmp_path, monkeypatch):
     """Through the OpenAI SDK against the replayed wire format: the CLI path, without a local model."""
     from tests.evals.test_studies_vendor import vendor_turn

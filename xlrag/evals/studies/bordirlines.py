@@ -9,6 +9,13 @@ The IR modes: ``no_ir`` needs no passages and runs over every territory. The RAG
 over the passage corpus (or index) in the config, and the report names it. ``rel_langs``
 retrieves in the claimants' languages; ``swap_docs`` in another claimant's language than
 the query's (BordIRlines: the documents of the other side of the dispute).
+
+Relevance-controlled variants (BordIRlines' ``relevance_filter``): with ``qrels`` (passage
+relevance labels, keyed by a query's id such as ``Ceuta_ar`` or by the territory for all its
+languages) each RAG mode also runs as ``<mode>:relevant`` and ``<mode>:non_relevant``, over
+the relevant (grade > 0) or non-relevant (grade 0) passages among its k retrieved. A passage
+without a label is in neither; a query left with no passage is skipped and counted, not
+answered closed-book under the mode's name.
 """
 
 from __future__ import annotations
@@ -16,9 +23,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from xlrag.config import LLMConfig
 from xlrag.evals.borderlines import MCQuery, Territory, load_territories
@@ -31,6 +38,8 @@ __all__ = ["PUBLISHED", "BordIRlinesConfig", "BordIRlinesRunner", "bordirlines_f
            "bordirlines_report"]
 
 RAG_MODES = ("qlang", "qlang_en", "en_only", "rel_langs", "swap_docs")
+Relevance = Literal["all", "relevant", "non_relevant"]
+RELEVANCE: tuple[str, ...] = get_args(Relevance)
 
 # Published figures, 0-100, to sit beside xlrag's (other models, other data: see each source).
 PUBLISHED = {
@@ -61,6 +70,11 @@ class BordIRlinesConfig(_Strict):
     corpus: Path | None = Field(None, description="passages for the RAG modes (an xlrag corpus JSONL)")
     corpus_name: str | None = Field(None, description="how the report names the corpus")
     index_dir: Path | None = Field(None, description="index of the corpus (default: <out>/index)")
+    qrels: Path | None = Field(None, description="passage relevance labels ({query_id, doc_id, relevance} JSONL; "
+                                                 "query_id a query's id or its territory, doc_id a passage or doc id)")
+    relevance: list[Relevance] | None = Field(
+        None, min_length=1, description="the relevance variants of each RAG mode (default: all three with qrels, "
+                                        "else all)")
     format: Literal["mc", "citation"] = "mc"
     llm: LLMConfig = Field(default_factory=LLMConfig)
     k: int = Field(3, ge=1, le=20)
@@ -77,8 +91,19 @@ class BordIRlinesConfig(_Strict):
                 raise ValueError(f"unknown BordIRlines mode {m!r}{did_you_mean(m, known)}; use {', '.join(known)}")
         return modes
 
+    @model_validator(mode="after")
+    def _relevance_needs_labels(self) -> BordIRlinesConfig:
+        filtered = [v for v in self.relevance or () if v != "all"]
+        if filtered and self.qrels is None:
+            raise ValueError(f"relevance {', '.join(filtered)} needs passage labels: give qrels: (a JSONL of "
+                             "{query_id, doc_id, relevance} rows) or keep relevance: [all]")
+        return self
+
+    def variants(self) -> list[str]:
+        return list(self.relevance or (RELEVANCE if self.qrels is not None else ["all"]))
+
     def resolved(self, base: Path) -> BordIRlinesConfig:
-        fix = {k: (base / v).resolve() for k in ("territories", "corpus", "index_dir")
+        fix = {k: (base / v).resolve() for k in ("territories", "corpus", "index_dir", "qrels")
                if (v := getattr(self, k)) is not None and not v.is_absolute()}
         return self.model_copy(update=fix)
 
@@ -94,6 +119,31 @@ def _swap_target(t: Territory, lang: str) -> str | None:
     return next((x for x in _langs(t) if x != lang), None)
 
 
+def _route(mode: str, t: Territory, q: MCQuery) -> dict[str, Any]:
+    """The query fields a mode routes by."""
+    if mode == "rel_langs":
+        return {"relevant_langs": _langs(t)}
+    if mode == "swap_docs" and (target := _swap_target(t, q.lang)):
+        return {"target_lang": target}
+    return {}
+
+
+def run_label(mode: str, variant: str) -> str:
+    """How records and the report name a mode's relevance variant (``qlang``, ``qlang:relevant``)."""
+    return mode if variant == "all" else f"{mode}:{variant}"
+
+
+def passage_grade(labels: dict[str, dict[str, int]], t: Territory, q: MCQuery, passage_id: str,
+                  doc_id: str) -> int | None:
+    """A shown passage's relevance grade for this query (its own id's labels first, then its
+    territory's; the passage's id before its document's); None when it has no label."""
+    for key in (q.query_id, t.territory):
+        mine = labels.get(key)
+        if mine is not None and (grade := mine.get(passage_id, mine.get(doc_id))) is not None:
+            return grade
+    return None
+
+
 class BordIRlinesRunner(StudyRun):
     def __init__(self, config: BordIRlinesConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
@@ -101,6 +151,12 @@ class BordIRlinesRunner(StudyRun):
         self.config: BordIRlinesConfig = config
         self.territories = load_territories(config.territories, names=config.only)
         self._retriever = None
+        if config.qrels is not None:
+            from xlrag.evals.retrieval import load_qrels
+
+            self.labels: dict[str, dict[str, int]] = load_qrels(config.qrels)
+        else:
+            self.labels = {}
 
     @staticmethod
     def not_run(config: BordIRlinesConfig) -> dict[str, str]:
@@ -128,29 +184,47 @@ class BordIRlinesRunner(StudyRun):
             self._retriever = CrossLingualRetriever(stores, embedder, "qlang", k=self.config.k)
         return self._retriever
 
-    def work(self) -> list[tuple[str, Territory, str, MCQuery]]:
-        modes = self.modes()
-        return [(m, t, key, q) for m in modes for t in self.territories for key, q in t.queries.items()]
+    def runs(self) -> list[tuple[str, str]]:
+        """(IR mode, relevance variant) pairs: closed book has no passages to filter."""
+        return [(m, v) for m in self.modes() for v in (["all"] if m == "no_ir" else self.config.variants())]
+
+    def work(self) -> list[tuple[str, str, Territory, str, MCQuery]]:
+        return [(m, v, t, key, q) for m, v in self.runs() for t in self.territories for key, q in t.queries.items()]
 
     @staticmethod
     def key(mode: str, t: Territory, lang: str) -> str:
         return f"{mode}|{t.territory}|{lang}"
 
-    async def record(self, chains: dict[str, Any], mode: str, t: Territory, key: str, q: MCQuery) -> dict:
-        rec: dict[str, Any] = {"key": self.key(mode, t, key), "mode": mode, "territory": t.territory,
-                               "query_lang": key, "question": q.question, "options": q.choices}
-        inp: dict[str, Any] = {"question": q.question, "lang": q.lang, "options": q.choices, "mode": mode,
-                               "id": q.query_id}
-        if mode == "rel_langs":
-            inp["relevant_langs"] = _langs(t)
-        elif mode == "swap_docs" and (target := _swap_target(t, q.lang)):
-            inp["target_lang"] = target
+    async def record(self, chains: dict[str, Any], mode: str, variant: str, t: Territory, key: str,
+                     q: MCQuery) -> dict:
+        label = run_label(mode, variant)
+        rec: dict[str, Any] = {"key": self.key(label, t, key), "mode": label, "ir_mode": mode, "relevance": variant,
+                               "territory": t.territory, "query_lang": key, "question": q.question,
+                               "options": q.choices}
+        inp: dict[str, Any] = {"question": q.question, "lang": q.lang, "options": q.choices, "id": q.query_id}
         t0 = time.perf_counter()
+        if variant == "all":
+            inp.update(mode=mode, **_route(mode, t, q))
+        else:
+            # the mode's own k passages, filtered: the variant changes which passages, not how many were looked at
+            hits = await self.retriever().aretrieve(q.question, mode=mode, k=self.config.k, lang=q.lang,
+                                                    query_id=q.query_id, **_route(mode, t, q))
+            grades = [passage_grade(self.labels, t, q, h.id, h.doc_id) for h in hits]
+            keep = [h.passage for h, g in zip(hits, grades, strict=True)
+                    if g is not None and (g > 0) == (variant == "relevant")]
+            rec["retrieved"] = {"n": len(hits), "unlabelled": grades.count(None), "kept": len(keep)}
+            if not keep:
+                rec.update(skipped=f"no {variant.replace('_', '-')} passage among the {len(hits)} retrieved",
+                           answer=None, shown=[], citations=[], seconds=round(time.perf_counter() - t0, 3))
+                return rec
+            inp["passages"] = keep
         ans = await chains["no_ir" if mode == "no_ir" else "rag"].ainvoke(inp)
         index = ans.option_index
         rec.update(answer=t.claimant(index) if index is not None else None, option_index=index,
                    raw_output=ans.raw_output, flags=ans.flags,
-                   shown=[{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang} for h in ans.passages],
+                   shown=[{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang,
+                           **({"relevance": passage_grade(self.labels, t, q, h.id, h.doc_id)} if self.labels else {})}
+                          for h in ans.passages],
                    citations=[c.model_dump(include={"marker", "passage_id", "doc_id", "lang", "valid", "source"})
                               for c in ans.citations],
                    seconds=round(time.perf_counter() - t0, 3))
@@ -167,10 +241,11 @@ class BordIRlinesRunner(StudyRun):
         if any(m != "no_ir" for m in modes):
             chains["rag"] = build_chain(self.retriever(), llm, fmt=fmt, k=self.config.k)
         with RecordLog(self.out) as log:
-            todo = [w for w in self.work() if self.key(w[0], w[1], w[2]) not in log.done]
+            todo = [w for w in self.work() if self.key(run_label(w[0], w[1]), w[2], w[3]) not in log.done]
             return await log.run(todo, lambda w: self.record(chains, *w),
-                                 lambda w: {"key": self.key(w[0], w[1], w[2]), "mode": w[0],
-                                            "territory": w[1].territory, "query_lang": w[2]},
+                                 lambda w: {"key": self.key(run_label(w[0], w[1]), w[2], w[3]),
+                                            "mode": run_label(w[0], w[1]), "territory": w[2].territory,
+                                            "query_lang": w[3]},
                                  timeout=self.config.timeout, concurrency=self.concurrency([self.config.llm]),
                                  progress=self.progress)
 
@@ -188,10 +263,14 @@ def bordirlines_report(config: BordIRlinesConfig, records: list[dict], not_run: 
     modes: dict[str, Any] = {}
     for mode in dict.fromkeys(r["mode"] for r in records):
         recs = [r for r in records if r["mode"] == mode]
-        ok = [r for r in recs if "error" not in r]
+        ok = [r for r in recs if "error" not in r and "skipped" not in r]
         cs = concurrence_scores(ok, territories)
-        modes[mode] = {"records": len(recs), "failed": len(recs) - len(ok), **cs.model_dump(exclude={"per_territory"}),
+        modes[mode] = {"records": len(recs), "answers": len(ok), "failed": sum("error" in r for r in recs),
+                       "skipped": sum("skipped" in r for r in recs), **cs.model_dump(exclude={"per_territory"}),
                        "per_territory": [p.model_dump() for p in cs.per_territory]}
+        graded = [p["relevance"] for r in ok for p in r["shown"] if p.get("relevance") is not None]
+        if graded:
+            modes[mode]["shown_relevant"] = {"rate": sum(g > 0 for g in graded) / len(graded), "n": len(graded)}
         if config.format == "citation" and mode != "no_ir":
             modes[mode]["citation_vs_inclusion"] = citation_vs_inclusion(ok)
     return {
@@ -221,7 +300,7 @@ def bordirlines_markdown(report: dict[str, Any]) -> str:
              "|---|" + "---:|" * (len(heads) + 2)]
     for mode, m in report["modes"].items():
         cells = [_f(m["mean"][k], 2 if k.startswith("n_") else 1) for k in CS_KEYS]
-        lines.append(f"| xlrag {mode} | " + " | ".join(cells) + f" | {m['records'] - m['failed']} | {m['unparseable']} |")
+        lines.append(f"| xlrag {mode} | " + " | ".join(cells) + f" | {m['answers']} | {m['unparseable']} |")
     for name, row in report["published"]["rows"].items():
         cells = [_f(row.get(k), 2 if k.startswith("n_") else 1) for k in CS_KEYS]
         lines.append(f"| {name} | " + " | ".join(cells) + " | | |")
@@ -230,7 +309,10 @@ def bordirlines_markdown(report: dict[str, Any]) -> str:
         n = m["n"]
         lines.append(f"- {mode}: KB over {n['kb_cs']}, Con over {n['con_cs']}, Non over {n['non_cs']}, "
                      f"Cst over {n['cst_cs_unk']} (unk) and {n['cst_cs_all']} (all) territories; "
-                     f"{m['failed']} failed records, {m['other_langs']} answers outside the claimant languages.")
+                     f"{m['failed']} failed records, {m['other_langs']} answers outside the claimant languages"
+                     + (f", {m['skipped']} queries skipped with no passage of their variant" if m.get("skipped") else "")
+                     + (f"; {100 * m['shown_relevant']['rate']:.0f}% of {m['shown_relevant']['n']} labelled passages "
+                        "shown were relevant" if m.get("shown_relevant") else "") + ".")
     for mode, why in report["modes_not_run"].items():
         lines.append(f"- {mode}: not run, {why}.")
     for mode, m in report["modes"].items():
