@@ -87,12 +87,15 @@ def run(path: Path, overrides: dict, run_dir: Path, dest: Path) -> None:
 
 
 def publish_run(run_dir: Path, dest: Path, write: Callable[[Path], dict[str, Path]]) -> None:
-    """Write the reports and copy them, the records and the call cache to ``dest``."""
+    """Write the reports and copy them, the records, the call cache and what rebuilds them to ``dest``."""
     with sqlite3.connect(run_dir / CALLS) as conn:  # calls left in the write-ahead log belong in the copy
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     paths = write(run_dir)
     dest.mkdir(parents=True, exist_ok=True)
-    for name in (RECORDS, CALLS, "experiment.yaml", "versions.json", *(p.name for p in paths.values())):
+    # the inventories hold each index's document languages and counts: without them a report
+    # rebuilt from dest would have no retrieval metrics
+    inventories = [p.name for p in run_dir.glob("inventory-*.json")]
+    for name in (RECORDS, CALLS, "experiment.yaml", "versions.json", *inventories, *(p.name for p in paths.values())):
         shutil.copy2(run_dir / name, dest / name)
     print(f"reports in {dest}")
 

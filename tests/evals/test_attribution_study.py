@@ -114,7 +114,8 @@ def test_a_real_run_scores_every_shown_passage(tmp_path):
     report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert report["records"] == 1 and report["rerank_scored_by"] == {"in_language": "own votes"}
     md = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
-    assert "Published (other model, other data)" in md and "an upper bound" in md
+    assert "## Published figures (other models, other data)" in md and "| avg | 25.8 | 41.3 | 36.8 |" in md
+    assert "an upper bound" in md
 
 
 def test_the_report_says_how_independent_the_reranked_top1_is():
@@ -124,7 +125,8 @@ def test_the_report_says_how_independent_the_reranked_top1_is():
     same = attribution_report(AttributionConfig(name="t", langs=["de"], settings=both), RECS, {})
     assert same["rerank_setting"] == "in_english"  # the paper's reranker is TRANSLATE-TEST
     assert same["rerank_scored_by"] == {"in_language": "same model", "in_english": "own votes"}
-    assert "in english: the reranker's own votes" in attribution_markdown(same)
+    md = attribution_markdown(same)
+    assert "in english: the reranker's own votes" in md and "| avg | 25.8 | 41.3 | 36.8 |" in md
     other = AttributionConfig(name="t", langs=["de"], settings=both, rerank_checker={**GEMMA, "temperature": 0.5})
     assert set(attribution_report(other, RECS, {})["rerank_scored_by"].values()) == {"independent"}
 

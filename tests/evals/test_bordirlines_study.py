@@ -178,4 +178,6 @@ def test_report_markdown_and_figures_from_records():
     assert m["citation_vs_inclusion"]["es"]["citation_rate"] == 1.0
     md = bordirlines_markdown(report)
     assert "| xlrag qlang | 100.0 | 100.0 | 0.0 |" in md and "Citation rate vs inclusion rate, qlang" in md
+    assert "| GPT-4 (BorderLines, vanilla) | 79.5 | 76.9 | 63.2 | 21.6 | 13.7 | 65.6 | 70.8 | 1.29 | 0.47 | | |" in md
+    assert "| GPT-4o no_ir (BordIRlines Table 4) | – | 77.4 | 67.7 | 14.3 | 9.7 |" in md
     assert set(bordirlines_figures(report)) == {"cs_by_mode", "citation_vs_inclusion_qlang"}

@@ -104,3 +104,16 @@ def test_answers_are_tabled_per_question_language():
     assert "| xquad/qlang/m/english | 0.250 | 1.000 |" in md and "| xquad/qlang/m/translated | – | 0.500 |" in md
     assert "| xquad/qlang/m/english | 0.500 | – |" in md and "| xquad/qlang/m/translated | – | 0.750 |" in md
     assert _per_language({"c": {"per_lang": {"de": stats(1.0, 1.0)}}}) == []  # one language: the cell row says it
+
+
+def test_qrels_without_the_runs_inventory_say_why_retrieval_is_not_scored(run_dir):
+    (run_dir / "qrels.jsonl").write_text(json.dumps({"query_id": "q1", "doc_id": "d1", "relevance": 1}) + "\n")
+    cfg = yaml.safe_load((run_dir / "experiment.yaml").read_text())
+    cfg["datasets"][0]["qrels"] = str(run_dir / "qrels.jsonl")
+    (run_dir / "experiment.yaml").write_text(yaml.safe_dump(cfg))
+    rep = build_report(run_dir)
+    assert "metrics" not in rep["retrieval"]["travel/qlang"]
+    assert any("no retrieval metrics, because inventory-travel.json" in n for n in rep["notes"])
+    (run_dir / "inventory-travel.json").write_text(json.dumps({"doc_langs": {"d1": "en"}, "counts": {"en": 1}}))
+    rep = build_report(run_dir)
+    assert rep["retrieval"]["travel/qlang"]["metrics"]["summary"] and not any("inventory" in n for n in rep["notes"])

@@ -87,4 +87,4 @@ def test_the_report_names_its_sizes_the_panel_caveat_and_what_was_published(tmp_
                                                "judges": {"final": "correct", "verdict": "correct"}}], {}))
     assert "| monolingual | 0.50 | 0.50 | 2 |" in md  # accuracy per language, all, and n
     assert "self-preference" in md
-    assert "## Published (other models, other data)" in md and "no published number is shown" in md
+    assert "## Published figures (other models, other data)" in md and "no published number is shown" in md

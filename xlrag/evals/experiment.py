@@ -136,6 +136,18 @@ class Published(_Strict):
                 raise ValueError(f"published row {label!r} has {len(values)} values for {len(self.columns)} columns")
         return self
 
+    def markdown(self, digits: int = 3) -> list[str]:
+        """The report section: the rows as a table, the findings, then the source and the note."""
+        num = lambda x: "–" if x is None else f"{x:.{digits}f}"  # noqa: E731
+        lines = ["## Published figures (other models, other data)", ""]
+        if self.rows:
+            lines += ["| | " + " | ".join(self.columns) + " |", "|---" + "|---:" * len(self.columns) + "|"]
+            lines += [f"| {label} | " + " | ".join(num(v) for v in values) + " |" for label, values in self.rows.items()]
+            lines += [""]
+        if self.findings:
+            lines += [*(f"- {x}" for x in self.findings), ""]
+        return [*lines, self.source + (f" {self.note}" if self.note else "")]
+
 
 class ExperimentConfig(_Strict):
     name: str

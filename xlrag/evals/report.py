@@ -21,7 +21,7 @@ import yaml
 
 from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
-from xlrag.evals.experiment import ExperimentConfig
+from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.judges import VERDICTS
 from xlrag.evals.runner import RECORDS, read_records
 from xlrag.evals.stats import bootstrap_ci
@@ -154,6 +154,10 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
         qrels = _read_qrels(ds.qrels) if ds.qrels else None
         inv_path = run_dir / f"inventory-{ds.name}.json"
         inventory = json.loads(inv_path.read_text(encoding="utf-8")) if inv_path.exists() else None
+        if qrels and inventory is None:
+            report["notes"].append(f"{ds.name}: no retrieval metrics, because {inv_path.name} (the index's document "
+                                   "languages and counts, written by `xlrag eval run`) is not in the run folder; "
+                                   "rerun the experiment there to score retrieval.")
         for mode in cfg.modes:
             # retrieval does not depend on the LLM or prompt: score one copy per query
             seen, recs = set(), []
@@ -275,16 +279,8 @@ def markdown(report: dict[str, Any]) -> str:
                 k = "–" if ag["fleiss_kappa"] is None else f"{ag['fleiss_kappa']:.3f}"
                 lines.append(f"- {name}: Fleiss' kappa {k} over {ag['items_all_valid']}/{ag['items']} items "
                              f"with every vote valid; invalid votes {ag['invalid_votes'] or 0}")
-    pub = report.get("published")
-    if pub:
-        lines += ["", "## Published figures (other models, other data)", ""]
-        if pub.get("rows"):
-            lines += ["| | " + " | ".join(pub["columns"]) + " |", "|---" * (len(pub["columns"]) + 1) + "|"]
-            lines += [f"| {label} | " + " | ".join(_num(v) for v in values) + " |"
-                      for label, values in pub["rows"].items()]
-            lines += [""]
-        lines += [f"- {x}" for x in pub.get("findings") or []]
-        lines += ["", pub["source"] + (f" {pub['note']}" if pub.get("note") else "")]
+    if report.get("published"):
+        lines += ["", *Published.model_validate(report["published"]).markdown()]
     return "\n".join(lines) + "\n"
 
 

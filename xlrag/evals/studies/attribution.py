@@ -31,7 +31,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from xlrag.config import LLMConfig
-from xlrag.evals.experiment import _Strict, llm_label
+from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
 from xlrag.schema import GroundedAnswer, Passage
@@ -40,13 +40,14 @@ __all__ = ["PUBLISHED", "AttributionConfig", "AttributionRunner", "attribution_f
            "attribution_report", "rerank_record", "string_match"]
 
 # XOR-AttriQA Table 6 (% of answers attributed; CORA on XOR-TyDiQA validation, human AIS)
-PUBLISHED = {
-    "source": "Muller et al., Evaluating and Modeling Attribution for Cross-Lingual Question Answering, "
-              "EMNLP 2023, Table 6 (CORA on XOR-TyDiQA; human AIS; T5-NLI TRANSLATE-TEST reranker)",
-    "rows": {"bn": (27.9, 45.6, 39.2), "fi": (38.7, 50.9, 46.0), "ja": (11.8, 37.3, 29.1),
-             "ru": (27.5, 40.9, 39.6), "te": (23.3, 31.7, 30.3), "avg": (25.8, 41.3, 36.8)},
-    "columns": ("TOP-1", "ALL", "TOP-1 reranked"),
-}
+PUBLISHED = Published(
+    source="Muller et al., Evaluating and Modeling Attribution for Cross-Lingual Question Answering, "
+           "EMNLP 2023, Table 6 (CORA on XOR-TyDiQA; human AIS; T5-NLI TRANSLATE-TEST reranker)",
+    columns=["TOP-1", "ALL", "TOP-1 reranked"],
+    rows={"bn": [27.9, 45.6, 39.2], "fi": [38.7, 50.9, 46.0], "ja": [11.8, 37.3, 29.1],
+          "ru": [27.5, 40.9, 39.6], "te": [23.3, 31.7, 30.3], "avg": [25.8, 41.3, 36.8]},
+    note="Percent of answers attributed.",
+)
 SETTINGS = ("in_language", "in_english")
 
 
@@ -211,7 +212,7 @@ def attribution_report(config: AttributionConfig, records: list[dict], not_run: 
                            "records": len(records), "scored": len(scored),
                            "failed": sum("error" in r for r in records),
                            "unanswered": sum("error" not in r and not r.get("ais") for r in records),
-                           "published": PUBLISHED, "settings": {}}
+                           "published": PUBLISHED.model_dump(), "settings": {}}
     out["rerank_scored_by"] = {s: _scored_by(out, s) for s in config.settings}
     for setting in config.settings:
         out["settings"][setting] = {
@@ -288,12 +289,7 @@ def attribution_markdown(report: dict[str, Any]) -> str:
             f"{f(table[x]['string_match top1']['rate'])} / {f(table[x]['string_match all']['rate'])}" for x in langs)
             + " |")
         lines += ["", "(n answers: " + ", ".join(f"{x} {table[x]['ANY all']['all']['n']}" for x in langs) + ")", ""]
-    pub = report["published"]
-    lines += ["## Published (other model, other data)", "", "| lang | " + " | ".join(pub["columns"]) + " |",
-              "|---|---:|---:|---:|"]
-    for lang, vals in pub["rows"].items():
-        lines.append(f"| {lang} | " + " | ".join(f(v) for v in vals) + " |")
-    lines += ["", pub["source"]]
+    lines += Published.model_validate(report["published"]).markdown(digits=1)
     return "\n".join(lines) + "\n"
 
 

@@ -29,8 +29,8 @@ from pydantic import Field, field_validator, model_validator
 
 from xlrag.config import LLMConfig
 from xlrag.evals.borderlines import MCQuery, Territory, load_territories
-from xlrag.evals.experiment import _Strict, llm_label
-from xlrag.evals.robustness import concurrence_scores
+from xlrag.evals.experiment import Published, _Strict, llm_label
+from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.formats import AnswerFormat
 
@@ -42,20 +42,24 @@ Relevance = Literal["all", "relevant", "non_relevant"]
 RELEVANCE: tuple[str, ...] = get_args(Relevance)
 
 # Published figures, 0-100, to sit beside xlrag's (other models, other data: see each source).
-PUBLISHED = {
-    "source": "BorderLines reference scores (Li, Haider & Callison-Burch, NAACL 2024; manestay/borderlines "
-              "all_results/scores_for_all.csv, 251 territories, no retrieval) and BordIRlines Table 4 "
-              "(GPT-4o, no_ir, as quoted in xlrag issue #10)",
-    "rows": {
-        "GPT-4 (BorderLines, vanilla)": {"kb_cs": 79.503, "con_cs": 76.923, "non_cs": 63.239, "delta_cs": 21.639,
-                                         "delta_cs_abs": 13.684, "cst_cs_unk": 65.556, "cst_cs_all": 70.849,
-                                         "n_countries_mean": 1.287, "n_countries_std": 0.471},
-        "BLOOMZ-7B (BorderLines)": {"kb_cs": 45.062, "con_cs": 57.516, "non_cs": 43.750, "delta_cs": 31.466,
-                                    "delta_cs_abs": 13.766, "cst_cs_unk": 39.200, "cst_cs_all": 53.580,
-                                    "n_countries_mean": 1.453, "n_countries_std": 0.537},
-        "GPT-4o no_ir (BordIRlines Table 4)": {"con_cs": 77.4, "non_cs": 67.7, "delta_cs_abs": 9.7, "delta_cs": 14.3},
-    },
+_BORDERLINES = {
+    "GPT-4 (BorderLines, vanilla)": {"kb_cs": 79.503, "con_cs": 76.923, "non_cs": 63.239, "delta_cs": 21.639,
+                                     "delta_cs_abs": 13.684, "cst_cs_unk": 65.556, "cst_cs_all": 70.849,
+                                     "n_countries_mean": 1.287, "n_countries_std": 0.471},
+    "BLOOMZ-7B (BorderLines)": {"kb_cs": 45.062, "con_cs": 57.516, "non_cs": 43.750, "delta_cs": 31.466,
+                                "delta_cs_abs": 13.766, "cst_cs_unk": 39.200, "cst_cs_all": 53.580,
+                                "n_countries_mean": 1.453, "n_countries_std": 0.537},
+    "GPT-4o no_ir (BordIRlines Table 4)": {"con_cs": 77.4, "non_cs": 67.7, "delta_cs_abs": 9.7, "delta_cs": 14.3},
 }
+PUBLISHED = Published(
+    source="BorderLines reference scores (Li, Haider & Callison-Burch, NAACL 2024; manestay/borderlines "
+           "all_results/scores_for_all.csv, 251 territories, no retrieval) and BordIRlines Table 4 "
+           "(GPT-4o, no_ir, as quoted in xlrag issue #10)",
+    columns=list(CS_KEYS),
+    rows={name: [row.get(k) for k in CS_KEYS] for name, row in _BORDERLINES.items()},
+    note="The published figures come from other models on other data (251 territories, Wikipedia passages); "
+         "they show the scale, not a target.",
+)
 
 
 class BordIRlinesConfig(_Strict):
@@ -279,9 +283,7 @@ def bordirlines_report(config: BordIRlinesConfig, records: list[dict], not_run: 
         "corpus": config.corpus_name or (str(config.corpus or config.index_dir) if (config.corpus or config.index_dir)
                                          else None),
         "modes_not_run": not_run,
-        "modes": modes, "published": PUBLISHED,
-        "note": "The published figures come from other models on other data (251 territories, Wikipedia "
-                "passages); they show the scale, not a target.",
+        "modes": modes, "published": PUBLISHED.model_dump(),
     }
 
 
@@ -290,8 +292,6 @@ def _f(x: float | None, digits: int = 1) -> str:
 
 
 def bordirlines_markdown(report: dict[str, Any]) -> str:
-    from xlrag.evals.robustness import CS_KEYS
-
     heads = ["KB", "Con", "Non", "ΔCS", "ΔCS abs", "Cst unk", "Cst all", "# countries", "σ"]
     lines = [f"# {report['experiment']}: BordIRlines cross-lingual robustness", "",
              f"LLM `{report['llm']}`, format `{report['format']}`, {report['territories']} territories; "
@@ -301,10 +301,11 @@ def bordirlines_markdown(report: dict[str, Any]) -> str:
     for mode, m in report["modes"].items():
         cells = [_f(m["mean"][k], 2 if k.startswith("n_") else 1) for k in CS_KEYS]
         lines.append(f"| xlrag {mode} | " + " | ".join(cells) + f" | {m['answers']} | {m['unparseable']} |")
-    for name, row in report["published"]["rows"].items():
-        cells = [_f(row.get(k), 2 if k.startswith("n_") else 1) for k in CS_KEYS]
+    pub = Published.model_validate(report["published"])
+    for name, values in pub.rows.items():
+        cells = [_f(v, 2 if k.startswith("n_") else 1) for k, v in zip(pub.columns, values, strict=True)]
         lines.append(f"| {name} | " + " | ".join(cells) + " | | |")
-    lines += ["", f"Published: {report['published']['source']}. {report['note']}", ""]
+    lines += ["", f"Published: {pub.source}. {pub.note}", ""]
     for mode, m in report["modes"].items():
         n = m["n"]
         lines.append(f"- {mode}: KB over {n['kb_cs']}, Con over {n['con_cs']}, Non over {n['non_cs']}, "

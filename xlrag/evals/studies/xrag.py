@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from xlrag.config import LLMConfig
-from xlrag.evals.experiment import _Strict, llm_label
+from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.judges import PanelConfig
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
@@ -207,7 +207,7 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
         notes = JudgePanel(config.judges, generator=config.llm).notes
     return {"study": "xrag", "experiment": config.name, "llm": llm_label(config.llm),
             "judges": [llm_label(j) for j in config.judges.judges] if config.judges else [],
-            "notes": notes, "published": PUBLISHED,
+            "notes": notes, "published": PUBLISHED.model_dump(),
             "questions_per_lang": config.per_lang, "distractors": config.distractors,
             "plan": {c: v.model_dump() for c, v in contexts("X", config.distractors).items()},
             "conditions": table}
@@ -215,15 +215,15 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
 
 # What can be quoted of XRAG's results offline: its abstract. Its tables (other models, its own
 # news-based data) were not readable here, so no number is quoted beside xlrag's.
-PUBLISHED = {
-    "source": "Liu et al., XRAG: Cross-lingual Retrieval-Augmented Generation, arXiv 2505.10089 (abstract)",
-    "findings": ["in the monolingual retrieval setting, all evaluated models struggle with response "
-                 "language correctness",
-                 "in the multilingual retrieval setting, the main challenge lies in reasoning over retrieved "
-                 "information across languages rather than generation of non-English text"],
-    "note": "The paper's result tables could not be read offline (only its abstract is stored), so no "
-            "published number is shown; compare the direction of the findings, not values.",
-}
+PUBLISHED = Published(
+    source="Liu et al., XRAG: Cross-lingual Retrieval-Augmented Generation, arXiv 2505.10089 (abstract)",
+    findings=["in the monolingual retrieval setting, all evaluated models struggle with response "
+              "language correctness",
+              "in the multilingual retrieval setting, the main challenge lies in reasoning over retrieved "
+              "information across languages rather than generation of non-English text"],
+    note="The paper's result tables could not be read offline (only its abstract is stored), so no "
+         "published number is shown; compare the direction of the findings, not values.",
+)
 
 
 def xrag_markdown(report: dict[str, Any]) -> str:
@@ -250,10 +250,8 @@ def xrag_markdown(report: dict[str, Any]) -> str:
     for cond, plan in report["plan"].items():
         lines.append(f"- {cond}: question {plan['question_lang']}, supporting passage {plan['support_lang']}, "
                      f"distractors {', '.join(plan['distractor_langs'])}")
-    pub = report.get("published")
-    if pub:
-        lines += ["", "## Published (other models, other data)", "", f"{pub['source']}:", "",
-                  *(f"- {x}" for x in pub["findings"]), "", pub["note"]]
+    if report.get("published"):
+        lines += ["", *Published.model_validate(report["published"]).markdown()]
     return "\n".join(lines) + "\n"
 
 
