@@ -26,23 +26,23 @@ def _cfg(tmp_path, **over):
     return load_study(path)
 
 
-def _rec(qid, em, shown, votes, cited_before, top):
+def _rec(qid, em, shown, votes, cited_before, top, flag="attribution_reranked"):
     return {"key": qid, "query_id": qid, "lang": "de", "em": em,
             "shown": [{"passage_id": p, "lang": lang, "rank": i, "string_match": sm}
                       for i, (p, lang, sm) in enumerate(shown)],
             "ais": {"in_language": dict(zip([p for p, _, _ in shown], votes, strict=True))},
-            "rerank": {"cited_before": cited_before, "top": top, "flag": "attribution_reranked"}}
+            "rerank": {"cited_before": cited_before, "top": top, "flag": flag}}
 
 
 RECS = [
     # top passage (German) supports; exact match
-    _rec("q1", 1.0, [("a", "de", True), ("b", "en", False)], [A, N], "a", "a"),
+    _rec("q1", 1.0, [("a", "de", True), ("b", "en", False)], [A, N], "a", "a", "attribution_top_kept"),
     # only the English second passage supports; the reranker moves it up
     _rec("q2", 0.0, [("c", "de", False), ("d", "en", False)], [N, A], "c", "d"),
     # nothing supports; one vote invalid
-    _rec("q3", 0.0, [("e", "en", False), ("f", "de", False)], [N, "invalid"], None, None),
+    _rec("q3", 0.0, [("e", "en", False), ("f", "de", False)], [N, "invalid"], None, None, "attribution_none"),
     # the top passage's vote is invalid: TOP-1 is undefined for it, ALL still counts the other
-    _rec("q4", 1.0, [("g", "de", False), ("h", "de", True)], ["invalid", A], "h", "h"),
+    _rec("q4", 1.0, [("g", "de", False), ("h", "de", True)], ["invalid", A], "h", "h", "attribution_top_kept"),
 ]
 
 
@@ -62,6 +62,7 @@ def test_table3_rates_by_candidate_row_and_exact_match():
     assert cell["ANY of EM"]["all"]["rate"] == 100.0 and cell["ANY non-EM"]["all"]["rate"] == 50.0
     # reranking: top-cited before q1 yes, q2 no, q3 none -> no, q4 yes -> 2/4; after: q2's d -> 3/4
     assert cell["top-cited before rerank"]["rate"] == 50.0 and cell["top-cited after rerank"]["rate"] == 75.0
+    assert cell["rerank flags"] == {"reranked": 1, "top_kept": 2, "none": 1}
     assert cell["string_match top1"]["rate"] == 25.0 and cell["string_match all"]["rate"] == 50.0
 
 

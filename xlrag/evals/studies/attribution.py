@@ -261,6 +261,10 @@ def _cell(mine: list[dict], setting: str) -> dict[str, Any]:
                                      "all": _rate(sub, lambda r, row=row: any_of(r, row))}
     cell["top-cited before rerank"] = _rate(mine, lambda r: cited(r, "cited_before"))
     cell["top-cited after rerank"] = _rate(mine, lambda r: cited(r, "top"))
+    # what the reranker did, so a flat before/after reads as "kept" or as "found nothing"
+    cell["rerank flags"] = {flag.removeprefix("attribution_"): sum(r["rerank"]["flag"] == flag for r in mine
+                                                                  if r.get("rerank"))
+                            for flag in ("attribution_reranked", "attribution_top_kept", "attribution_none")}
     cell["string_match top1"] = _rate(mine, lambda r: r["shown"][0]["string_match"])
     cell["string_match all"] = _rate(mine, lambda r: any(p["string_match"] for p in r["shown"]))
     return cell
@@ -285,6 +289,8 @@ def attribution_markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {key} | " + " | ".join(cells) + " |")
         for key in ("top-cited before rerank", "top-cited after rerank"):
             lines.append(f"| {key} | " + " | ".join(f(table[x][key]["rate"]) for x in langs) + " |")
+        lines.append("| reranks: moved / kept / none | " + " | ".join(
+            " / ".join(str(n) for n in table[x]["rerank flags"].values()) for x in langs) + " |")
         lines.append("| string match TOP-1 / ALL | " + " | ".join(
             f"{f(table[x]['string_match top1']['rate'])} / {f(table[x]['string_match all']['rate'])}" for x in langs)
             + " |")
