@@ -124,8 +124,8 @@ def test_evaluation_suite_names_are_exported():
         "report": ["build_report", "write_reports"],
         "cache": ["SQLiteLLMCache"],
         "attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
-                        "AttributionResult", "PassageVote", "Setting", "parse_attribution_reply",
-                        "reply_schema"],
+                        "AttributionResult", "PassageVote", "Setting", "any_attributable",
+                        "parse_attribution_reply", "reply_schema"],
     }
     for short, names in pinned.items():
         module = importlib.import_module(f"xlrag.evals.{short}")

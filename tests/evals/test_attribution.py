@@ -113,8 +113,22 @@ def test_votes_add_up_to_any_support():
              PassageVote(passage_id="c", lang="en", verdict="attributable")]
     made = AttributionChecker._result("q", "a", "es", "in_language", ("q", "a"), votes)
     assert made.attributable is True and made.supporting == ["c"]
+    # "not" and an invalid vote: the invalid one could have been "attributable", so it stays open
     made = AttributionChecker._result("q", "a", "es", "in_language", ("q", "a"), votes[:2])
-    assert made.attributable is False and made.supporting == []
+    assert made.attributable is None and made.supporting == []
+    made = AttributionChecker._result("q", "a", "es", "in_language", ("q", "a"), votes[:1])
+    assert made.attributable is False
+
+
+@pytest.mark.parametrize(("votes", "expected"), [
+    (["not_attributable", "attributable"], True), (["invalid", "attributable"], True),
+    (["not_attributable", "not_attributable"], False), (["not_attributable", "invalid"], None),
+    (["not_attributable", None], None), (["invalid"], None), ([], False),
+])
+def test_any_attributable_never_reads_an_invalid_vote_as_not(votes, expected):
+    from xlrag.evals.attribution import any_attributable
+
+    assert any_attributable(votes) is expected
 
 
 # -- the real local model at temperature 0 ---------------------------------------------------

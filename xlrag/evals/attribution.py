@@ -18,7 +18,7 @@ Used by the agent's verify step and by evaluation.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,6 +38,7 @@ __all__ = [
     "AttributionResult",
     "PassageVote",
     "Setting",
+    "any_attributable",
     "parse_attribution_reply",
     "reply_schema",
 ]
@@ -92,12 +93,23 @@ class AttributionResult(BaseModel):
     answer_shown: str = Field(description="the answer as shown to the model, markers stripped")
     votes: list[PassageVote]
     attributable: bool | None = Field(
-        description="some passage supports the answer; None when no vote is valid (or no passage was given)")
+        description="some passage supports the answer (any_attributable); None when an invalid vote leaves it "
+                    "open, or no passage was given")
 
     @property
     def supporting(self) -> list[str]:
         """Ids of the passages that support the answer."""
         return [v.passage_id for v in self.votes if v.verdict == "attributable"]
+
+
+def any_attributable(votes: Iterable[str | None]) -> bool | None:
+    """Whether some passage supports the answer, from the votes on each: True when one says
+    ``attributable``, False when every one says ``not_attributable``, else None. An invalid (or
+    missing) vote could have been either, so it never counts as "not"."""
+    votes = list(votes)
+    if "attributable" in votes:
+        return True
+    return False if all(v == "not_attributable" for v in votes) else None
 
 
 def reply_schema() -> dict[str, Any]:
@@ -187,8 +199,7 @@ class AttributionChecker:
     @staticmethod
     def _result(question: str, answer: str, lang: str, setting: Setting, shown: tuple[str, str],
                 votes: list[PassageVote]) -> AttributionResult:
-        valid = [v for v in votes if v.verdict != "invalid"]
-        attributable = any(v.verdict == "attributable" for v in valid) if valid else None
+        attributable = any_attributable(v.verdict for v in votes) if votes else None
         return AttributionResult(
             question=question, answer=answer, lang=lang, setting=setting,
             prompt_lang=_ENGLISH if setting == "in_english" else lang,

@@ -197,10 +197,10 @@ def _candidates(r: dict, which: str) -> list[dict]:
 
 
 def _ais(r: dict, setting: str, passages: list[dict]) -> bool | None:
-    """Some of ``passages`` is attributable; None when none of their votes is valid."""
-    votes = [r["ais"][setting].get(p["passage_id"]) for p in passages]
-    valid = [v for v in votes if v in ("attributable", "not_attributable")]
-    return any(v == "attributable" for v in valid) if valid else None
+    """Some of ``passages`` is attributable, by the checker's rule (an invalid vote is never a "not")."""
+    from xlrag.evals.attribution import any_attributable
+
+    return any_attributable(r["ais"][setting].get(p["passage_id"]) for p in passages)
 
 
 def attribution_report(config: AttributionConfig, records: list[dict], not_run: dict[str, str]) -> dict[str, Any]:
