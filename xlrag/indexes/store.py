@@ -35,6 +35,7 @@ __all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreResult"]
 # collections are named xlrag.<index>.<lang>.
 FORMAT_VERSION = 2
 _PAGE = 2000
+_RETRIES = 6  # deeper searches past ids deleted meanwhile, before giving up
 
 
 class IndexManifest(BaseModel):
@@ -89,6 +90,7 @@ class LanguageStores:
         self.backend = Backend(self.index_dir, self.store)
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self.generation = 0  # bumped by every reload: what callers key their caches on
 
     @property
     def complete(self) -> bool:
@@ -178,6 +180,7 @@ class LanguageStores:
 
     # -- collections ---------------------------------------------------------------
     def languages(self) -> list[str]:
+        self.refresh()
         return self.backend.languages()
 
     def collection(self, lang: str, create: bool = False) -> Any:
@@ -261,32 +264,79 @@ class LanguageStores:
                 col.delete(ids=list(ids[i : i + 5000]))
         return len(ids)
 
+    def refresh(self) -> bool:
+        """Follow writes made by other processes since this one loaded the index (see
+        :meth:`Backend.outdated`). The manifest is read again at once; the vectors are
+        loaded afresh only once no write is running (status ``complete``), because opening
+        local Chroma rewrites its files and must not happen under a writer. Until then
+        searches answer from the last loaded state, flagged incomplete. True if reloaded."""
+        with self._lock:
+            if not self.backend.outdated():
+                return False
+            text = self.backend.read_manifest()
+            if text is None:
+                raise IndexNotFoundError(self.index_dir, f"its {MANIFEST} was removed while it was open")
+            manifest = self._parse(self.index_dir, text)
+            self._check(self.index_dir, manifest, self.manifest.embedder, self.manifest.dim)
+            self.manifest = manifest
+            if not self.complete:
+                return False
+            self.backend.reload()
+            self._collections.clear()
+            self.generation += 1
+            return True
+
     def search(self, lang: str, vector: np.ndarray, n: int, query_text: str = "") -> StoreResult:
-        col = self.collection(lang)
-        if col is None or n <= 0:
-            return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-        with self._guard():
-            count = col.count()
-            if count == 0:
+        self.refresh()
+        extra = 0
+        for _ in range(_RETRIES):
+            col = self.collection(lang)
+            if col is None or n <= 0:
                 return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-            res = col.query(
-                query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
-                n_results=min(n, count),
-                include=["documents", "metadatas", "distances"],
+            with self._guard():
+                count = col.count()
+                if count == 0:
+                    return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
+                asked = min(n, count) + extra
+                res = col.query(
+                    query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                    n_results=asked,
+                    include=["documents", "metadatas", "distances"],
+                )
+            ids, docs, metas, dists = res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]
+            if not ids:
+                # Passages recorded but no vector found: damage, never an empty answer.
+                raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
+            if any((d is None) != (m is None) for d, m in zip(docs, metas, strict=True)):
+                raise IndexCorruptError(self.index_dir, f"store {lang!r} holds passages with text but no metadata, "
+                                        "or metadata but no text")
+            rows = [r for r in zip(ids, docs, metas, dists, strict=True) if r[1] is not None]
+            gone = len(ids) - len(rows)
+            if gone and self.refresh():
+                continue  # a write ended since the check above: ask the reloaded index
+            if gone and self.complete:
+                # ids without text in an index no process is writing: not a deletion in flight
+                raise IndexCorruptError(self.index_dir, f"store {lang!r} returned {gone} passage ids "
+                                        "that have neither text nor metadata")
+            # During a write, ids deleted after this process loaded the vectors come back
+            # without text: they are gone, so they are dropped and the ranking asked deeper.
+            if gone and len(rows) < n and len(ids) == asked:
+                extra = 2 * extra + gone
+                continue
+            rows = rows[:n]
+            return StoreResult(
+                store=lang,
+                query_text=query_text,
+                passages=[passage_from(i, d, m) for i, d, m, _ in rows],
+                scores=[1.0 - float(dist) for *_, dist in rows],  # Chroma's cosine distance is 1 - cos
             )
-        ids, docs, metas, dists = res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]
-        if not ids:
-            # Passages recorded but no vector found: damage, never an empty answer.
-            raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
-        return StoreResult(
-            store=lang,
-            query_text=query_text,
-            passages=[passage_from(i, d, m) for i, d, m in zip(ids, docs, metas, strict=True)],
-            scores=[1.0 - float(d) for d in dists],  # Chroma's cosine distance is 1 - cos
+        raise IndexCorruptError(
+            self.index_dir, f"store {lang!r} kept returning passage ids without text while it was written"
         )
 
     def get_embeddings(self, lang: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors of ``ids`` in one store (no re-embedding needed to compare with them)."""
+        self.refresh()
         col = self.collection(lang)
         if col is None or not ids:
             return {}
