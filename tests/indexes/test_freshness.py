@@ -38,6 +38,12 @@ def _ids(result):
     return [p.id for p in result.passages]
 
 
+def _reader(ix, docs, embedder, about):
+    """``docs`` indexed by another process, a reader opened here, and a query about ``about``."""
+    _write_elsewhere(ix, docs)
+    return LanguageStores.open(ix, embedder.name, embedder.dim), embedder.embed([about.text[:200]], "query")[0]
+
+
 @pytest.fixture(scope="module")
 def german(xquad_docs):
     return [d for d in xquad_docs if d.lang == "de"]
@@ -66,9 +72,7 @@ def test_an_open_reader_sees_passages_added_and_deleted_by_another_process(tmp_p
 
 def test_an_unchanged_index_is_not_reloaded(tmp_path, german, embedder):
     ix = tmp_path / "ix"
-    _write_elsewhere(ix, german[:2])
-    reader = LanguageStores.open(ix, embedder.name, embedder.dim)
-    q = embedder.embed([german[0].text[:200]], "query")[0]
+    reader, q = _reader(ix, german[:2], embedder, german[0])
     reader.search("de", q, 1)
     client = reader.backend.client
     for _ in range(3):
@@ -92,9 +96,7 @@ def test_an_index_removed_under_an_open_reader_says_so(tmp_path, german, embedde
     import shutil
 
     ix = tmp_path / "ix"
-    _write_elsewhere(ix, german[:1])
-    reader = LanguageStores.open(ix, embedder.name, embedder.dim)
-    q = embedder.embed([german[0].text[:200]], "query")[0]
+    reader, q = _reader(ix, german[:1], embedder, german[0])
     reader.search("de", q, 1)
     shutil.rmtree(ix / "chroma")
     with pytest.raises(IndexNotFoundError, match="removed while it was open"):
@@ -132,9 +134,7 @@ STOPPED_WRITE = textwrap.dedent("""
 
 def test_during_a_write_an_open_reader_drops_deleted_ids_and_keeps_its_snapshot(tmp_path, german, embedder):
     ix = tmp_path / "ix"
-    _write_elsewhere(ix, german[:4])
-    reader = LanguageStores.open(ix, embedder.name, embedder.dim)
-    q = embedder.embed([german[0].text[:200]], "query")[0]
+    reader, q = _reader(ix, german[:4], embedder, german[0])
     top = reader.search("de", q, 2)
     deleted = [top.passages[0].id]
     res = subprocess.run([sys.executable, "-c", STOPPED_WRITE, str(ix), json.dumps(deleted)],
@@ -158,9 +158,7 @@ def test_ids_without_text_in_an_index_nobody_writes_are_damage(tmp_path, german,
     from xlrag.errors import IndexCorruptError
 
     ix = tmp_path / "ix"
-    _write_elsewhere(ix, german[:3])
-    reader = LanguageStores.open(ix, embedder.name, embedder.dim)
-    q = embedder.embed([german[0].text[:200]], "query")[0]
+    reader, q = _reader(ix, german[:3], embedder, german[0])
     victim = reader.search("de", q, 1).passages[0].id
     with sqlite3.connect(ix / "chroma" / "chroma.sqlite3") as db:  # the row goes, its vector stays
         db.execute("DELETE FROM embeddings WHERE embedding_id = ?", (victim,))
