@@ -39,6 +39,8 @@ def test_summary_hand_computed():
     assert s["citation_precision"] == pytest.approx(0.5) and s["cited_passages_judged"] == 4
     # the first valid citation: q1 p1 (rel), q2 p3 (rel), q3 p5 (post-hoc, not rel) -> 2/3
     assert s["top_citation_precision"] == pytest.approx(2 / 3)
+    # a relevant document among the passages shown: q1 d1, q2 d3, not q3 (d9 never shown) -> 2/3
+    assert s["relevant_shown_rate"] == pytest.approx(2 / 3)
 
 
 def test_citation_vs_inclusion_hand_computed():

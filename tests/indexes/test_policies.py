@@ -1,7 +1,14 @@
 import pytest
 
 from xlrag.errors import PolicyError
-from xlrag.indexes.policies import MODES, Balanced, RetrievalPolicy, Translate, make_policy
+from xlrag.indexes.policies import (
+    MODES,
+    Balanced,
+    RetrievalPolicy,
+    Translate,
+    make_policy,
+    plans_language_shares,
+)
 from xlrag.indexes.translate import CachedTranslator, TableTranslator
 from xlrag.schema import Query
 
@@ -63,6 +70,15 @@ def test_balanced_shares(k, expected):
 def test_balanced_over_chosen_languages():
     p = Balanced(["ar", "en"]).plan(Query(text="x", lang="de"), "de", LANGS, 5)
     assert p.shares == {"en": 3, "ar": 2}
+
+
+def test_plans_language_shares_is_derived_from_the_plans():
+    for mode in set(MODES) - {"translate"}:  # translate's plan needs a translator; it merges one ranking
+        p = plan(mode, relevant_langs=["zh"], target_lang="ru")
+        assert plans_language_shares(mode) == (p.shares is not None), mode
+    assert not plans_language_shares("translate") and not plans_language_shares("nonsense")
+    # why it matters: the first 3 of a balanced 6 are not the balanced 3
+    assert plan("balanced", k=6).shares != plan("balanced", k=3).shares
 
 
 def test_translate_uses_the_translator_once_per_language():

@@ -35,7 +35,7 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
     if not n:
         return {"n": 0}
     model_ok = post_hoc_only = invalid_any = 0
-    precise = judged = top_relevant = top_judged = 0
+    precise = judged = top_relevant = top_judged = shown_relevant = shown_judged = 0
     for r in recs:
         cites = r["citations"]
         model = [c for c in cites if c.get("source") in ("model", "vendor")]
@@ -54,6 +54,10 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
             if cited:
                 top_judged += 1
                 top_relevant += cited[0]["doc_id"] in rel
+            if "shown" in r:
+                # what the model could cite: with no relevant passage shown, no citation is precise
+                shown_judged += 1
+                shown_relevant += any(p["doc_id"] in rel for p in r["shown"])
     return {
         "n": n,
         "valid_model_citation_rate": model_ok / n,
@@ -62,6 +66,7 @@ def citation_summary(records: Iterable[Mapping], relevant: Mapping[str, set[str]
         "citation_precision": precise / judged if judged else None,
         "cited_passages_judged": judged,
         "top_citation_precision": top_relevant / top_judged if top_judged else None,
+        "relevant_shown_rate": shown_relevant / shown_judged if shown_judged else None,
     }
 
 

@@ -25,6 +25,7 @@ from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.judges import VERDICTS
 from xlrag.evals.runner import RECORDS, read_records
 from xlrag.evals.stats import bootstrap_ci
+from xlrag.indexes.policies import plans_language_shares
 
 __all__ = ["build_report", "write_reports"]
 
@@ -149,6 +150,12 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
     if cfg.ragas and cfg.ragas_untranslated == "english":
         report["notes"].append("Ragas prompt strings the LLM could not translate stay in English "
                                "(see each Ragas figure's notes).")
+    shared = [m for m in cfg.modes if plans_language_shares(m)]
+    if shared and cfg.rerank.name == "none" and cfg.k < cfg.retrieve_k and any(c.llm for c in cfg.cells()):
+        report["notes"].append(
+            f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieve_k} passages retrieved, whose first "
+            f"{cfg.k} are the best by fused score; with no reranker the chain plans the language shares for its "
+            f"{cfg.k} passages itself, so the answers may have seen other passages: 'relevant shown' (Citations) scores those.")
     human = read_labels(cfg.human_labels) if cfg.human_labels else None
     for ds in cfg.datasets:
         qrels = _read_qrels(ds.qrels) if ds.qrels else None
@@ -263,15 +270,16 @@ def markdown(report: dict[str, Any]) -> str:
             a = c["answers"]
             lines.append(f"| {name} | {a.get('n', 0)} | " + " | ".join(_fmt(a.get(k)) for k, _ in _ANSWER_COLS) + " |")
         lines += _per_language(report["cells"])
-        lines += ["", "## Citations", "", "| cell | valid model-made | post-hoc only | precision | top-cited relevant |",
-                  "|---|---|---|---|---|"]
+        lines += ["", "## Citations", "",
+                  "| cell | valid model-made | post-hoc only | precision | top-cited relevant | relevant shown |",
+                  "|---|---|---|---|---|---|"]
         for name, c in report["cells"].items():
             s = c["citations"]
             if s.get("n"):
-                prec, top = ("–" if s.get(k) is None else f"{s[k]:.3f}"
-                             for k in ("citation_precision", "top_citation_precision"))
+                prec, top, shown = (_num(s.get(k)) for k in
+                                    ("citation_precision", "top_citation_precision", "relevant_shown_rate"))
                 lines.append(f"| {name} | {s['valid_model_citation_rate']:.3f} | {s['post_hoc_share']:.3f} | {prec} "
-                             f"| {top} |")
+                             f"| {top} | {shown} |")
         lines += ["", "## Judge agreement", ""]
         for name, c in report["cells"].items():
             ag = c["agreement"]

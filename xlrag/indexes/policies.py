@@ -34,6 +34,7 @@ __all__ = [
     "SwapDocs",
     "Translate",
     "make_policy",
+    "plans_language_shares",
 ]
 
 
@@ -190,6 +191,8 @@ class Balanced:
     go to the others, and the remainder of ``k`` goes to the query's language first."""
 
     name = "balanced"
+    # the shares depend on k: the first 5 of a balanced 20 are not a balanced 5
+    language_shares: ClassVar[bool] = True
 
     def __init__(self, languages: Sequence[str] | None = None):
         self.languages = [normalize_code(x) for x in languages] if languages else None
@@ -247,6 +250,12 @@ MODES: dict[str, type] = {
     cls.name: cls
     for cls in (NoIR, QLang, QLangEn, EnOnly, RelLangs, SwapDocs, All, Balanced, Translate, OracleLang)
 }
+
+
+def plans_language_shares(mode: str) -> bool:
+    """Whether ``mode`` plans a fixed share of the final list per language, so that its
+    list for a smaller k is not the first k of its list for a larger one."""
+    return getattr(MODES.get(mode), "language_shares", False)
 
 
 def make_policy(mode: str | RetrievalPolicy, **kwargs: Any) -> RetrievalPolicy:
