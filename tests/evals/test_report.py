@@ -117,3 +117,20 @@ def test_qrels_without_the_runs_inventory_say_why_retrieval_is_not_scored(run_di
     (run_dir / "inventory-travel.json").write_text(json.dumps({"doc_langs": {"d1": "en"}, "counts": {"en": 1}}))
     rep = build_report(run_dir)
     assert rep["retrieval"]["travel/qlang"]["metrics"]["summary"] and not any("inventory" in n for n in rep["notes"])
+
+
+def _with_modes(run_dir, modes, **extra):
+    cfg = yaml.safe_load((run_dir / "experiment.yaml").read_text())
+    (run_dir / "experiment.yaml").write_text(yaml.safe_dump(cfg | {"modes": modes} | extra))
+    return build_report(run_dir)
+
+
+def test_a_balanced_grid_says_its_retrieval_table_is_not_what_the_answers_saw(run_dir):
+    # the default grid retrieves 20 and shows 3 with no reranker: balanced's first 3 of 20 are not
+    # the balanced 3 the chain plans, so the report says which figure scores the shown passages
+    assert any(n.startswith("balanced: the retrieval tables score the 20") and "'relevant shown'" in n
+               for n in _with_modes(run_dir, ["qlang", "balanced"])["notes"])
+    assert not any("relevant shown" in n for n in _with_modes(run_dir, ["qlang", "all"])["notes"])
+    # a reranker cuts the same retrieve_k list the table scores
+    reranked = _with_modes(run_dir, ["balanced"], rerank={"name": "cohere"})
+    assert not any("relevant shown" in n for n in reranked["notes"])
