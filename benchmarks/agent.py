@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, bootstrap_ci, read_jsonl, write_json
 
-from xlrag.evals.language import judge_language, response_text
+from xlrag.checks.language import judge_language, response_text
 
 LANGS = ("ar", "de", "en", "es", "ru", "zh")
 TARGET = 0.98

@@ -11,7 +11,7 @@ per answer are comparable within the run. Results are written after every 10 que
 
 Per configuration, per set and language, with 95% bootstrap CIs:
 - answered: the reply has an answer section and is not a copy of the template;
-- response-language correctness over answered replies (xlrag.evals.language: lingua over
+- response-language correctness over answered replies (xlrag.checks.language: lingua over
   the answer and the explanation, <docN> markers, URLs and headers stripped; replies with
   no words, "308", are counted apart as not applicable);
 - character 3-gram recall and whether the gold answer string appears (xlrag.evals.answers);
@@ -40,10 +40,10 @@ from generation import DATA, MODE, K, chain_input, pick_questions
 
 from xlrag.chains.llms import build_llm
 from xlrag.chains.rag import build_chain
+from xlrag.checks.language import judge_language, language_summary, response_text
 from xlrag.config import LLMConfig
 from xlrag.detect import LinguaDetector
 from xlrag.evals.answers import char3_recall
-from xlrag.evals.language import judge_language, language_summary, response_text
 
 DEFAULT_CONFIGS = ("gemma-3-270m,qwen2.5-coder-0.5b-instruct:shot,qwen2.5-coder-0.5b-instruct:noshot,"
                    "qwen2.5-coder-1.5b-instruct:shot,qwen2.5-coder-1.5b-instruct:noshot,server:shot,server:noshot")
@@ -93,7 +93,7 @@ def summarise(rows: list[dict]) -> dict:
             vals = [float(r[m]) for r in rs if r[m] is not None]
             mean, lo, hi = bootstrap_ci(vals)
             out[m] = {"mean": mean, "ci95": [lo, hi], "n": len(vals)}
-        from xlrag.evals.language import LanguageVerdict
+        from xlrag.checks.language import LanguageVerdict
 
         out["language"] = language_summary(LanguageVerdict(text="", **r["language"]) for r in rs)
         return out

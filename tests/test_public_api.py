@@ -113,29 +113,45 @@ def test_evaluation_suite_names_are_exported():
     import xlrag.evals
 
     pinned = {
-        "answers": ["char3_recall", "chrf", "exact_match", "normalize_answer", "token_f1", "tokenize"],
-        "language": ["LanguageVerdict", "judge_language", "language_summary", "response_text"],
-        "agreement": ["cohen_kappa", "fleiss_kappa", "fleiss_table"],
-        "citations": ["citation_summary", "citation_vs_inclusion"],
-        "judges": ["VERDICTS", "JudgeConfig", "JudgePanel", "JudgeReply", "JudgeVote", "PanelConfig",
+        "evals.answers": ["char3_recall", "chrf", "exact_match", "normalize_answer", "token_f1", "tokenize"],
+        "checks.language": ["LanguageVerdict", "judge_language", "language_summary", "response_text",
+                            "visible_text"],
+        "evals.agreement": ["cohen_kappa", "fleiss_kappa", "fleiss_table"],
+        "evals.citations": ["citation_summary", "citation_vs_inclusion"],
+        "evals.judges": ["VERDICTS", "JudgeConfig", "JudgePanel", "JudgeReply", "JudgeVote", "PanelConfig",
                    "PanelVerdict", "model_family", "parse_judge_reply"],
-        "experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
-        "runner": ["ExperimentRunner", "RunSummary", "read_records"],
-        "report": ["build_report", "write_reports"],
-        "cache": ["SQLiteLLMCache"],
-        "attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
-                        "AttributionResult", "PassageVote", "Setting", "any_attributable",
-                        "parse_attribution_reply", "reply_schema"],
+        "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
+        "evals.runner": ["ExperimentRunner", "RunSummary", "read_records"],
+        "evals.report": ["build_report", "write_reports"],
+        "evals.cache": ["SQLiteLLMCache"],
+        "checks.attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
+                               "AttributionResult", "PassageVote", "Setting", "any_attributable",
+                               "parse_attribution_reply", "reply_schema"],
+        "checks.substance": ["FLAGS", "SUBSTANCE_CHECKS", "Finding", "evidence_in", "is_refusal", "non_answer",
+                             "refusal_cues", "refusal_despite_evidence", "unsupported"],
+        "checks.lexical": ["char_ngrams", "fold", "has_no_space_script", "normalize_answer", "tokenize"],
     }
     for short, names in pinned.items():
-        module = importlib.import_module(f"xlrag.evals.{short}")
+        module = importlib.import_module(f"xlrag.{short}")
         assert module.__all__ == names, short
     # the package re-exports the ones a notebook reaches for, from their one owner
     for name in ("char3_recall", "judge_language", "fleiss_kappa", "citation_summary", "JudgePanel",
                  "load_experiment", "ExperimentRunner", "write_reports", "SQLiteLLMCache",
                  "AttributionChecker", "AttributionResult"):
         owner = next(m for m, names in pinned.items() if name in names)
-        assert getattr(xlrag.evals, name) is getattr(importlib.import_module(f"xlrag.evals.{owner}"), name)
+        assert getattr(xlrag.evals, name) is getattr(importlib.import_module(f"xlrag.{owner}"), name)
+
+
+def test_checks_names_are_pinned_and_resolve_to_their_owner():
+    import importlib
+
+    import xlrag.checks
+
+    assert xlrag.checks.__all__ == ["AttributionChecker", "Finding", "LanguageVerdict", "judge_language",
+                                    "non_answer", "refusal_despite_evidence", "unsupported"]
+    for name in xlrag.checks.__all__:
+        owner = importlib.import_module(xlrag.checks._LAZY[name])
+        assert getattr(xlrag.checks, name) is getattr(owner, name)
 
 
 def test_agent_names_are_pinned_and_exported():

@@ -41,7 +41,8 @@ def test_wrong_language_without_citations_is_repaired_by_regenerating(retriever)
     assert [r.repair for r in trace.repairs] == [Repair.REGENERATE_LANGUAGE]
     first = {c.check: c.passed for c in trace.checks if c.attempt == 0}
     last = {c.check: c.passed for c in trace.checks if c.attempt == 1}
-    assert first == {"language": False, "citations": False} and last == {"language": True, "citations": True}
+    assert first == {"language": False, "citations": False, "non_answer": True, "refusal": True}
+    assert last == {"language": True, "citations": True, "non_answer": True, "refusal": True, "unsupported": True}
     assert trace.mode == "qlang_en" and trace.question_lang == "es" and trace.unrepaired == []
     assert sum(trace.retrieved_langs.values()) == 3
     assert {t.step for t in trace.timings} >= {"detect", "retrieve", "generate", "verify"}
@@ -153,8 +154,8 @@ class FirstReplyScripted(GenericFakeChatModel):
 @pytest.mark.slow
 def test_the_real_local_model_repairs_a_wrong_language_answer(retriever):
     from xlrag.chains.llms import build_llm
+    from xlrag.checks.language import judge_language, response_text
     from xlrag.config import LLMConfig
-    from xlrag.evals.language import judge_language, response_text
 
     real = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=96, n_threads=1))
     llm = FirstReplyScripted(messages=iter([AIMessage(ENGLISH)]), real=real, metadata=real.metadata)

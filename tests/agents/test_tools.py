@@ -31,6 +31,8 @@ def test_a_model_with_tools_searches_translates_and_cites_what_it_found(retrieve
         AIMessage("puntos permitidos"),  # the translator's own call
         AIMessage("Cited Documents: <doc3>\nAnswer: Los Panthers permitieron 308 puntos.\n"
                   "Explanation: Según <doc3>, la defensa solo permitió 308 puntos."),
+        # the Spanish answer's words are not in the English <doc3>: verify translates it to look
+        AIMessage("The Panthers allowed 308 points."),
     ])
     llm = ScriptedToolModel(messages=replies)
     assert profile_for(llm).supports_tools(llm)

@@ -42,7 +42,7 @@ def test_nothing_supports_or_the_top_already_does():
 
 
 def test_the_chain_option_reranks_with_the_checkers_votes():
-    from xlrag.evals.attribution import AttributionChecker
+    from xlrag.checks.attribution import AttributionChecker
 
     votes = ['{"justification": "It says Denver is in Colorado.", "verdict": "not_attributable"}',
              '{"justification": "It is about Carolina.", "verdict": "not_attributable"}',

@@ -44,7 +44,7 @@ def test_a_translation_cut_at_max_tokens_raises(tiny_budget):
 
 
 def test_attribution_in_english_says_why_instead_of_judging_a_fragment(tiny_budget):
-    from xlrag.evals.attribution import AttributionChecker
+    from xlrag.checks.attribution import AttributionChecker
 
     passage = Passage(id="p", doc_id="d", lang="de", text="Die Verteidigung der Panthers ließ 308 Punkte zu.")
     result = AttributionChecker(tiny_budget).check(LONG, "Sie ließ in der ganzen Saison 308 Punkte zu.", [passage],

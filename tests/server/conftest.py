@@ -66,6 +66,35 @@ class GatedModel(GenericFakeChatModel):
                 yield chunk
 
 
+class QuotingModel(GatedModel):
+    """Gated, and answers every question with the words of the passage shown as <doc0>:
+    an answer its cited passage holds, whichever question it was asked."""
+
+    @staticmethod
+    def _reply(messages: Any) -> str:
+        prompt = "\n".join(str(m.content) for m in messages)
+        words = prompt.split("<doc0>", 1)[1].split()[10:22]  # past the (English) title
+        return f"Cited Documents: <doc0>\nAnswer: {' '.join(words)}\nExplanation: <doc0>"
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
+
+    async def _agenerate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        async with self._gated():
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(self._reply(messages)))])
+
+    async def _astream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        async with self._gated():
+            yield ChatGenerationChunk(message=AIMessageChunk(content=self._reply(messages)))
+
+
 def config(**agent: Any):
     from xlrag.config import XlragConfig
 

@@ -57,7 +57,7 @@ def _agent(cfg: XlragConfig, llm: Runnable | None, retriever: Any, checkpointer:
     translator = LLMTranslator(llm=quiet, prompts=chain.prompts)
     attribution = None
     if cfg.agent.attribution:
-        from xlrag.evals.attribution import AttributionChecker
+        from xlrag.checks.attribution import AttributionChecker
 
         attribution = AttributionChecker(quiet, prompts=chain.prompts)
     tools = cfg.agent.tools == "on" or (cfg.agent.tools == "auto" and chain.profile.supports_tools(chat))

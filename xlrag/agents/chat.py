@@ -120,7 +120,7 @@ class _Chat:
                                    question=s["question"])
 
     def _check(self, s: ChatState, lang: str, reply: Any) -> Condensed:
-        from xlrag.evals.language import judge_language
+        from xlrag.checks.language import judge_language
         from xlrag.text import first_line
 
         text = first_line(reply if isinstance(reply, str) else str(getattr(reply, "content", reply)),

@@ -5,8 +5,11 @@
                                                    └──────── repair ←─────────┘
 
 ``verify`` checks the response language (lingua, markers stripped), the citations (at
-least one valid model-made citation, no invalid one) and, with ``agent.attribution``,
-that a cited passage supports the answer (:mod:`xlrag.evals.attribution`). ``repair``
+least one valid model-made citation, no invalid one), the substance of the answer
+(:mod:`xlrag.checks.substance`: not the question or the template repeated, its words in a
+cited passage or in the answer's translation into that passage's language, no refusal
+while the top passage holds the answer) and, with ``agent.attribution``, that a cited
+passage supports the answer (:mod:`xlrag.checks.attribution`). ``repair``
 runs the next step of :func:`xlrag.agents.repair.plan_repair`. The loop is bounded twice:
 each repair runs at most once and LLM repairs spend ``agent.max_repairs``; LangGraph's
 ``recursion_limit`` caps the steps anyway. Every node has a sync and an async body, so
@@ -31,6 +34,7 @@ from xlrag.agents.routing import ModeChoice, choose_mode
 from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
 from xlrag.chains.parsing import strip_markers
 from xlrag.chains.rag import ChainInput, GroundedChain, finalize
+from xlrag.checks import substance
 from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
@@ -58,6 +62,7 @@ class AgentOutput(TypedDict):
 
 class AgentState(AgentInput, total=False):
     query: Query
+    templates: str  # the sent instructions an echo would copy (the chain's echo reference)
     choice: ModeChoice
     hits: list[Hit]
     answer: GroundedAnswer
@@ -75,6 +80,9 @@ def _attribution_detail(result: Any) -> str:
     invalid = sum(v.verdict == "invalid" for v in result.votes)
     return (f"{len(result.supporting)} of {len(result.votes)} cited passages support the answer"
             + (f" ({invalid} verdicts invalid)" if invalid else ""))
+
+
+_ASK_AGAIN = (Repair.EXTRACT, Repair.REGENERATE_LANGUAGE, Repair.RECITE)  # a follow-up turn to the model
 
 
 def _answering(config: RunnableConfig | None) -> RunnableConfig:
@@ -141,19 +149,20 @@ class XlragAgent:
         t0 = time.perf_counter()
         state = self._request(s)
         message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
-        return {"answer": self._answer(state, message),
+        return {"answer": self._answer(state, message), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
 
     async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
         state = await asyncio.to_thread(self._request, s)
         message = await self.chain.llm.ainvoke(state.request.messages, _answering(config), **state.request.kwargs)
-        return {"answer": self._answer(state, message),
+        return {"answer": self._answer(state, message), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
 
     # -- verify ---------------------------------------------------------------------------
-    def _checks(self, s: AgentState, attributable: bool | None, why: str) -> dict:
-        from xlrag.evals.language import judge_language, response_text
+    def _checks(self, s: AgentState, attributable: bool | None, why: str,
+                renderings: dict[str, str] | None = None) -> dict:
+        from xlrag.checks.language import judge_language, response_text
 
         answer, attempt = s["answer"], len(s.get("tried", []))
         lang = s["query"].lang or answer.lang or "en"
@@ -169,6 +178,8 @@ class XlragAgent:
             detail = (f"{len(valid)} valid model citation(s), {len(post)} post hoc"
                       + (f", invalid markers {invalid}" if invalid else ""))
             checks.append(CheckResult(check="citations", passed=ok, attempt=attempt, detail=detail))
+        checks += [CheckResult(check=f.check, passed=f.passed, attempt=attempt, detail=f.reason)
+                   for f in self._substance(s, renderings or {})]
         if attributable is not None or why:
             checks.append(CheckResult(check="attribution", passed=attributable is not False, attempt=attempt,
                                       detail=why))
@@ -176,6 +187,47 @@ class XlragAgent:
         budget = self.config.max_repairs - sum(r in LLM_REPAIRS for r in s.get("tried", []))
         nxt = plan_repair(failed, s.get("tried", []), budget) if failed else None
         return {"checks": checks, "failed": failed, "next_repair": nxt}
+
+    @staticmethod
+    def _said(answer: GroundedAnswer) -> str:
+        """What the answer says: its answer line, or the whole reply when none was parsed."""
+        from xlrag.checks.language import response_text
+
+        return answer.answer if answer.answered else response_text(answer)
+
+    def _substance(self, s: AgentState, renderings: dict[str, str]) -> list[substance.Finding]:
+        answer, question = s["answer"], s["query"].text
+        lang, said = s["query"].lang, self._said(s["answer"])
+        found = [substance.non_answer(said, question, lang, templates=[s.get("templates", "")])]
+        if found[0].passed and answer.passages:
+            found.append(substance.refusal_despite_evidence(said, question, answer.passages[0].passage.text, lang))
+            cited = [h.passage.text for h in answer.cited_passages]
+            if cited and not substance.is_refusal(said, lang):
+                found.append(substance.unsupported(said, question, cited, lang,
+                                                   renderings=list(renderings.values())))
+        return found
+
+    def _to_translate(self, s: AgentState) -> list[str]:
+        """The cited passages' other languages, when the answer's own words are not in them:
+        the answer is translated into each (a few words, cheaper than the passages)."""
+        answer, lang = s["answer"], s["query"].lang
+        if self.translator is None or not answer.answered or not answer.cited_passages:
+            return []
+        said = self._said(answer)
+        cited = [h.passage.text for h in answer.cited_passages]
+        if substance.unsupported(said, s["query"].text, cited, lang).passed:
+            return []
+        return sorted({h.lang for h in answer.cited_passages if h.lang != lang})[:2]
+
+    def _renderings(self, s: AgentState, langs: list[str]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        said = strip_markers(self._said(s["answer"])).strip()
+        for target in langs:
+            try:
+                out[target] = self.translator.translate(said, s["query"].lang or "en", target)
+            except TranslationCutOffError:
+                continue  # half a translation proves nothing either way: the lexical verdict stands
+        return out
 
     def _attribution_inputs(self, s: AgentState) -> tuple[str, list[Hit]] | None:
         answer = s["answer"]
@@ -190,7 +242,7 @@ class XlragAgent:
         if (args := self._attribution_inputs(s)) is not None:
             result = self.attribution.check(s["query"].text, args[0], args[1], s["query"].lang or "en")
             attributable, why = result.attributable, _attribution_detail(result)
-        out = self._checks(s, attributable, why)
+        out = self._checks(s, attributable, why, self._renderings(s, self._to_translate(s)))
         return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
 
     async def averify(self, s: AgentState) -> dict:
@@ -199,7 +251,9 @@ class XlragAgent:
         if (args := self._attribution_inputs(s)) is not None:
             result = await self.attribution.acheck(s["query"].text, args[0], args[1], s["query"].lang or "en")
             attributable, why = result.attributable, _attribution_detail(result)
-        out = await asyncio.to_thread(self._checks, s, attributable, why)
+        langs = await asyncio.to_thread(self._to_translate, s)
+        renderings = await asyncio.to_thread(self._renderings, s, langs) if langs else {}
+        out = await asyncio.to_thread(self._checks, s, attributable, why, renderings)
         return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
 
     @staticmethod
@@ -209,12 +263,13 @@ class XlragAgent:
     # -- repair ---------------------------------------------------------------------------
     def _followup(self, s: AgentState, repair: Repair) -> list[tuple[str, str]]:
         lang = s["query"].lang or "en"
-        role = "language_repair" if repair is Repair.REGENERATE_LANGUAGE else "citation_repair"
+        role = {Repair.REGENERATE_LANGUAGE: "language_repair", Repair.EXTRACT: "extract_repair"}.get(
+            repair, "citation_repair")
         instruction = self.chain.prompts.render(role, lang, language=native_name(lang))
         return [("assistant", s["answer"].raw_output or "-"), ("user", instruction)]
 
     def _translate(self, s: AgentState) -> tuple[GroundedAnswer, str | None]:
-        from xlrag.evals.language import judge_language
+        from xlrag.checks.language import judge_language
 
         answer = s["answer"]
         lang = s["query"].lang or "en"
@@ -250,7 +305,8 @@ class XlragAgent:
     def _repaired(self, s: AgentState, repair: Repair, answer: GroundedAnswer, t0: float,
                   failure: str | None = None) -> dict:
         before, after = len(s["answer"].citations), len(answer.citations)
-        detail = failure or {Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
+        detail = failure or {Repair.EXTRACT: "asked again for a short answer taken from the passage that holds it",
+                             Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
                              Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
                              Repair.RECITE: "asked again for <docN> citations",
                              Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
@@ -274,7 +330,7 @@ class XlragAgent:
 
     def repair(self, s: AgentState, config: RunnableConfig) -> dict:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
-        if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
+        if repair in _ASK_AGAIN:
             state = self._request(s, self._followup(s, repair))
             message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
             answer = self._answer(state, message)
@@ -286,7 +342,7 @@ class XlragAgent:
 
     async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
-        if repair in (Repair.REGENERATE_LANGUAGE, Repair.RECITE):
+        if repair in _ASK_AGAIN:
             state = await asyncio.to_thread(self._request, s, self._followup(s, repair))
             message = await self.chain.llm.ainvoke(state.request.messages, _answering(config),
                                                    **state.request.kwargs)
@@ -301,7 +357,10 @@ class XlragAgent:
     def finish(self, s: AgentState) -> dict:
         answer, failed = s["answer"], s.get("failed", [])
         if failed:
-            answer = answer.model_copy(update={"flags": [*answer.flags, *(f"unrepaired_{c}" for c in failed)]})
+            # what a reader must see first: the answer says nothing, or nothing the passages hold
+            shown = [substance.FLAGS[c] for c in failed if c in substance.FLAGS]
+            flags = [*dict.fromkeys(shown), *answer.flags, *(f"unrepaired_{c}" for c in failed)]
+            answer = answer.model_copy(update={"flags": flags})
         answer = answer.model_copy(update={"mode": s["choice"].mode})
         trace = Trace(question=s["question"], original_question=s.get("original_question"),
                       question_lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.checks.substance import SubstanceCheck
+
 __all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "ToolStep", "Trace"]
 
-Check = Literal["language", "citations", "attribution"]
-CHECKS: tuple[str, ...] = Check.__args__  # type: ignore[attr-defined]
+FormCheck = Literal["language", "citations", "attribution"]
+Check = FormCheck | SubstanceCheck
+CHECKS: tuple[str, ...] = (*get_args(FormCheck), *get_args(SubstanceCheck))
 
 
 class Repair(StrEnum):
     """The repairs, in the order the agent tries them (see :func:`xlrag.agents.repair.plan_repair`)."""
 
+    EXTRACT = "extract"
     REGENERATE_LANGUAGE = "regenerate_language"
     TRANSLATE = "translate"
     RECITE = "recite"

@@ -1,6 +1,6 @@
 """Attribution reranking (XOR-AttriQA §5.3): the passage that supports the answer is cited first.
 
-After the answer is written, an AIS check (:class:`~xlrag.evals.attribution.AttributionChecker`)
+After the answer is written, an AIS check (:class:`~xlrag.checks.attribution.AttributionChecker`)
 asks of every shown passage whether it supports the answer. The first supporting passage,
 taking the model's own citations first and then the retrieval order, becomes the top-cited
 one: moved to the front when the model cited it, otherwise added first as an

@@ -8,10 +8,16 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from xlrag.checks.substance import FLAGS
 from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
 from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
+
+# what each substance flag means to a reader, keyed by the flag (xlrag.checks.substance.FLAGS)
+_UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repeats the question or the "
+                                "template, or refuses although the top passage holds the answer)",
+               "unsupported": "says things that none of its cited passages holds"}
 
 
 @app.command()
@@ -112,6 +118,14 @@ def print_trace(trace: Any) -> None:
     out.print(f"[dim]{trace.seconds:.1f}s in all[/]")
 
 
+def print_unverified(answer: Any) -> None:
+    """A red line when the substance checks still fail: such an answer is never shown as verified."""
+    unverified = [f for f in dict.fromkeys(FLAGS.values()) if f in answer.flags]
+    if unverified:
+        out.print(f"[bold red]not verified ({', '.join(unverified)}):[/] the checks found that this answer "
+                  f"{_UNVERIFIED[unverified[0]]}; read the passages before relying on it", highlight=False)
+
+
 def print_answer(answer: Any) -> None:
     from xlrag.languages import display_name
 
@@ -121,6 +135,7 @@ def print_answer(answer: Any) -> None:
     out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
     if answer.explanation:
         out.print(f"[bold]explanation:[/] {escape(answer.explanation)}", highlight=False)
+    print_unverified(answer)
     if answer.flags:
         out.print(f"[yellow]flags:[/] {escape(', '.join(answer.flags))}", highlight=False)
     if not answer.citations:

@@ -137,6 +137,9 @@ class _Repl:
                       f"{escape(answer.answer or '—')}", highlight=False)
         else:
             out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
+        from xlrag.cli.answering import print_unverified
+
+        print_unverified(answer)
         markers = " ".join(f"<doc{s.marker}>" for s in final["turns"][-1].sources)
         if markers:
             out.print(f"[dim]sources {escape(markers)} (/sources to read them)[/]", highlight=False)

@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xlrag.config import LLMConfig
-from xlrag.evals.structured import message_text, parse_verdict, structured_runnable
+from xlrag.checks.structured import message_text, parse_verdict, structured_runnable
 from xlrag.prompts import PromptLibrary
 
 __all__ = [
@@ -106,7 +106,7 @@ class PanelVerdict(BaseModel):
 
 
 def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
-    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)`` (see :func:`~xlrag.evals.structured.parse_verdict`)."""
+    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)`` (see :func:`~xlrag.checks.structured.parse_verdict`)."""
     return parse_verdict(raw, JudgeReply, "verdict")
 
 

@@ -9,7 +9,7 @@ the pydantic reply) and a ``BaseRagasEmbedding``. Here:
   reply's JSON schema by the provider's profile where it can be (a llama.cpp grammar, an
   OpenAI ``response_format``), else through LangChain's structured output for models with
   tool calling, else asked in the prompt; the reply is parsed strictly either way
-  (:mod:`xlrag.evals.structured`), and one that does not parse is an error with its reason.
+  (:mod:`xlrag.checks.structured`), and one that does not parse is an error with its reason.
 * :func:`ragas_embeddings` is the embedding interface over xlrag's multilingual embedder.
 
 The metrics themselves, in the question's language and scored through a bounded loop, are
@@ -33,9 +33,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from xlrag.checks.structured import json_objects, message_text, structured_runnable
 from xlrag.config import LLMConfig
 from xlrag.errors import XlragError
-from xlrag.evals.structured import json_objects, message_text, structured_runnable
 from xlrag.registry import require
 
 __all__ = [

@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from xlrag.checks.language import judge_language, response_text
 from xlrag.config import LLMConfig
 from xlrag.errors import IndexNotFoundError
 from xlrag.evals.answers import char3_recall, exact_match, token_f1
@@ -41,7 +42,6 @@ from xlrag.evals.experiment import (
     llm_label,
     sample_queries,
 )
-from xlrag.evals.language import judge_language, response_text
 
 __all__ = ["ExperimentRunner", "RunSummary", "read_records"]
 
@@ -235,7 +235,7 @@ class ExperimentRunner:
         reranker = None
         if variant.rerank == "attribution":
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.evals.attribution import AttributionChecker
+            from xlrag.checks.attribution import AttributionChecker
 
             reranker = AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg)))
         return build_chain(self.retriever(ds), self.llm(llm_cfg), fmt=variant.format, mode=cell.mode,

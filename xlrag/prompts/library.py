@@ -53,6 +53,7 @@ ROLES: tuple[str, ...] = (
     "attribution",
     "language_repair",
     "citation_repair",
+    "extract_repair",
     "question_label",
     "documents_label",
     "answer_label",

@@ -136,11 +136,16 @@ class AnswerOut(_Out):
     passages: list[PassageOut] = Field(description="the passages shown to the model, <doc0> first")
     flags: list[str] = Field(description="what went wrong and what was done about it, e.g. translated, "
                                          "post_hoc_citations, unrepaired_language")
+    verified: bool = Field(description="false when the substance checks still fail after every repair: the "
+                                       "answer says nothing (flag not_an_answer) or nothing its passages "
+                                       "hold (flag unsupported)")
     index_complete: bool = Field(description="false while the index is half-built: passages may be missing")
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
 
     @classmethod
     def of(cls, a: GroundedAnswer) -> AnswerOut:
+        from xlrag.checks.substance import FLAGS
+
         return cls(
             answer=a.answer, explanation=a.explanation, lang=a.lang, mode=a.mode, model=a.model,
             citations=[CitationOut(marker=c.marker, passage_id=c.passage_id, doc_id=c.doc_id, lang=c.lang,
@@ -148,7 +153,8 @@ class AnswerOut(_Out):
             passages=[PassageOut(marker=i, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title,
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
-            flags=list(a.flags), index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
+            flags=list(a.flags), verified=not set(FLAGS.values()) & set(a.flags),
+            index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
 
 
 class AskResponse(_Out):

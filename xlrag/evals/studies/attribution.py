@@ -2,7 +2,7 @@
 the generator saw, in-language and in-English, and does attribution reranking help?
 
 Per XQuAD question: the grounded chain answers over the passages its IR mode retrieves. The
-evaluation checker (:class:`~xlrag.evals.attribution.AttributionChecker`) then rates every
+evaluation checker (:class:`~xlrag.checks.attribution.AttributionChecker`) then rates every
 shown passage (AIS ∈ {0, 1}) in each setting; a string-match baseline says whether the
 answer's text occurs in the passage. From those:
 
@@ -134,7 +134,7 @@ class AttributionRunner(StudyRun):
         return self._retriever
 
     def checkers(self) -> tuple[Any, Any]:
-        from xlrag.evals.attribution import AttributionChecker
+        from xlrag.checks.attribution import AttributionChecker
 
         scorer_cfg = self.config.checker or self.config.llm
         scorer = AttributionChecker(self.llm(scorer_cfg))
@@ -198,7 +198,7 @@ def _candidates(r: dict, which: str) -> list[dict]:
 
 def _ais(r: dict, setting: str, passages: list[dict]) -> bool | None:
     """Some of ``passages`` is attributable, by the checker's rule (an invalid vote is never a "not")."""
-    from xlrag.evals.attribution import any_attributable
+    from xlrag.checks.attribution import any_attributable
 
     return any_attributable(r["ais"][setting].get(p["passage_id"]) for p in passages)
 

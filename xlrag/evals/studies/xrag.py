@@ -130,8 +130,8 @@ class XRAGRunner(StudyRun):
         return f"{condition}|{q['id']}"
 
     async def record(self, chain: Any, condition: str, q: dict) -> dict:
+        from xlrag.checks.language import judge_language, response_text
         from xlrag.evals.answers import char3_recall, exact_match, token_f1
-        from xlrag.evals.language import judge_language, response_text
 
         ctx = contexts(q["lang"], self.config.distractors)[condition]
         question = q["question"] if ctx.question_lang == q["lang"] else self.english[q["id"]]["question"]

@@ -24,7 +24,7 @@ from xlrag.formats import LABEL_ROLES, Section, label_words, words_pattern
 if TYPE_CHECKING:
     from xlrag.schema import GroundedAnswer
 
-__all__ = ["LanguageVerdict", "judge_language", "language_summary", "response_text"]
+__all__ = ["LanguageVerdict", "judge_language", "language_summary", "response_text", "visible_text"]
 
 _MARKER = re.compile(r"<\s*/?\s*doc\s*\d*\s*>", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
@@ -59,7 +59,8 @@ def response_text(answer: GroundedAnswer) -> str:
     return "\n".join(parts) if parts else answer.raw_output
 
 
-def _strip(text: str) -> str:
+def visible_text(text: str) -> str:
+    """What a reader judges: ``<docN>`` markers, URLs and the format's labels removed."""
     text = _MARKER.sub(" ", text)
     text = _URL.sub(" ", text)
     text = _labels().sub(" ", text)
@@ -72,7 +73,7 @@ def judge_language(text: str, expected: str, detector: LinguaDetector | None = N
     All languages, as XRAG does: an answer in a closely related language is wrong too.
     """
     detector = detector or LinguaDetector()
-    kept = _strip(text)
+    kept = visible_text(text)
     if not kept:
         return LanguageVerdict(expected=expected, detected=None, status="not_applicable",
                                reason="empty reply", text=kept)

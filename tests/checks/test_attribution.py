@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from xlrag.config import LLMConfig
-from xlrag.errors import EmptyQueryError, InvalidArgumentError
-from xlrag.evals.attribution import (
+from xlrag.checks.attribution import (
     ATTRIBUTION_VERDICTS,
     AttributionChecker,
     AttributionReply,
     PassageVote,
     parse_attribution_reply,
 )
+from xlrag.config import LLMConfig
+from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.indexes.translate import TableTranslator
 from xlrag.schema import Hit, Passage
 
@@ -126,7 +126,7 @@ def test_votes_add_up_to_any_support():
     (["not_attributable", None], None), (["invalid"], None), ([], False),
 ])
 def test_any_attributable_never_reads_an_invalid_vote_as_not(votes, expected):
-    from xlrag.evals.attribution import any_attributable
+    from xlrag.checks.attribution import any_attributable
 
     assert any_attributable(votes) is expected
 

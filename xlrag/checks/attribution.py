@@ -23,8 +23,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.checks.structured import message_text, parse_verdict, structured_runnable
 from xlrag.errors import EmptyQueryError, InvalidArgumentError
-from xlrag.evals.structured import message_text, parse_verdict, structured_runnable
 from xlrag.indexes.translate import CachedTranslator, Translator
 from xlrag.languages import normalize_code
 from xlrag.prompts import PromptLibrary
@@ -121,7 +121,7 @@ def reply_schema() -> dict[str, Any]:
 
 
 def parse_attribution_reply(raw: str) -> tuple[AttributionReply | None, str | None]:
-    """The reply as :class:`AttributionReply`, or ``(None, reason)`` (see :func:`~xlrag.evals.structured.parse_verdict`)."""
+    """The reply as :class:`AttributionReply`, or ``(None, reason)`` (see :func:`~xlrag.checks.structured.parse_verdict`)."""
     return parse_verdict(raw, AttributionReply, "attribution")
 
 

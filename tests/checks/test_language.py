@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xlrag.evals.language import LanguageVerdict, judge_language, language_summary
+from xlrag.checks.language import LanguageVerdict, judge_language, language_summary
 
 
 def test_markers_headers_and_urls_are_not_judged():

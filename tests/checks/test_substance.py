@@ -1,0 +1,154 @@
+"""The substance checks: hand-made cases, then their accuracy on the vendored XQuAD items."""
+
+from __future__ import annotations
+
+import json
+import random
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from xlrag.checks.substance import (
+    FLAGS,
+    SUBSTANCE_CHECKS,
+    is_refusal,
+    non_answer,
+    refusal_cues,
+    refusal_despite_evidence,
+    unsupported,
+)
+from xlrag.prompts import PromptLibrary
+
+
+def _jsonl(name: str) -> list[dict]:
+    text = resources.files("xlrag.data").joinpath(f"xquad/{name}").read_text("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+QUERIES = _jsonl("queries.jsonl")
+PASSAGES = {d["id"]: d["text"] for d in _jsonl("corpus.jsonl")}
+
+
+def test_every_check_has_a_flag():
+    assert set(FLAGS) == set(SUBSTANCE_CHECKS)
+
+
+@pytest.mark.parametrize(("question", "lang"), [
+    ("इस्लाम के प्रगतिशील नरमपंथी क्या अलग करना चाहते हैं?", "hi"),
+    ("Ποιος κέρδισε το Super Bowl 50;", "el"),
+    ("How many career sacks did Jared Allen have?", "en"),
+    ("贾里德·艾伦职业生涯中有多少次擒杀？", "zh"),
+])
+def test_the_question_echoed_is_not_an_answer(question, lang):
+    for echo in (question, question.rstrip("?;？"), f"{question} <doc0>", f"{question} <doc0> <doc2>"):
+        f = non_answer(echo, question, lang)
+        assert not f.passed and "repeats the question" in f.reason
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "<doc0>", "<doc1>, <doc2>", "...", "Answer: <doc0>"])
+def test_empty_and_marker_only_replies_are_not_answers(reply):
+    assert not non_answer(reply, "How many points did the Panthers give up?", "en").passed
+
+
+@pytest.mark.parametrize(("answer", "question"), [
+    ("France", "Which is larger, France or Spain?"),
+    ("Jared Allen had 136 career sacks.", "How many career sacks did Jared Allen have?"),
+    ("308", "How many points did the Panthers defense surrender?"),
+    ("Die Panthers gaben 308 Punkte ab.", "Wie viele Punkte gab die Verteidigung der Panthers ab?"),
+])
+def test_short_and_question_shaped_answers_are_answers(answer, question):
+    assert non_answer(answer, question).passed
+
+
+def test_the_prompt_template_copied_is_not_an_answer():
+    prompts = PromptLibrary()
+    template = prompts.render("citation_format", "en", answer_header="Answer:")
+    f = non_answer("your answer", "Who won?", "en", templates=[template])
+    assert not f.passed and "template" in f.reason
+    assert non_answer("Denver Broncos", "Who won?", "en", templates=[template]).passed
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(QUERIES))
+def test_any_vendored_question_echoed_fails(q):
+    assert not non_answer(q["question"], q["question"], q["lang"]).passed
+
+
+def test_on_every_vendored_question_gold_answers_pass_and_echoes_fail():
+    """Accuracy on 570 items of known truth each way: a gold span is an answer, the question is not."""
+    gold_ok = sum(non_answer(q["answers"][0], q["question"], q["lang"]).passed for q in QUERIES)
+    echo_caught = sum(not non_answer(q["question"], q["question"], q["lang"]).passed for q in QUERIES)
+    assert echo_caught == len(QUERIES)
+    assert gold_ok / len(QUERIES) >= 0.98, gold_ok
+
+
+def test_support_is_found_in_the_gold_passage_and_not_in_another():
+    """Known truth: a gold span is in its passage; another article's gold span, mostly, is not."""
+    rng = random.Random(0)
+    supported = wrong = 0
+    for q in QUERIES:
+        gold = PASSAGES[q["gold_doc_id"]]
+        supported += unsupported(q["answers"][0], q["question"], [gold], q["lang"]).passed
+        other = rng.choice([x for x in QUERIES if x["lang"] == q["lang"] and x["parallel_id"] != q["parallel_id"]])
+        wrong += not unsupported(other["answers"][0], q["question"], [gold], q["lang"]).passed
+    assert supported / len(QUERIES) >= 0.97, supported
+    assert wrong / len(QUERIES) >= 0.80, wrong
+
+
+def test_an_answer_from_a_passage_in_another_language_is_supported_through_its_translation():
+    passage = "Die Verteidigung der Panthers gab nur 308 Punkte ab und belegte den sechsten Platz."
+    answer = "La defensa cedió solo trescientos ocho puntos en la liga."
+    assert not unsupported(answer, "¿Cuántos puntos?", [passage], "es").passed
+    rendered = unsupported(answer, "¿Cuántos puntos?", [passage], "es",
+                           renderings=["Die Verteidigung gab nur 308 Punkte ab."])
+    assert rendered.passed and "translation" in rendered.reason
+
+
+def test_no_cited_passage_is_unsupported():
+    assert not unsupported("308", "How many?", []).passed
+
+
+@pytest.mark.parametrize(("reply", "lang"), [
+    ("The documents do not contain this information.", "en"),
+    ("لا توجد معلومات في الوثائق عن ذلك.", "ar"),
+    ("文档中没有提到这个问题。", "zh"),
+    ("Los documentos no contienen esa información <doc0>.", "es"),
+    ("В документах нет информации об этом.", "ru"),
+    ("Die Dokumente enthalten keine Angaben dazu.", "de"),
+])
+def test_refusals_are_recognised(reply, lang):
+    assert is_refusal(reply, lang)
+
+
+@pytest.mark.parametrize(("reply", "lang"), [
+    ("308 points", "en"), ("Denver Broncos <doc0>", "en"), ("Keine der beiden Mannschaften verlor.", "de"),
+])
+def test_answers_are_not_refusals(reply, lang):
+    assert not is_refusal(reply, lang)
+
+
+def test_every_cue_is_a_refusal_in_its_own_language():
+    for lang, cues in refusal_cues().items():
+        for cue in cues:
+            assert is_refusal(cue, lang), (lang, cue)
+
+
+def test_a_refusal_with_the_answer_in_the_top_passage_fails():
+    q = QUERIES[0]
+    top = PASSAGES[q["gold_doc_id"]]
+    refusal = "لا توجد معلومات عن ذلك في الوثائق."
+    with_gold = refusal_despite_evidence(refusal, q["question"], top, q["lang"], gold=q["answers"])
+    assert not with_gold.passed and "gold" in with_gold.reason
+    elsewhere = PASSAGES[next(d for d in PASSAGES if d.endswith("-ar") and d != q["gold_doc_id"])]
+    assert refusal_despite_evidence(refusal, q["question"], elsewhere, q["lang"], gold=q["answers"]).passed
+    assert refusal_despite_evidence("308", q["question"], top, q["lang"], gold=q["answers"]).passed
+
+
+def test_without_gold_the_lexical_signal_decides():
+    question = "How many points did the Panthers defense surrender?"
+    top = "The Panthers defense surrendered just 308 points, ranking sixth in the league."
+    assert not refusal_despite_evidence("The documents do not say.", question, top, "en").passed
+    unrelated = "Tesla was born in Smiljan in 1856 and moved to the United States."
+    assert refusal_despite_evidence("The documents do not say.", question, unrelated, "en").passed

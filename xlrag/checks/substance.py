@@ -1,0 +1,189 @@
+"""Substance checks: does an answer say something, and does what it says stand in the passages?
+
+The language and citation checks look at an answer's form; a small model can pass both
+while answering nothing: it echoes the question, copies the format template, or cites two
+passages for "the documents do not say". These checks read what the answer says:
+
+- :func:`non_answer`: empty, markers only, the question repeated, or the prompt's template
+  text repeated;
+- :func:`unsupported`: the answer's words (character n-grams, beyond those it shares with
+  the question) occur in none of its cited passages, nor in the answer's translation into
+  a cited passage's language (the caller translates; this module stays pure);
+- :func:`refusal_despite_evidence`: "no information" while the passage the retriever
+  ranked first holds the gold answer span, or, with no gold, shares most of the question's
+  words (the lexical signal alone).
+
+Each returns a :class:`Finding`; none calls a model. Character n-grams are used rather
+than words because they survive morphology (Arabic prefixes, Russian case endings) and
+scripts written without spaces (:mod:`xlrag.checks.lexical`). The thresholds are module
+constants, measured on the vendored XQuAD items (``tests/checks/test_substance.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Literal, get_args
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from xlrag.checks.language import visible_text
+from xlrag.checks.lexical import char_ngrams, has_no_space_script, normalize_answer, tokenize
+
+__all__ = [
+    "FLAGS",
+    "SUBSTANCE_CHECKS",
+    "Finding",
+    "evidence_in",
+    "is_refusal",
+    "non_answer",
+    "refusal_cues",
+    "refusal_despite_evidence",
+    "unsupported",
+]
+
+SubstanceCheck = Literal["non_answer", "unsupported", "refusal"]
+SUBSTANCE_CHECKS: tuple[str, ...] = get_args(SubstanceCheck)
+# The flag an answer carries when a check still fails after every repair: what the CLI,
+# the server and the chat show. A refusal while the evidence was there is no answer either.
+FLAGS: dict[str, str] = {"non_answer": "not_an_answer", "unsupported": "unsupported",
+                         "refusal": "not_an_answer"}
+
+# An answer inside the question: most of its n-grams are the question's (ECHO_INSIDE) and it
+# repeats a good part of the question (ECHO_COVER); "France" for "France or Spain?" is not.
+ECHO_INSIDE = 0.85
+ECHO_COVER = 0.5
+# Share of the answer's own n-grams (those not in the question) that a cited passage must hold.
+SUPPORT = 0.5
+# With no gold: the top passage holds this share of the question's n-grams.
+EVIDENCE = 0.6
+
+_HAS_WORD = re.compile(r"[^\W_]")
+_NUMBER = re.compile(r"\d")
+
+
+class Finding(BaseModel):
+    """One check's result on one answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    check: SubstanceCheck
+    passed: bool
+    reason: str
+    score: float | None = None
+
+
+def _share(part: set[str], whole: set[str]) -> float:
+    return len(part & whole) / len(part) if part else 0.0
+
+
+def _inside(answer: str, reference: str, lang: str | None) -> tuple[float, float]:
+    """How much of ``answer`` is in ``reference``, and how much of ``reference`` it repeats."""
+    a, r = char_ngrams(answer, lang), char_ngrams(reference, lang)
+    return _share(a, r), _share(r, a)
+
+
+def _adds_a_number(answer: str, question: str, lang: str | None) -> bool:
+    asked = set(tokenize(question, lang))
+    return any(_NUMBER.search(t) and t not in asked for t in tokenize(answer, lang))
+
+
+def non_answer(answer: str | None, question: str, lang: str | None = None,
+               templates: Sequence[str] = ()) -> Finding:
+    """Whether ``answer`` says nothing: ``passed`` is False for an empty reply, markers only,
+    the question repeated, or a line of the prompt's template (``templates``) repeated."""
+    text = visible_text(answer or "")
+    if not text:
+        return Finding(check="non_answer", passed=False, reason="the answer is empty (or only <docN> markers)")
+    if not _HAS_WORD.search(text):
+        return Finding(check="non_answer", passed=False, reason=f"the answer is only punctuation: {text!r}")
+    inside, cover = _inside(text, question, lang)
+    if inside >= ECHO_INSIDE and cover >= ECHO_COVER and not _adds_a_number(text, question, lang):
+        return Finding(check="non_answer", passed=False, score=inside,
+                       reason=f"the answer repeats the question ({inside:.0%} of it is the question's words)")
+    for line in (x for t in templates for x in t.splitlines()):
+        if len(char_ngrams(line, lang)) < 3:
+            continue
+        inside, cover = _inside(text, line, lang)
+        if inside >= ECHO_INSIDE and cover >= ECHO_COVER:
+            return Finding(check="non_answer", passed=False, score=inside,
+                           reason=f"the answer repeats the prompt's template: {line.strip()[:80]!r}")
+    return Finding(check="non_answer", passed=True, reason="the answer says something of its own")
+
+
+def unsupported(answer: str | None, question: str, passages: Sequence[str], lang: str | None = None,
+                renderings: Sequence[str] = ()) -> Finding:
+    """Whether the answer's own words occur in a cited passage: ``passed`` is False when no
+    passage holds :data:`SUPPORT` of them. ``renderings``: the answer translated into the
+    cited passages' languages, checked the same way (a Spanish answer from a German passage).
+    An answer with no words beyond the question's is left to :func:`non_answer`."""
+    if not passages:
+        return Finding(check="unsupported", passed=False, reason="the answer cites no passage")
+    asked = char_ngrams(question, lang)
+    best, found_any = 0.0, False
+    for text in (answer or "", *renderings):
+        own = char_ngrams(visible_text(text), None) - asked
+        if not own:
+            continue
+        found_any = True
+        for passage in passages:
+            best = max(best, _share(own, char_ngrams(passage, None)))
+    if not found_any:
+        return Finding(check="unsupported", passed=True, score=None,
+                       reason="nothing beyond the question's words to look up")
+    verdict = best >= SUPPORT
+    via = " (with its translation)" if renderings else ""
+    return Finding(check="unsupported", passed=verdict, score=best,
+                   reason=f"{best:.0%} of the answer's own words{via} occur in its best cited passage"
+                          f" (needs {SUPPORT:.0%})")
+
+
+@cache
+def refusal_cues() -> dict[str, tuple[str, ...]]:
+    """Phrases that say "the documents do not answer", by language (``refusals.yaml``)."""
+    raw = yaml.safe_load(resources.files("xlrag.checks").joinpath("refusals.yaml").read_text("utf-8"))
+    return {lang: tuple(normalize_answer(c, lang) for c in cues) for lang, cues in raw.items()}
+
+
+def is_refusal(answer: str | None, lang: str | None = None) -> bool:
+    """Whether the answer says the documents do not hold the answer: a cue of its language
+    (or English, which small models fall back to) inside the normalised answer."""
+    text = f" {normalize_answer(visible_text(answer or ''), lang)} "
+    cues = refusal_cues()
+    for code in dict.fromkeys((lang or "en", "en")):
+        # Chinese, Japanese and Thai cues have no spaces around them to match on
+        if any((c in text) if has_no_space_script(c) else (f" {c} " in text) for c in cues.get(code, ())):
+            return True
+    return False
+
+
+def evidence_in(passage: str, question: str, gold: Sequence[str] | None = None,
+                lang: str | None = None) -> tuple[bool, str]:
+    """Whether ``passage`` holds the answer: a gold span in it when gold is known, else
+    :data:`EVIDENCE` of the question's n-grams in it (a lexical signal, same language only)."""
+    if gold:
+        body = f" {normalize_answer(passage, lang)} "
+        for g in gold:
+            norm = normalize_answer(g, lang)
+            if norm and f" {norm} " in body:
+                return True, f"the top passage holds the gold answer {g!r}"
+        return False, "the top passage holds no gold answer"
+    share = _share(char_ngrams(question, lang), char_ngrams(passage, lang))
+    return share >= EVIDENCE, f"the top passage holds {share:.0%} of the question's words"
+
+
+def refusal_despite_evidence(answer: str | None, question: str, top_passage: str | None,
+                             lang: str | None = None, gold: Sequence[str] | None = None) -> Finding:
+    """``passed`` is False when the answer refuses while the retriever's first passage holds
+    the answer (:func:`evidence_in`)."""
+    if not is_refusal(answer, lang):
+        return Finding(check="refusal", passed=True, reason="the answer does not refuse")
+    if not top_passage:
+        return Finding(check="refusal", passed=True, reason="refuses, and no passage was retrieved")
+    found, why = evidence_in(top_passage, question, gold, lang)
+    return Finding(check="refusal", passed=not found,
+                   reason=f"the answer says the documents do not answer, but {why}" if found
+                   else f"the answer refuses; {why}")
