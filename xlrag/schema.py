@@ -151,8 +151,9 @@ class GroundedAnswer(BaseModel):
     passages: list[Hit] = Field(default_factory=list, description="the passages shown, <doc0> first")
     flags: list[str] = Field(
         default_factory=list,
-        description="problems found: unparseable, ambiguous, truncated, no_citations, invalid_citation, "
-        "post_hoc_citations, closed_book",
+        description="problems found: not_an_answer (empty, the question or the template repeated, or a refusal "
+        "while the top passage holds the answer), unsupported (agent: no cited passage holds what it says), "
+        "unparseable, ambiguous, truncated, no_citations, invalid_citation, post_hoc_citations, closed_book",
     )
     raw_output: str = ""
     index_complete: bool = Field(True, description="False when the index was half-built: passages may be missing")

@@ -26,6 +26,9 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
 
 
 def openai_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    if "tools" not in body:
+        # verify's own call: the Spanish answer is checked against the English <doc3> in English
+        return 200, completion({"content": "The Panthers allowed 308 points."}, "stop")
     if not any(m["role"] == "tool" for m in body["messages"]):
         call = {"id": "call_q1", "type": "function",
                 "function": {"name": "search", "arguments": json.dumps({"query": "Panthers points allowed 308",
@@ -48,7 +51,8 @@ def test_tool_calls_round_trip_through_the_openai_sdk(vendor_replay: Any, retrie
     out = agent.invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]
 
-    first, second = (r.body for r in replay.requests)
+    first, second, check = (r.body for r in replay.requests)
+    assert "into English" in check["messages"][-1]["content"] or "inglés" in check["messages"][-1]["content"]
     assert [t["function"]["name"] for t in first["tools"]] == ["search", "translate"]
     assert first["tools"][0]["function"]["parameters"]["required"] == ["query"]
     tool_msg = next(m for m in second["messages"] if m["role"] == "tool")

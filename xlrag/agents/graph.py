@@ -356,11 +356,12 @@ class XlragAgent:
     # -- finish ---------------------------------------------------------------------------
     def finish(self, s: AgentState) -> dict:
         answer, failed = s["answer"], s.get("failed", [])
-        if failed:
-            # what a reader must see first: the answer says nothing, or nothing the passages hold
-            shown = [substance.FLAGS[c] for c in failed if c in substance.FLAGS]
-            flags = [*dict.fromkeys(shown), *answer.flags, *(f"unrepaired_{c}" for c in failed)]
-            answer = answer.model_copy(update={"flags": flags})
+        # the agent's own checks decide the substance flags (the chain's lexical ones included):
+        # what a reader must see first is that the answer says nothing, or nothing the passages hold
+        shown = [substance.FLAGS[c] for c in failed if c in substance.FLAGS]
+        kept = [f for f in answer.flags if f not in substance.FLAGS.values()]
+        flags = [*dict.fromkeys(shown), *kept, *(f"unrepaired_{c}" for c in failed)]
+        answer = answer.model_copy(update={"flags": flags})
         answer = answer.model_copy(update={"mode": s["choice"].mode})
         trace = Trace(question=s["question"], original_question=s.get("original_question"),
                       question_lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,

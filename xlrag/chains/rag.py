@@ -27,6 +27,7 @@ from xlrag.chains.echo import drop_echo, echo_reference, strip_markup
 from xlrag.chains.grounding import PostHocAttributor, resolve_markers
 from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
 from xlrag.chains.profiles import ProviderProfile, Request, configured_few_shot, profile_for
+from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
 from xlrag.errors import ConfigError
 from xlrag.formats import CITED_HEADER, AnswerFormat, Section, parse_format
 from xlrag.indexes.retriever import CrossLingualRetriever
@@ -146,6 +147,17 @@ def _text(message: Any) -> str:
     return str(content)
 
 
+def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> bool:
+    """The lexical substance checks any answer gets, with no model call: the question or the
+    template repeated, or a refusal while the top passage holds the question's words. (Support
+    by the cited passages needs a translation across languages: the agent checks that.)"""
+    lang = query.lang
+    if not non_answer(said, query.text, lang, templates=[templates]).passed:
+        return True
+    top = hits[0].passage.text if hits else None
+    return not refusal_despite_evidence(said, query.text, top, lang).passed
+
+
 def finalize(state: ChainState, attributor: PostHocAttributor | None,
              profile: ProviderProfile | None = None) -> GroundedAnswer:
     """Parse the LLM reply in ``state.message`` into a GroundedAnswer."""
@@ -205,6 +217,8 @@ def finalize(state: ChainState, attributor: PostHocAttributor | None,
             if post:
                 citations += post
                 flags.append("post_hoc_citations")
+    if fmt is not AnswerFormat.MC and _says_nothing(answer or cleaned, query, hits, state.echo_reference):
+        flags.insert(0, FLAGS["non_answer"])
     return GroundedAnswer(question=query.text, lang=query.lang or "", format=fmt, mode=state.mode,
                           model=state.model, passages=hits, raw_output=raw, answer=answer,
                           explanation=explanation, option_index=index, chosen_option=chosen,

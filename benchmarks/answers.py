@@ -1,0 +1,299 @@
+"""Answer substance (issue #20): does the answer answer, on the default local model?
+
+100 questions: 60 XQuAD (10 in each of ar, de, en, es, ru, zh) and 40 Travel (10 in each
+of the pairs en→en, en→ar, ar→en, ar→ar), over the demo index (XQuAD and Travel, shipped
+embeddings). Each *arm* is one way of answering; each row one question in one arm:
+
+- ``chain`` and ``agent`` in the IR modes ``balanced`` (what ``auto`` picks when no rule
+  matches, so the default agent), ``all`` and ``qlang_en``;
+- variants of the chain: k = 5 passages, the extractive instruction (the ``answer`` role
+  asks for a short phrase taken from the document), and *pivot* (answer in the language of
+  the top passage, then translate into the user's).
+
+Figures per arm, each with a 95% bootstrap CI, per source (XQuAD, Travel): right language;
+non-answer rate (:func:`xlrag.checks.substance.non_answer`, refusals included); non-answers
+*presented as verified* (no ``not_an_answer`` flag); char 3-gram recall and token F1 of the
+answer against gold (and char 3-gram recall of answer + explanation, since Travel's gold is
+a whole sentence); the calibrated panel's accuracy (``--judge``, the default panel of
+:func:`xlrag.evals.judges.default_panel`, with its calibration beside it); valid model-made
+citations; seconds.
+
+Every model call goes through one SQLite cache, so the agent's first answer costs nothing
+after the chain's (the same prompt) and a killed run resumes where it stopped.
+
+    python benchmarks/answers.py [--arms chain/balanced,agent/balanced,...] [--limit N] [--judge]
+
+Writes benchmarks/results/answers.json (rows and summary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import CACHE, HERE, RESULTS, bootstrap_ci, read_jsonl, write_json
+
+from xlrag.checks.language import judge_language, response_text
+from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
+from xlrag.evals.answers import char3_recall, token_f1
+
+ROOT = HERE.parent
+XQUAD_LANGS = ("ar", "de", "en", "es", "ru", "zh")
+TRAVEL_PAIRS = (("en", "en"), ("en", "ar"), ("ar", "en"), ("ar", "ar"))
+MODEL = "qwen2.5-coder-1.5b-instruct"
+RUN = CACHE / "answers"
+ROWS = "rows.jsonl"
+RESULT = "answers.json"
+
+# name -> (driver, IR mode, k, variant); the order is the order they run in
+ARMS: dict[str, tuple[str, str, int, str]] = {
+    "chain/balanced": ("chain", "balanced", 3, "plain"),
+    "agent/balanced": ("agent", "balanced", 3, "plain"),
+    "chain/all": ("chain", "all", 3, "plain"),
+    "agent/all": ("agent", "all", 3, "plain"),
+    "chain/qlang_en": ("chain", "qlang_en", 3, "plain"),
+    "agent/qlang_en": ("agent", "qlang_en", 3, "plain"),
+    "chain/balanced/k5": ("chain", "balanced", 5, "plain"),
+    "chain/balanced/extractive": ("chain", "balanced", 3, "extractive"),
+    "chain/balanced/pivot": ("chain", "balanced", 3, "pivot"),
+}
+# The extractive instruction, in English for every language: a variant under test, not yet
+# a localized prompt (it becomes one, in every language file, if it wins).
+EXTRACTIVE = ("Answer the question with a short phrase taken from the document that answers it: "
+              "copy its words, translated into {language} if the document is in another language.")
+
+
+def questions(limit: int | None = None) -> list[dict]:
+    """The benchmark's questions, seeded: ``{"id", "question", "lang", "gold", "source", "top_lang"?}``."""
+    out: list[dict] = []
+    by_lang: dict[str, list[dict]] = defaultdict(list)
+    for q in read_jsonl(ROOT / "xlrag" / "data" / "xquad" / "queries.jsonl"):
+        by_lang[q["lang"]].append(q)
+    per = 10 if limit is None else max(1, limit // 10)
+    for lang in XQUAD_LANGS:
+        qs = list(by_lang[lang])
+        random.Random(f"answers:{lang}").shuffle(qs)
+        out += [{"id": q["id"], "question": q["question"], "lang": lang, "gold": q["answers"], "source": "xquad"}
+                for q in qs[:per]]
+    by_pair: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for q in read_jsonl(HERE / "data" / "travel" / "queries.jsonl"):
+        by_pair[(q["lang"], q["gold_doc_lang"])].append(q)
+    for pair in TRAVEL_PAIRS:
+        qs = sorted(by_pair[pair], key=lambda q: q["id"])
+        random.Random(f"answers:{pair}").shuffle(qs)
+        out += [{"id": q["id"], "question": q["question"], "lang": q["lang"], "gold": [q["answer"]],
+                 "source": "travel"} for q in qs[:per]]
+    return out
+
+
+class Answerer:
+    """The loaded model, index and drivers: one of each per (mode, k, variant)."""
+
+    def __init__(self, threads: int):
+        from xlrag.chains.llms import build_llm
+        from xlrag.config import LLMConfig
+        from xlrag.demo import build_demo_index, demo_embedder
+        from xlrag.evals.cache import SQLiteLLMCache
+        from xlrag.indexes.retriever import CrossLingualRetriever
+        from xlrag.indexes.store import LanguageStores
+
+        index = CACHE / "agent-index"
+        if not (index / "chroma").exists():
+            build_demo_index(index)
+        embedder = demo_embedder()
+        self.index = index
+        self.retriever = CrossLingualRetriever(LanguageStores.open(index, embedder.name, embedder.dim), embedder,
+                                               "balanced", k=3)
+        RUN.mkdir(parents=True, exist_ok=True)
+        self.llm_cfg = LLMConfig(model=MODEL, max_tokens=160, n_threads=threads)
+        self.llm = build_llm(self.llm_cfg)
+        self.llm.cache = SQLiteLLMCache(RUN / "calls.sqlite")
+        self._built: dict[tuple, object] = {}
+
+    def driver(self, kind: str, mode: str, k: int, variant: str):
+        key = (kind, mode, k, variant)
+        if key not in self._built:
+            from xlrag.agents.build import build_agent
+            from xlrag.chains.rag import build_chain
+            from xlrag.config import XlragConfig
+            from xlrag.prompts import PromptLibrary
+
+            prompts = None
+            if variant == "extractive":
+                prompts = PromptLibrary(overrides={lang: {"answer": EXTRACTIVE} for lang in PromptLibrary().languages()})
+            if kind == "agent":
+                cfg = XlragConfig(index_dir=self.index, llm=self.llm_cfg, agent={"mode": mode}, retrieval={"k": k})
+                self._built[key] = build_agent(cfg, llm=self.llm, retriever=self.retriever)
+            else:
+                self._built[key] = build_chain(self.retriever, self.llm, fmt="citation", mode=mode, k=k, prompts=prompts)
+        return self._built[key]
+
+    def answer(self, arm: str, q: dict) -> tuple[object, object | None]:
+        kind, mode, k, variant = ARMS[arm]
+        run = self.driver(kind, mode, k, variant)
+        if kind == "agent":
+            out = run.invoke({"question": q["question"], "lang": q["lang"]})
+            return out["answer"], out["trace"]
+        if variant == "pivot":
+            return self._pivot(run, q, mode, k), None
+        return run.invoke({"question": q["question"], "lang": q["lang"]}), None
+
+    def _pivot(self, chain, q: dict, mode: str, k: int):
+        """Answer in the top passage's language over the same passages, then translate."""
+        from xlrag.chains.translator import LLMTranslator
+        from xlrag.schema import make_query
+
+        query = self.retriever.prepare(make_query(q["question"], lang=q["lang"]))
+        hits = self.retriever.retrieve(query, mode=mode, k=k)
+        top = hits[0].lang if hits else q["lang"]
+        ans = chain.invoke({"question": q["question"], "lang": top, "passages": [h.passage for h in hits]})
+        if top == q["lang"] or not ans.answer:
+            return ans.model_copy(update={"lang": q["lang"], "passages": list(hits)})
+        tr = LLMTranslator(llm=self.llm)
+        update = {"answer": tr.translate(ans.answer, top, q["lang"]), "lang": q["lang"], "passages": list(hits),
+                  "flags": [*ans.flags, "translated"], "explanation": None}
+        return ans.model_copy(update=update)
+
+
+def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
+    said = answer.answer if answer.answered else response_text(answer)
+    verdict = judge_language(response_text(answer) if answer.answered else "", q["lang"])
+    top = answer.passages[0].passage.text if answer.passages else None
+    says_nothing = not (non_answer(said, q["question"], q["lang"]).passed
+                        and refusal_despite_evidence(said, q["question"], top, q["lang"]).passed)
+    flagged = FLAGS["non_answer"] in answer.flags
+    return {"arm": arm, "id": q["id"], "lang": q["lang"], "source": q["source"], "seconds": seconds,
+            "question": q["question"], "gold": q["gold"], "answer": answer.answer,
+            "explanation": answer.explanation, "flags": list(answer.flags),
+            "language": verdict.status, "lang_correct": verdict.correct,
+            "non_answer": says_nothing, "non_answer_verified": says_nothing and not flagged,
+            "char3": char3_recall(answer.answer or "", q["gold"]),
+            "char3_response": char3_recall(response_text(answer), q["gold"]),
+            "f1": token_f1(answer.answer or "", q["gold"], q["lang"]),
+            "model_cited": any(c.valid and c.source == "model" for c in answer.citations),
+            "invalid_citation": any(not c.valid for c in answer.citations),
+            "shown_langs": [h.lang for h in answer.passages],
+            "repairs": [r.repair.value for r in trace.repairs] if trace else [],
+            "unrepaired": list(trace.unrepaired) if trace else []}
+
+
+def _ci(vals: list[float]) -> dict:
+    mean, lo, hi = bootstrap_ci(vals)
+    return {"mean": mean, "ci95": [lo, hi], "n": len(vals)}
+
+
+def summarize(rows: list[dict]) -> dict:
+    out: dict = {}
+    for arm in ARMS:
+        rs = [r for r in rows if r["arm"] == arm]
+        if not rs:
+            continue
+        out[arm] = {}
+        for source in ("all", "xquad", "travel"):
+            sub = [r for r in rs if source in ("all", r["source"])]
+            if not sub:
+                continue
+            fig = {
+                "n": len(sub),
+                "lang_correct": _ci([float(r["lang_correct"]) for r in sub if r["lang_correct"] is not None]),
+                "non_answer": _ci([float(r["non_answer"]) for r in sub]),
+                "non_answer_presented_as_verified": sum(r["non_answer_verified"] for r in sub),
+                "char3": _ci([r["char3"] for r in sub]),
+                "char3_response": _ci([r["char3_response"] for r in sub]),
+                "f1": _ci([r["f1"] for r in sub]),
+                "model_cited": _ci([float(r["model_cited"]) for r in sub]),
+                "seconds": _ci([r["seconds"] for r in sub]),
+            }
+            judged = [r for r in sub if r.get("panel") in ("correct", "incorrect")]
+            if judged:
+                fig["panel_accuracy"] = _ci([float(r["panel_final"] == "correct") for r in judged])
+                fig["panel_no_majority"] = sum(r.get("panel") not in ("correct", "incorrect") for r in sub)
+            if source == "all":
+                fig["per_lang_char3"] = {lang: round(sum(r["char3"] for r in sub if r["lang"] == lang)
+                                                     / max(1, sum(r["lang"] == lang for r in sub)), 3)
+                                         for lang in sorted({r["lang"] for r in sub})}
+            out[arm][source] = fig
+        if rs[0]["repairs"] is not None and ARMS[arm][0] == "agent":
+            out[arm]["all"]["repairs"] = dict(sorted(defaultdict(int, {
+                k: sum(k in r["repairs"] for r in rs) for k in {x for r in rs for x in r["repairs"]}}).items()))
+            out[arm]["all"]["unrepaired"] = sum(bool(r["unrepaired"]) for r in rs)
+    return out
+
+
+def judge_rows(rows: list[dict]) -> None:
+    """The calibrated default panel's verdict on every row not judged yet (cached calls)."""
+    from xlrag.evals.cache import SQLiteLLMCache
+    from xlrag.evals.judges import JudgePanel, default_panel
+
+    panel = JudgePanel(default_panel())
+    cache = SQLiteLLMCache(RUN / "judge_calls.sqlite")
+    for m in panel.models():
+        if hasattr(m, "cache"):
+            m.cache = cache
+    todo = [r for r in rows if "panel" not in r]
+    for i, r in enumerate(todo, 1):
+        text = "\n".join(x for x in (r["answer"], r["explanation"]) if x) if r["answer"] else ""
+        pv = panel.judge(r["question"], r["gold"], text, r["lang"])
+        r["panel"] = pv.verdict
+        r["panel_final"] = pv.final(r["lang_correct"])
+        r["votes"] = [{"judge": v.judge, "vote": v.verdict} for v in pv.votes]
+        print(f"\rjudged {i}/{len(todo)}", end="", flush=True)
+    print()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--arms", default=",".join(ARMS), help="comma-separated, from: " + ", ".join(ARMS))
+    ap.add_argument("--limit", type=int, default=None, help="questions in all (a trial run); default 100")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--judge", action="store_true", help="judge the rows with the calibrated default panel")
+    args = ap.parse_args()
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
+    unknown = [a for a in arms if a not in ARMS]
+    if unknown:
+        sys.exit(f"unknown arm(s) {unknown}; choose from {', '.join(ARMS)}")
+
+    path = RUN / ROWS
+    RUN.mkdir(parents=True, exist_ok=True)
+    if not path.exists() and (RESULTS / RESULT).exists():
+        # a new machine resumes from the committed rows
+        saved = json.loads((RESULTS / RESULT).read_text(encoding="utf-8"))
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in saved["rows"]), encoding="utf-8")
+    rows = read_jsonl(path) if path.exists() else []
+    done = {(r["arm"], r["id"]) for r in rows}
+    qs = questions(args.limit)
+    todo = [(a, q) for a in arms for q in qs if (a, q["id"]) not in done]
+    if todo:
+        answerer = Answerer(args.threads)
+        t_all = time.perf_counter()
+        with path.open("a", encoding="utf-8") as fh:
+            for i, (arm, q) in enumerate(todo, 1):
+                t0 = time.perf_counter()
+                answer, trace = answerer.answer(arm, q)
+                r = row(arm, q, answer, trace, time.perf_counter() - t0)
+                rows.append(r)
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                fh.flush()
+                print(f"\r{arm} {i}/{len(todo)} {time.perf_counter() - t_all:.0f}s", end="", flush=True)
+        print()
+        answerer.retriever.close()
+    if args.judge:
+        judge_rows(rows)
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
+              "arms": {a: dict(zip(("driver", "mode", "k", "variant"), ARMS[a], strict=True)) for a in ARMS},
+              "summary": summarize(rows), "rows": rows}
+    out = write_json(RESULT, result)
+    print(json.dumps(result["summary"], indent=1, ensure_ascii=False)[:4000])
+    print(f"written {out}")
+
+
+if __name__ == "__main__":
+    main()
