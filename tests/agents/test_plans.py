@@ -76,3 +76,21 @@ def test_every_plan_ends_and_post_hoc_is_always_reached(failures, budget):
         tried.append(nxt)
     assert len(tried) <= len(Repair)
     assert sum(r in LLM_REPAIRS for r in tried) <= budget
+
+
+@pytest.mark.parametrize("check", ["non_answer", "unsupported", "refusal"])
+def test_an_answer_without_substance_is_asked_again_extractively_first(check):
+    assert plan_repair([check, "language", "citations"], [], 2) is Repair.EXTRACT
+    # once extracted, a reply in the passage's language is translated, not regenerated
+    assert plan_repair([check, "language"], [Repair.EXTRACT], 1) is Repair.TRANSLATE
+    assert plan_repair(["language"], [Repair.EXTRACT], 1) is Repair.TRANSLATE
+    # still without substance and nothing else failing: nothing left to try, it is flagged
+    assert plan_repair([check], [Repair.EXTRACT], 1) is None
+    assert plan_repair([check], [], 0) is None
+
+
+def test_every_check_the_plan_reads_is_a_trace_check():
+    from xlrag.checks.substance import SUBSTANCE_CHECKS
+
+    assert set(SUBSTANCE_CHECKS) <= set(CHECKS)
+    assert {"language", "citations", "attribution"} <= set(CHECKS)
