@@ -152,3 +152,23 @@ def test_without_gold_the_lexical_signal_decides():
     assert not refusal_despite_evidence("The documents do not say.", question, top, "en").passed
     unrelated = "Tesla was born in Smiljan in 1856 and moved to the United States."
     assert refusal_despite_evidence("The documents do not say.", question, unrelated, "en").passed
+
+
+@pytest.mark.parametrize(("answer", "question", "lang"), [
+    # seen from the local model: a sentence that restates the question around the answer word
+    ("الطلاب ذهبوا إلى فيتنبرغ لسماع خطابات لوثر.", "من ذهب إلى فيتنبرغ لسماع خطابات لوثر؟", "ar"),
+    ("Studenten strömten nach Wittenberg, um Luther sprechen zu hören.",
+     "Wer strömte nach Wittenberg, um Luther sprechen zu hören?", "de"),
+])
+def test_a_restated_question_with_the_answer_in_it_is_an_answer(answer, question, lang):
+    assert non_answer(answer, question, lang).passed
+
+
+@pytest.mark.parametrize(("answer", "question", "lang"), [
+    # seen from the local model: the question asked back, and the question's words rearranged
+    ("منذ متى دخلت البكتيريا الزرقاء خلية؟", "منذ متى دخلت البكتيريا الزرقاء إلى خلية حقيقية النواة؟", "ar"),
+    ("الخلايا الزرقاء دخلت البكتيريا الزرقاء منذ فترة طويلة.",
+     "أي نوع من الخلايا دخلت البكتيريا الزرقاء منذ فترة طويلة؟", "ar"),
+])
+def test_the_question_asked_back_or_rearranged_is_not_an_answer(answer, question, lang):
+    assert not non_answer(answer, question, lang).passed

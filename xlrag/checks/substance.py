@@ -56,6 +56,9 @@ FLAGS: dict[str, str] = {"non_answer": "not_an_answer", "unsupported": "unsuppor
 # repeats a good part of the question (ECHO_COVER); "France" for "France or Spain?" is not.
 ECHO_INSIDE = 0.85
 ECHO_COVER = 0.5
+# A reply that ends in a question mark and shares this much with the question asks it back.
+QUESTION_BACK = 0.6
+_QUESTION_MARKS = ("?", "؟", "？", ";", "՞")  # Greek writes its question mark as ";"
 # Share of the answer's own n-grams (those not in the question) that a cited passage must hold.
 SUPPORT = 0.5
 # With no gold: the top passage holds this share of the question's n-grams.
@@ -86,9 +89,21 @@ def _inside(answer: str, reference: str, lang: str | None) -> tuple[float, float
     return _share(a, r), _share(r, a)
 
 
-def _adds_a_number(answer: str, question: str, lang: str | None) -> bool:
-    asked = set(tokenize(question, lang))
-    return any(_NUMBER.search(t) and t not in asked for t in tokenize(answer, lang))
+def _adds_content(answer: str, question: str, lang: str | None) -> bool:
+    """Whether the answer has a word of its own: a number, or a word most of whose n-grams the
+    question lacks ("الطلاب" in a sentence that otherwise restates the question; an inflected
+    question word such as "توافدوا" for "توافد" is not one)."""
+    asked_tokens = set(tokenize(question, lang))
+    asked = char_ngrams(question, lang)
+    for token in tokenize(answer, lang):
+        if token in asked_tokens:
+            continue
+        if _NUMBER.search(token) or has_no_space_script(token):
+            return True
+        grams = char_ngrams(token, lang)
+        if len(token) >= 3 and len(grams - asked) * 2 > len(grams):
+            return True
+    return False
 
 
 def non_answer(answer: str | None, question: str, lang: str | None = None,
@@ -101,9 +116,12 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
     if not _HAS_WORD.search(text):
         return Finding(check="non_answer", passed=False, reason=f"the answer is only punctuation: {text!r}")
     inside, cover = _inside(text, question, lang)
-    if inside >= ECHO_INSIDE and cover >= ECHO_COVER and not _adds_a_number(text, question, lang):
+    if inside >= ECHO_INSIDE and cover >= ECHO_COVER and not _adds_content(text, question, lang):
         return Finding(check="non_answer", passed=False, score=inside,
                        reason=f"the answer repeats the question ({inside:.0%} of it is the question's words)")
+    if text.rstrip().endswith(_QUESTION_MARKS) and inside >= QUESTION_BACK:
+        return Finding(check="non_answer", passed=False, score=inside,
+                       reason="the answer is the question asked back in other words")
     for line in (x for t in templates for x in t.splitlines()):
         if len(char_ngrams(line, lang)) < 3:
             continue
