@@ -117,6 +117,7 @@ def test_no_cited_passage_is_unsupported():
     ("Los documentos no contienen esa información <doc0>.", "es"),
     ("В документах нет информации об этом.", "ru"),
     ("Die Dokumente enthalten keine Angaben dazu.", "de"),
+    ("Es tut mir leid, aber ich kann das nicht helfen.", "de"),  # seen from the local model
 ])
 def test_refusals_are_recognised(reply, lang):
     assert is_refusal(reply, lang)
