@@ -12,6 +12,8 @@ from xlrag.evals.judges import (
     JudgeVote,
     PanelConfig,
     PanelVerdict,
+    default_panel,
+    judge_reply_schema,
     majority,
     model_family,
     parse_judge_reply,
@@ -106,6 +108,43 @@ def test_localized_judge_prompt_carries_the_case():
     (_, text), = panel.messages("Wer?", ["Rom", "Roma"], "Rom <doc0>", "de")
     assert "Referenzantwort: Rom | Roma" in text and "Frage: Wer?" in text
     assert '"verdict": "correct"' in text
+
+
+def test_the_justification_is_held_to_one_clause():
+    import re
+
+    pattern = judge_reply_schema()["properties"]["justification"]["pattern"]
+    assert re.match(pattern, "Both say 308.") and re.match(pattern, "الرد يذكر 308؟") and re.match(pattern, "")
+    for run_on in ("It says 308. It also says", "وهي معلومات الإجابة، وهي", "厘米/秒²，SI", "a; b", 'a "quote"', "a\nb"):
+        assert not re.match(pattern, run_on), run_on
+    assert judge_reply_schema()["required"] == ["justification", "verdict"]
+
+
+def test_a_lexical_judge_votes_without_a_model():
+    panel = JudgePanel(PanelConfig(judges=[{"kind": "lexical"}]), llms=[])
+    assert panel.models() == [] and panel.labels == ["lexical"]
+    v = panel.judge("How many points?", ["308"], "They gave up 308 points <doc0>.", "en")
+    assert v.verdict == "correct" and v.votes[0].judge == "lexical" and "308" in v.votes[0].justification
+    v = panel.judge("How many points?", "308", "<doc0>", "en")
+    assert v.verdict == "incorrect" and "empty" in v.votes[0].justification
+    with pytest.raises(ValueError, match="1 models for 0 LLM judges"):
+        JudgePanel(PanelConfig(judges=[{"kind": "lexical"}]), llms=[object()])
+
+
+async def test_a_mixed_panel_keeps_its_order():
+    # a real OpenAI-compatible client against a port nothing listens on: its vote is invalid
+    # with the reason, the lexical judge still votes, and the majority of valid votes decides
+    dead = {"provider": "openai", "model": "judge", "base_url": "http://127.0.0.1:9/v1", "retries": 0, "timeout": 5}
+    v = await JudgePanel(PanelConfig(judges=[dead, {"kind": "lexical"}])).ajudge("How many?", ["308"], "308", "en")
+    assert [x.judge for x in v.votes] == ["openai:judge:seed0", "lexical"]
+    assert v.votes[0].verdict == "invalid" and "Connection" in v.votes[0].reason
+    assert v.verdict == "correct"
+
+
+def test_default_panel_is_valid():
+    panel = default_panel()
+    assert len(set(panel.labels)) == len(panel.judges) >= 1
+    assert default_panel() == panel  # a fresh copy each time
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from xlrag.cli import (  # noqa: F401  (register commands)
     evaluating,
     experiments,
     indexing,
+    judging,
     models,
     prompts,
     retrieving,

@@ -104,6 +104,26 @@ def _agreement(recs: list[dict], human: dict[str, str] | None = None) -> dict[st
     return out
 
 
+def _calibration(panel: Any) -> dict[str, Any]:
+    """Each judge's accuracy on items of known truth (``xlrag eval calibrate``), matched on its
+    voting settings; None for a judge the committed calibration did not measure."""
+    from xlrag.evals.calibration import CALIBRATION_FILE, judge_calibration, load_calibration
+
+    data = load_calibration()
+    # the path from the repository root: the report is committed and read on other machines
+    return {"source": "/".join(CALIBRATION_FILE.parts[-3:]) if data else None,
+            "judges": {j.label: judge_calibration(j, data) for j in panel.judges}}
+
+
+def _calibrated(cal: dict[str, Any] | None) -> str:
+    if not cal:
+        return "not calibrated"
+    acc = cal["accuracy"]
+    langs = ", ".join(f"{lang} {v:.2f}" for lang, v in cal["per_language"].items())
+    return (f"calibrated accuracy {acc['mean']:.3f} [{acc['ci95'][0]:.2f}, {acc['ci95'][1]:.2f}] on {cal['items']} "
+            f"items of known truth ({langs}), invalid {cal['invalid_rate']:.1%}")
+
+
 def _retrieval(recs: list[dict], qrels: dict[str, dict[str, int]] | None, inventory: dict | None, k: int) -> dict:
     """Retrieved-language distribution per query language; with qrels, the retrieval report
     of ``xlrag eval retrieval`` (metrics by language cell, bias) from the recorded rankings."""
@@ -141,6 +161,7 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
         from xlrag.evals.judges import JudgePanel
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
+        report["judge_calibration"] = _calibration(cfg.judges)
     if cfg.generate_sample is not None:
         report["notes"].append(f"The answers are a stratified part of the sample ({cfg.generate_sample.per_lang} per "
                                f"language, seed {cfg.generate_sample.seed}); retrieval is scored on the whole sample.")
@@ -281,12 +302,20 @@ def markdown(report: dict[str, Any]) -> str:
                 lines.append(f"| {name} | {s['valid_model_citation_rate']:.3f} | {s['post_hoc_share']:.3f} | {prec} "
                              f"| {top} | {shown} |")
         lines += ["", "## Judge agreement", ""]
+        cal = report.get("judge_calibration") or {}
         for name, c in report["cells"].items():
             ag = c["agreement"]
             if ag:
                 k = "–" if ag["fleiss_kappa"] is None else f"{ag['fleiss_kappa']:.3f}"
                 lines.append(f"- {name}: Fleiss' kappa {k} over {ag['items_all_valid']}/{ag['items']} items "
                              f"with every vote valid; invalid votes {ag['invalid_votes'] or 0}")
+                for judge, acc in ag["accuracy_per_judge"].items():
+                    said = "–" if acc["mean"] is None else f"{acc['mean']:.2f}"
+                    lines.append(f"  - {judge}: voted correct {said} of {acc['n']} valid votes, "
+                                 f"{ag['invalid_votes'].get(judge, 0)} invalid; "
+                                 f"{_calibrated((cal.get('judges') or {}).get(judge))}")
+        if cal.get("source"):
+            lines += ["", f"Calibration: {cal['source']} (`xlrag eval calibrate`)."]
     if report.get("published"):
         lines += ["", *Published.model_validate(report["published"]).markdown()]
     return "\n".join(lines) + "\n"
