@@ -315,11 +315,14 @@ def markdown(report: dict[str, Any], top: int = 6) -> str:
             **{f"panel: {k}": v for k, v in sorted(report["panels"].items(),
                                                    key=lambda kv: -kv[1]["accuracy"]["mean"])[:top]}}
     chosen = report["chosen"]
-    lines = [f"# Judge calibration: {report['items']} items of known truth", "",
+    built = report.get("items_built", report["items"])
+    of = f" of {built}" if built > report["items"] else ""
+    why = chosen["why"][:1].upper() + chosen["why"][1:]
+    lines = [f"# Judge calibration: {report['items']}{of} items of known truth", "",
              f"{report['truth']['correct']} correct, {report['truth']['incorrect']} incorrect responses in "
              f"{', '.join(langs)} (seed {report['seed']}); kinds: "
              + ", ".join(f"{k} {n}" for k, n in report["kinds"].items() if n) + ".", "",
-             f"**Default offline panel: {chosen['panel']}.** {chosen['why']}.", "",
+             f"**Chosen panel: {chosen['panel']}.** {why}.", "",
              "| | accuracy [95% CI] | kappa | invalid | " + " | ".join(langs) + " |",
              "|---|---|---:|---:|" + "---:|" * len(langs)]
     for name, f in rows.items():

@@ -1,7 +1,7 @@
 """A panel of LLM judges with a majority vote (the XRAG protocol).
 
 Each judge sees the question, the gold answer and the response, in the question's
-language (the ``judge`` prompt role), writes a one-sentence justification and then its
+language (the ``judge`` prompt role), writes a one-clause justification and then its
 verdict as JSON. Providers that can hold a reply to a JSON schema are asked to (the
 provider's profile says how: ``response_format`` for OpenAI-compatible servers, a
 grammar for llama.cpp); the reply is parsed strictly either way. A reply that does not

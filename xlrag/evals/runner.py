@@ -321,7 +321,7 @@ class ExperimentRunner:
                     chains[(ds.name, cell.llm, v.name)] = self.chain(ds, cell, llm_cfg, v)
         # llama.cpp answers one call at a time per model: with only local models, records in
         # parallel would just queue on the model lock and eat each other's timeouts
-        models = [*self.config.llms, *(self.config.judges.judges if self.config.judges else []),
+        models = [*self.config.llms, *(self.config.judges.llm_judges if self.config.judges else []),
                   *([self.config.attribution_checker] if self.config.attribution_checker else [])]
         local_only = all(m.provider == "local" for m in models)
         sem = asyncio.Semaphore(1 if local_only else self.config.concurrency)

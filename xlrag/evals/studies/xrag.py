@@ -164,7 +164,7 @@ class XRAGRunner(StudyRun):
         self.snapshot()
         chain = build_chain(None, self.llm(self.config.llm), fmt="answer")
         work = [(c, q) for c in self.config.conditions for q in self.questions]
-        models = [self.config.llm, *(self.config.judges.judges if self.config.judges else [])]
+        models = [self.config.llm, *(self.config.judges.llm_judges if self.config.judges else [])]
         with RecordLog(self.out) as log:
             todo = [w for w in work if self.key(*w) not in log.done]
             return await log.run(todo, lambda w: self.record(chain, *w),
@@ -206,7 +206,7 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
 
         notes = JudgePanel(config.judges, generator=config.llm).notes
     return {"study": "xrag", "experiment": config.name, "llm": llm_label(config.llm),
-            "judges": [llm_label(j) for j in config.judges.judges] if config.judges else [],
+            "judges": [llm_label(j) if j in config.judges.llm_judges else j.label for j in config.judges.judges] if config.judges else [],
             "notes": notes, "published": PUBLISHED.model_dump(),
             "questions_per_lang": config.per_lang, "distractors": config.distractors,
             "plan": {c: v.model_dump() for c, v in contexts("X", config.distractors).items()},
