@@ -137,6 +137,12 @@ def test_out_paths_are_checked_before_any_work(xquad_index, tmp_path):
     assert not list(tmp_path.glob("*.tmp")) and not out.exists()
 
 
+@pytest.mark.parametrize("command", ["retrieve", "ask"])
+def test_k_zero_on_the_command_line_is_an_error_not_the_default(xquad_index, command):
+    line = one_line_error(runner.invoke(app, [command, "-i", str(xquad_index), "-k", "0", QUESTION]))
+    assert "retrieval.k" in line and "greater than or equal to 1" in line
+
+
 def test_ask_refuses_overlong_questions_and_single_options(xquad_index):
     line = one_line_error(runner.invoke(app, ["ask", "-i", str(xquad_index), "x" * 2001]))
     assert "over the limit of 2000" in line

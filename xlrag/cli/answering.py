@@ -52,7 +52,7 @@ def ask(
         if fmt is AnswerFormat.MC and len(options or []) < 2:
             raise ConfigError("--format mc needs at least two answer options: repeat -o, e.g. -o España -o Marruecos")
         retrieval: dict[str, Any] = {"mode": mode} if mode else {}
-        if k:
+        if k is not None:  # -k 0 must reach validation, not fall back to the default
             retrieval["k"] = k
         cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
         if embedder:

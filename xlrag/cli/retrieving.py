@@ -75,7 +75,7 @@ def retrieve(
             retrieval["mode"] = mode
         if fusion:
             retrieval["fusion"] = fusion
-        if k:
+        if k is not None:  # -k 0 must reach validation, not fall back to the default
             retrieval["k"] = k
         cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
         if embedder:
