@@ -11,6 +11,7 @@ def test_all_is_pinned():
         "Document",
         "GroundedAnswer",
         "Hit",
+        "IRMode",
         "Passage",
         "PromptLibrary",
         "Query",

@@ -19,6 +19,7 @@ __all__ = [
     "Document",
     "GroundedAnswer",
     "Hit",
+    "IRMode",
     "Passage",
     "PromptLibrary",
     "Query",
@@ -50,6 +51,7 @@ _LAZY = {
     "CrossLingualRetriever": "xlrag.indexes.retriever",
     "Document": "xlrag.schema",
     "Hit": "xlrag.schema",
+    "IRMode": "xlrag.modes",
     "Passage": "xlrag.schema",
     "Query": "xlrag.schema",
     "XlragConfig": "xlrag.config",
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from xlrag.indexes.langchain import XlragLangChainRetriever
     from xlrag.indexes.llamaindex import XlragLlamaRetriever
     from xlrag.indexes.policies import make_policy
+    from xlrag.modes import IRMode
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.prompts import PromptLibrary
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query

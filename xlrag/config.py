@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from xlrag.errors import ConfigError
+from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 
 __all__ = [
     "AgentConfig",
@@ -79,7 +80,7 @@ class SplitterConfig(_Section):
 
 
 class RetrievalConfig(_Section):
-    mode: str = Field("qlang_en", description="IR mode (routing policy) name")
+    mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = Field(5, ge=1, description="passages returned (after rerank)")
     k_retrieve: int = Field(20, ge=1, description="candidates fetched before rerank")
     fusion: str = Field(
@@ -158,17 +159,6 @@ class LLMConfig(_Section):
         return cls(**data)
 
 
-def _check_mode(mode: str, allow_auto: bool) -> str:
-    from xlrag.indexes.policies import MODES
-
-    known = [*MODES, "auto"] if allow_auto else list(MODES)
-    if mode not in known:
-        from xlrag.validate import did_you_mean
-
-        raise ValueError(f"unknown mode {mode!r}{did_you_mean(mode, known)}; use one of: {', '.join(known)}")
-    return mode
-
-
 class AgentRule(_Section):
     """``auto`` mode: a question naming any of ``names`` is retrieved from ``langs`` (rel_langs)."""
 
@@ -183,8 +173,8 @@ class ChatConfig(_Section):
 
 
 class AgentConfig(_Section):
-    mode: str = Field("auto", description="an IR mode, or auto: agent.rules, then default_mode")
-    default_mode: str = Field("balanced", description="auto mode when no rule matches")
+    mode: AgentMode = Field(AUTO, description="an IR mode, or auto: agent.rules, then default_mode")
+    default_mode: Mode = Field(IRMode.BALANCED, description="auto mode when no rule matches")
     rules: list[AgentRule] = Field(default_factory=list, description="auto mode's entity rules, first match wins")
     max_repairs: int = Field(2, ge=0, le=10, description="LLM repairs per answer; post-hoc citations come after")
     recursion_limit: int = Field(40, ge=10, description="LangGraph's hard cap on steps per answer")
@@ -193,16 +183,6 @@ class AgentConfig(_Section):
         "auto", description="tool calling (search, translate): auto when the LLM supports it; off: the fixed graph")
     max_tool_rounds: int = Field(3, ge=1, le=10, description="tool-calling rounds before the model must answer")
     chat: ChatConfig = Field(default_factory=ChatConfig)
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str) -> str:
-        return _check_mode(v, allow_auto=True)
-
-    @field_validator("default_mode")
-    @classmethod
-    def _default_mode(cls, v: str) -> str:
-        return _check_mode(v, allow_auto=False)
 
 
 class XlragConfig(BaseSettings):

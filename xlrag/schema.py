@@ -10,7 +10,10 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["Citation", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "make_query"]
+__all__ = ["Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "make_query"]
+
+# Who made a citation; the server's CitationOut reuses it (it once lacked "attribution")
+CitationSource = Literal["model", "post_hoc", "vendor", "attribution"]
 
 
 def _lang_or_none(v: str | None) -> str | None:
@@ -121,7 +124,7 @@ class Citation(BaseModel):
     doc_id: str | None = None
     lang: str | None = None
     valid: bool = Field(description="N exists among the passages shown to the model")
-    source: Literal["model", "post_hoc", "vendor", "attribution"] = Field(
+    source: CitationSource = Field(
         "model",
         description="model: written by the LLM; post_hoc: attributed afterwards by embedding "
         "similarity (never the model's own claim); vendor: the API's native citations (Cohere, Anthropic); "

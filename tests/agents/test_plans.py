@@ -37,7 +37,7 @@ def test_requested_and_configured_modes_beat_the_rules():
 
 @pytest.mark.parametrize(("agent", "message"), [
     ({"mode": "balnced"}, "did you mean 'balanced'"),
-    ({"default_mode": "auto"}, "unknown mode 'auto'"),
+    ({"default_mode": "auto"}, "unknown IR mode 'auto'"),
     ({"max_repairs": -1}, "greater than or equal"),
     ({"rules": [{"names": ["x"], "langs": []}]}, "at least 1"),
 ])

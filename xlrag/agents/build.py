@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.runnables import Runnable
 
 from xlrag.config import XlragConfig, resolve_config
+from xlrag.modes import IRMode
 
 __all__ = ["build_agent", "build_chat"]
 
@@ -49,7 +50,7 @@ def _agent(cfg: XlragConfig, llm: Runnable | None, retriever: Any, checkpointer:
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     chat = llm if llm is not None else build_llm(cfg.llm)
-    if retriever is None and cfg.agent.mode != "no_ir":
+    if retriever is None and cfg.agent.mode != IRMode.NO_IR:
         retriever = CrossLingualRetriever.from_config(cfg)
     chain = build_chain(retriever, chat, fmt="citation", k=cfg.retrieval.k)
     # the helpers' calls never reach a user's token stream

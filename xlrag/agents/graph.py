@@ -38,6 +38,7 @@ from xlrag.checks import substance
 from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
+from xlrag.modes import IRMode
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
@@ -119,7 +120,7 @@ class XlragAgent:
 
     def _retrieve(self, s: AgentState) -> list[Hit]:
         mode = s["choice"].mode
-        if self.chain.retriever is None or mode == "no_ir":
+        if self.chain.retriever is None or mode == IRMode.NO_IR:
             return []
         return self.chain.retriever.retrieve(s["query"], mode=mode, k=self.chain.k)
 
@@ -131,7 +132,7 @@ class XlragAgent:
     async def aretrieve(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
         mode = s["choice"].mode
-        hits = [] if self.chain.retriever is None or mode == "no_ir" else await self.chain.retriever.aretrieve(
+        hits = [] if self.chain.retriever is None or mode == IRMode.NO_IR else await self.chain.retriever.aretrieve(
             s["query"], mode=mode, k=self.chain.k)
         return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.config import AgentConfig
+from xlrag.modes import AUTO, IRMode, Mode
 
 __all__ = ["ModeChoice", "choose_mode"]
 
@@ -19,7 +20,7 @@ __all__ = ["ModeChoice", "choose_mode"]
 class ModeChoice(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    mode: str
+    mode: Mode
     reason: str
     relevant_langs: list[str] | None = None
 
@@ -28,18 +29,18 @@ def choose_mode(question: str, config: AgentConfig, *, requested: str | None = N
                 relevant_langs: list[str] | None = None) -> ModeChoice:
     """The mode for ``question``; ``requested`` (a per-call mode) beats the configuration."""
     mode = requested or config.mode
-    if mode != "auto":
+    if mode != AUTO:
         why = "requested for this question" if requested else "configured (agent.mode)"
         return ModeChoice(mode=mode, reason=why, relevant_langs=relevant_langs)
     if relevant_langs:
-        return ModeChoice(mode="rel_langs", reason=f"the caller named the relevant languages {relevant_langs}",
+        return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the caller named the relevant languages {relevant_langs}",
                           relevant_langs=relevant_langs)
     # casefold, not lower: "Straße" and "STRASSE" are the same name
     folded = question.casefold()
     for rule in config.rules:
         hit = next((name for name in rule.names if name.casefold() in folded), None)
         if hit is not None:
-            return ModeChoice(mode="rel_langs", reason=f"the question names {hit!r}, whose relevant languages are "
+            return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the question names {hit!r}, whose relevant languages are "
                               f"{', '.join(rule.langs)} (agent.rules)", relevant_langs=list(rule.langs))
     return ModeChoice(mode=config.default_mode,
                       reason=f"no agent rule matched the question; default mode {config.default_mode}")

@@ -30,6 +30,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from xlrag.config import XlragConfig, resolve_config
 from xlrag.indexes.llamaindex import hit_to_node
+from xlrag.modes import IRMode
 from xlrag.schema import GroundedAnswer
 from xlrag.validate import strict_kwargs
 
@@ -92,7 +93,7 @@ class XlragQueryEngine(BaseQueryEngine):
     def retrieve(self, query_bundle: QueryBundle | str) -> list[NodeWithScore]:
         query = query_bundle if isinstance(query_bundle, str) else query_bundle.query_str
         chain = self.chain
-        if chain.retriever is None or chain.mode == "no_ir":
+        if chain.retriever is None or chain.mode == IRMode.NO_IR:
             return []
         # as the chain retrieves (GroundedChain.prepare), without building the prompt
         return [hit_to_node(h) for h in chain.retriever.retrieve(query, mode=chain.mode, k=chain.k)]
@@ -117,6 +118,6 @@ def build_query_engine(config: XlragConfig | str | Path | None = None) -> XlragQ
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     cfg = resolve_config(config)
-    retriever = None if cfg.retrieval.mode == "no_ir" else CrossLingualRetriever.from_config(cfg)
+    retriever = None if cfg.retrieval.mode == IRMode.NO_IR else CrossLingualRetriever.from_config(cfg)
     chain = build_chain(retriever, build_llm(cfg.llm), fmt="citation", mode=cfg.retrieval.mode)
     return XlragQueryEngine(chain)

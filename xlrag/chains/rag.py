@@ -31,6 +31,7 @@ from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
 from xlrag.errors import ConfigError
 from xlrag.formats import CITED_HEADER, AnswerFormat, Section, parse_format
 from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.modes import IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
 from xlrag.schema import Citation, GroundedAnswer, Hit, Passage, Query, make_query
 from xlrag.text import first_line
@@ -55,7 +56,7 @@ class ChainInput(BaseModel):
     option_aliases: dict[int, list[str]] | None = None
     relevant_langs: list[str] | None = None
     target_lang: str | None = None
-    mode: str | None = None
+    mode: Mode | None = None
     id: str | None = None
     passages: list[Passage] | None = Field(
         None, description="answer over exactly these passages, in this order, with no retrieval "
@@ -251,7 +252,7 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     def _mode(self, inp: ChainInput) -> str:
         if inp.passages is not None:
             return GIVEN
-        return inp.mode or self.mode or (self.retriever.policy.name if self.retriever else "no_ir")
+        return inp.mode or self.mode or (self.retriever.policy.name if self.retriever else IRMode.NO_IR)
 
     def _given(self, inp: ChainInput) -> list[Hit] | None:
         """The caller's passages as hits, in their order (None: retrieve)."""
@@ -317,7 +318,7 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         mode = self._mode(inp)
         hits = self._given(inp)
         if hits is None:
-            hits = [] if self.retriever is None or mode == "no_ir" else self.retriever.retrieve(
+            hits = [] if self.retriever is None or mode == IRMode.NO_IR else self.retriever.retrieve(
                 query, mode=mode, k=self.k)
         return self.build_state(inp, query, hits)
 
@@ -328,7 +329,7 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         mode = self._mode(inp)
         hits = self._given(inp)
         if hits is None:
-            hits = [] if self.retriever is None or mode == "no_ir" else await self.retriever.aretrieve(
+            hits = [] if self.retriever is None or mode == IRMode.NO_IR else await self.retriever.aretrieve(
                 query, mode=mode, k=self.k)
         return self.build_state(inp, query, hits)
 

@@ -13,6 +13,7 @@ from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _
 from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
+from xlrag.modes import IRMode
 
 # what each substance flag means to a reader, keyed by the flag (xlrag.checks.substance.FLAGS)
 _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repeats the question or the "
@@ -69,7 +70,7 @@ def ask(
                              "relevant_langs": _csv(relevant_langs) or None, "target_lang": target_lang}, as_json)
             return
         chat = build_llm(cfg.llm)
-        retriever = None if cfg.retrieval.mode == "no_ir" else CrossLingualRetriever.from_config(cfg)
+        retriever = None if cfg.retrieval.mode == IRMode.NO_IR else CrossLingualRetriever.from_config(cfg)
         chain = build_chain(retriever, chat, fmt=fmt, mode=cfg.retrieval.mode)
         inputs: dict[str, Any] = {"question": question, "lang": lang, "relevant_langs": _csv(relevant_langs) or None,
                                   "target_lang": target_lang, "options": options or None}

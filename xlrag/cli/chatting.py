@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from xlrag.cli._app import ConfigOpt, IndexDirOpt, _config, _fail, app, echo, out
 from xlrag.errors import XlragError
+from xlrag.modes import AUTO
 
 HELP = """commands:
   /mode M      retrieve with IR mode M from now on (auto: the agent's rules)
@@ -24,13 +25,12 @@ HELP = """commands:
 
 def check_mode(mode: str) -> None:
     from xlrag.errors import ConfigError
-    from xlrag.indexes.policies import MODES
+    from xlrag.modes import parse_mode
 
-    known = [*MODES, "auto"]
-    if mode not in known:
-        from xlrag.validate import did_you_mean
-
-        raise ConfigError(f"unknown mode {mode!r}{did_you_mean(mode, known)}; use one of: {', '.join(known)}")
+    try:
+        parse_mode(mode, allow_auto=True)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def sessions_db() -> Path:
@@ -66,7 +66,7 @@ class _Repl:
             except XlragError as e:
                 echo(str(e))
             else:
-                self.mode = None if arg == "auto" else arg
+                self.mode = None if arg == AUTO else arg
                 echo(f"mode: {arg}")
         elif name == "lang":
             from xlrag.languages import normalize_code
@@ -180,7 +180,7 @@ def chat(
     except XlragError as e:
         _fail(e)
     repl = _Repl(graph, session or f"mem-{uuid.uuid4().hex[:8]}", saver, cfg.agent.chat.retention_sessions,
-                 None if mode == "auto" else mode, lang)
+                 None if mode == AUTO else mode, lang)
     echo(f"xlrag chat · index {cfg.index_dir} · mode {cfg.agent.mode}" + (f" · session {session}" if session else "")
          + " · /help for commands")
     while True:

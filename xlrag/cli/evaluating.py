@@ -20,14 +20,16 @@ app.add_typer(eval_app, name="eval")
 def _check_inputs(queries: Path | None, qrels: Path | None, mode: str | None, k: int, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
     from xlrag.errors import ConfigError, InvalidArgumentError
-    from xlrag.indexes.policies import MODES
-    from xlrag.validate import did_you_mean
+    from xlrag.modes import parse_mode
 
     if queries is None or qrels is None:
         raise ConfigError("give --queries FILE (JSONL of {id, question, lang?}) and --qrels FILE "
                           "(JSONL of {query_id, doc_id, relevance})")
-    if mode is not None and mode not in MODES:
-        raise ConfigError(f"unknown --mode {mode!r}{did_you_mean(mode, MODES)}; choose one of: {', '.join(MODES)}")
+    if mode is not None:
+        try:
+            parse_mode(mode)
+        except ValueError as e:
+            raise ConfigError(f"--mode: {e}") from None
     if k < 1:
         raise InvalidArgumentError("-k", "a whole number >= 1", k)
     if trec is not None:

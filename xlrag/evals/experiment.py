@@ -32,6 +32,7 @@ from xlrag.config import LLMConfig, RerankConfig
 from xlrag.errors import ConfigError
 from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
+from xlrag.modes import IRMode, Mode
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -152,8 +153,8 @@ class Published(_Strict):
 class ExperimentConfig(_Strict):
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
-    modes: list[str] = Field(default_factory=lambda: ["qlang_en"], min_length=1)
-    generate_modes: list[str] | None = Field(
+    modes: list[Mode] = Field(default_factory=lambda: [IRMode.QLANG_EN], min_length=1)
+    generate_modes: list[Mode] | None = Field(
         None, description="modes whose records are answered by the LLMs (default: every mode); the other "
                           "modes are scored on retrieval only, which costs no model call")
     generate_sample: Sample | None = Field(
@@ -201,18 +202,6 @@ class ExperimentConfig(_Strict):
 
             raise ValueError(f"unknown fusion {v!r}{did_you_mean(v, known)}; use one of: {', '.join(known)}")
         return v
-
-    @field_validator("modes")
-    @classmethod
-    def _known_modes(cls, modes: list[str]) -> list[str]:
-        from xlrag.indexes.policies import MODES
-
-        for m in modes:
-            if m not in MODES:
-                from xlrag.validate import did_you_mean
-
-                raise ValueError(f"unknown IR mode {m!r}{did_you_mean(m, MODES)}; use one of: {', '.join(MODES)}")
-        return modes
 
     @model_validator(mode="after")
     def _unique(self) -> ExperimentConfig:

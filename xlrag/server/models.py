@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.chat import Source
 from xlrag.agents.trace import Trace
-from xlrag.schema import GroundedAnswer, Hit
+from xlrag.modes import AgentMode, Mode
+from xlrag.schema import CitationSource, GroundedAnswer, Hit
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -27,16 +28,6 @@ QUESTION = "the question, in any language (the answer comes back in it)"
 LANG = "the question's language as an ISO 639 code, e.g. 'es'; detected when omitted"
 RELEVANT = "languages whose sources matter for this question (mode rel_langs), e.g. ['es', 'ar']"
 TARGET = "the language for modes swap_docs and oracle_lang"
-
-
-def _check_mode(value: str | None, allow_auto: bool) -> str | None:
-    from xlrag.indexes.policies import MODES
-    from xlrag.validate import did_you_mean
-
-    known = [*MODES, "auto"] if allow_auto else list(MODES)
-    if value is not None and value not in known:
-        raise ValueError(f"unknown mode {value!r}{did_you_mean(value, known)}; use one of: {', '.join(known)}")
-    return value
 
 
 class _In(BaseModel):
@@ -55,14 +46,9 @@ class AskRequest(_In):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
     lang: str | None = Field(None, description=LANG)
-    mode: str | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     relevant_langs: list[str] | None = Field(None, description=RELEVANT)
     target_lang: str | None = Field(None, description=TARGET)
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str | None) -> str | None:
-        return _check_mode(v, allow_auto=True)
 
 
 class ChatRequest(_In):
@@ -73,30 +59,20 @@ class ChatRequest(_In):
         None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
         description="the conversation to continue; omitted: a new one, whose id comes back in the reply")
     lang: str | None = Field(None, description=LANG)
-    mode: str | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     stream: bool = Field(
         True, description="true: a text/event-stream of token, answer and done events; false: one JSON ChatResponse")
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str | None) -> str | None:
-        return _check_mode(v, allow_auto=True)
 
 
 class RetrieveRequest(_In):
     """Retrieval only: the passages an IR mode finds for a question, no generation."""
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
-    mode: str | None = Field(None, description="IR mode; default: the server's retrieval.mode")
+    mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
     k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
     lang: str | None = Field(None, description=LANG)
     relevant_langs: list[str] | None = Field(None, description=RELEVANT)
     target_lang: str | None = Field(None, description=TARGET)
-
-    @field_validator("mode")
-    @classmethod
-    def _mode(cls, v: str | None) -> str | None:
-        return _check_mode(v, allow_auto=False)
 
 
 # -- answers ----------------------------------------------------------------------------------
@@ -120,9 +96,10 @@ class CitationOut(_Out):
     doc_id: str | None
     lang: str | None
     valid: bool
-    source: Literal["model", "post_hoc", "vendor"] = Field(
+    source: CitationSource = Field(
         description="model: the LLM's own <docN>; post_hoc: attributed afterwards by embedding similarity; "
-                    "vendor: the API's native citations")
+                    "vendor: the API's native citations; attribution: put first by the attribution "
+                    "reranker's AIS check")
     text: str | None = Field(None, description="the answer sentence this citation supports (post hoc, vendor)")
 
 

@@ -33,11 +33,13 @@ from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.formats import AnswerFormat
+from xlrag.modes import IRMode, Mode
 
 __all__ = ["PUBLISHED", "BordIRlinesConfig", "BordIRlinesRunner", "bordirlines_figures", "bordirlines_markdown",
            "bordirlines_report"]
 
-RAG_MODES = ("qlang", "qlang_en", "en_only", "rel_langs", "swap_docs")
+# BordIRlines' modes with retrieval (and no_ir, closed-book)
+RAG_MODES = (IRMode.QLANG, IRMode.QLANG_EN, IRMode.EN_ONLY, IRMode.REL_LANGS, IRMode.SWAP_DOCS)
 Relevance = Literal["all", "relevant", "non_relevant"]
 RELEVANCE: tuple[str, ...] = get_args(Relevance)
 
@@ -70,7 +72,7 @@ class BordIRlinesConfig(_Strict):
     territories: Path | None = Field(None, description="a territories JSONL or an upstream BorderLines folder "
                                                        "(default: the 13 shipped territories)")
     only: list[str] | None = Field(None, description="these territories only")
-    modes: list[str] = Field(default_factory=lambda: ["no_ir", *RAG_MODES], min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: [IRMode.NO_IR, *RAG_MODES], min_length=1)
     corpus: Path | None = Field(None, description="passages for the RAG modes (an xlrag corpus JSONL)")
     corpus_name: str | None = Field(None, description="how the report names the corpus")
     index_dir: Path | None = Field(None, description="index of the corpus (default: <out>/index)")
@@ -86,13 +88,11 @@ class BordIRlinesConfig(_Strict):
 
     @field_validator("modes")
     @classmethod
-    def _modes(cls, modes: list[str]) -> list[str]:
-        from xlrag.validate import did_you_mean
-
-        known = ("no_ir", *RAG_MODES)
+    def _modes(cls, modes: list[IRMode]) -> list[IRMode]:
+        known = (IRMode.NO_IR, *RAG_MODES)
         for m in modes:
             if m not in known:
-                raise ValueError(f"unknown BordIRlines mode {m!r}{did_you_mean(m, known)}; use {', '.join(known)}")
+                raise ValueError(f"{m.value!r} is not a BordIRlines mode; use {', '.join(known)}")
         return modes
 
     @model_validator(mode="after")
@@ -167,7 +167,7 @@ class BordIRlinesRunner(StudyRun):
         """The RAG modes, when the config gives no passages."""
         if config.corpus is not None or config.index_dir is not None:
             return {}
-        return {m: "no passage corpus in the config (give corpus: or index_dir:)" for m in config.modes if m != "no_ir"}
+        return {m: "no passage corpus in the config (give corpus: or index_dir:)" for m in config.modes if m != IRMode.NO_IR}
 
     def modes(self) -> list[str]:
         skipped = self.not_run(self.config)
@@ -190,7 +190,7 @@ class BordIRlinesRunner(StudyRun):
 
     def runs(self) -> list[tuple[str, str]]:
         """(IR mode, relevance variant) pairs: closed book has no passages to filter."""
-        return [(m, v) for m in self.modes() for v in (["all"] if m == "no_ir" else self.config.variants())]
+        return [(m, v) for m in self.modes() for v in (["all"] if m == IRMode.NO_IR else self.config.variants())]
 
     def work(self) -> list[tuple[str, str, Territory, str, MCQuery]]:
         return [(m, v, t, key, q) for m, v in self.runs() for t in self.territories for key, q in t.queries.items()]
@@ -222,7 +222,7 @@ class BordIRlinesRunner(StudyRun):
                            answer=None, shown=[], citations=[], seconds=round(time.perf_counter() - t0, 3))
                 return rec
             inp["passages"] = keep
-        ans = await chains["no_ir" if mode == "no_ir" else "rag"].ainvoke(inp)
+        ans = await chains[IRMode.NO_IR if mode == IRMode.NO_IR else "rag"].ainvoke(inp)
         index = ans.option_index
         rec.update(answer=t.claimant(index) if index is not None else None, option_index=index,
                    raw_output=ans.raw_output, flags=ans.flags,
@@ -241,8 +241,8 @@ class BordIRlinesRunner(StudyRun):
         fmt = AnswerFormat.MC if self.config.format == "mc" else AnswerFormat.CITATION
         llm = self.llm(self.config.llm)
         modes = self.modes()
-        chains = {"no_ir": build_chain(None, llm, fmt=AnswerFormat.MC, mode="no_ir", k=self.config.k)}
-        if any(m != "no_ir" for m in modes):
+        chains = {IRMode.NO_IR: build_chain(None, llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR, k=self.config.k)}
+        if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = build_chain(self.retriever(), llm, fmt=fmt, k=self.config.k)
         with RecordLog(self.out) as log:
             todo = [w for w in self.work() if self.key(run_label(w[0], w[1]), w[2], w[3]) not in log.done]
@@ -275,7 +275,7 @@ def bordirlines_report(config: BordIRlinesConfig, records: list[dict], not_run: 
         graded = [p["relevance"] for r in ok for p in r["shown"] if p.get("relevance") is not None]
         if graded:
             modes[mode]["shown_relevant"] = {"rate": sum(g > 0 for g in graded) / len(graded), "n": len(graded)}
-        if config.format == "citation" and mode != "no_ir":
+        if config.format == "citation" and mode != IRMode.NO_IR:
             modes[mode]["citation_vs_inclusion"] = citation_vs_inclusion(ok)
     return {
         "study": "bordirlines", "experiment": config.name, "llm": llm_label(config.llm), "format": config.format,
