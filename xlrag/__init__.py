@@ -74,8 +74,8 @@ if TYPE_CHECKING:
     from xlrag.indexes.langchain import XlragLangChainRetriever
     from xlrag.indexes.llamaindex import XlragLlamaRetriever
     from xlrag.indexes.policies import make_policy
-    from xlrag.modes import IRMode
     from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.modes import IRMode
     from xlrag.prompts import PromptLibrary
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 

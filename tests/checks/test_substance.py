@@ -70,6 +70,16 @@ def test_the_prompt_template_copied_is_not_an_answer():
     assert non_answer("Denver Broncos", "Who won?", "en", templates=[template]).passed
 
 
+@pytest.mark.parametrize("lang", ["zh", "ar", "ru", "es"])
+def test_the_templates_placeholder_under_its_english_label_is_not_an_answer(lang):
+    # the labels stay English in every language; the placeholder is a short part of its line
+    # ("Answer: 你的答案"), so the line is compared as the reader sees it, labels stripped
+    template = PromptLibrary().render("citation_format", lang, answer_header="Answer:")
+    line = next(x for x in template.splitlines() if x.startswith("Answer:"))
+    f = non_answer(line, "¿Quién ganó?", lang, templates=[template])
+    assert not f.passed and "template" in f.reason
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(QUERIES))
 def test_any_vendored_question_echoed_fails(q):

@@ -122,7 +122,9 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
     if text.rstrip().endswith(_QUESTION_MARKS) and inside >= QUESTION_BACK:
         return Finding(check="non_answer", passed=False, score=inside,
                        reason="the answer is the question asked back in other words")
-    for line in (x for t in templates for x in t.splitlines()):
+    # the template's lines as a reader sees them, labels stripped like the answer's: "Answer:
+    # 你的答案" left the placeholder too short a part of the line to count as its repetition
+    for line in (visible_text(x) for t in templates for x in t.splitlines()):
         if len(char_ngrams(line, lang)) < 3:
             continue
         inside, cover = _inside(text, line, lang)

@@ -204,12 +204,18 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
         per_judge[judge.label] = {"config": _portable(judge),
                                   "seconds_per_call": votes[judge.label]["seconds"],
                                   **figures(items, vs), "invalid_examples": invalid[:5]}
+    # a panel of model-free judges costs nothing to run on every item, so it is measured (and
+    # chosen) on them all; a panel with a model, on the part the models voted on
+    free = [j for j in candidates.judges if not isinstance(j, JudgeConfig)]
+    wide = bool(all_items) and len(all_items) > len(items)
+    free_votes = judge_items(PanelConfig(judges=free), all_items) if wide and free else {}
     panels: dict[str, dict[str, Any]] = {}
     for size in range(1, len(labels) + 1):
         for members in combinations(labels, size):
-            fig = figures(items, panel_votes(members, {m: votes[m]["votes"] for m in members}, items,
-                                             candidates.tie_break))
-            panels[" + ".join(members)] = {"members": list(members), "figures": fig,
+            on_all = wide and all(m in free_votes for m in members)
+            its, vv = (all_items, free_votes) if on_all else (items, votes)
+            fig = figures(its, panel_votes(members, {m: vv[m]["votes"] for m in members}, its, candidates.tie_break))
+            panels[" + ".join(members)] = {"members": list(members), "figures": fig, "items": len(its),
                                            "meets": _meets(fig, [per_judge[m] for m in members])}
     best, why = choose_panel(candidates, panels)
     chosen = PanelConfig(judges=[j for j in candidates.judges if j.label in panels[best]["members"]],
@@ -223,27 +229,23 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
         "truth": {"correct": sum(i.truth for i in items), "incorrect": sum(not i.truth for i in items)},
         "targets": {"accuracy": TARGET_ACCURACY, "invalid_rate": TARGET_INVALID},
         "judges": per_judge,
-        "panels": {name: {"members": p["members"], "meets": p["meets"], **p["figures"]}
+        "panels": {name: {"members": p["members"], "meets": p["meets"], "items": p["items"], **p["figures"]}
                    for name, p in panels.items()},
         "chosen": {"panel": best, "why": why,
                    "config": {"judges": [_portable(j) for j in chosen.judges], "tie_break": chosen.tie_break}},
         "lexical_threshold_sweep": _sweep(all_items or items),
-        "model_free_all_items": _model_free(candidates, all_items) if all_items and len(all_items) > len(items)
+        "model_free_all_items": {j.label: figures(all_items, [free_votes[j.label]["votes"][i.id].verdict
+                                                              for i in all_items]) for j in free} if free_votes
         else None,
         "notes": [
             "Accuracy counts an invalid vote (and a panel with no valid vote) as wrong; accuracy_valid_votes "
             "leaves them out. Kappa treats invalid as a category of its own.",
             f"The chosen panel is the best of {len(panels)} on these very items, so its accuracy is an "
             "optimistic estimate; the per-language intervals show how far it can move.",
+            *([f"Panels of model-free judges are measured on all {len(all_items)} items, panels with a model on "
+               f"the {len(items)} the models voted on."] if free_votes else []),
         ],
     }
-
-
-def _model_free(candidates: PanelConfig, items: Sequence[CalibrationItem]) -> dict[str, Any]:
-    """The judges that call no model, on every item."""
-    free = PanelConfig(judges=[j for j in candidates.judges if not isinstance(j, JudgeConfig)] or [{"kind": "lexical"}])
-    votes = judge_items(free, items)
-    return {j.label: figures(items, [votes[j.label]["votes"][i.id].verdict for i in items]) for j in free.judges}
 
 
 def _sweep(items: Sequence[CalibrationItem]) -> dict[str, float]:
@@ -312,8 +314,9 @@ def markdown(report: dict[str, Any], top: int = 6) -> str:
     """The calibration as Markdown tables: judges, the best panels, per language and kind."""
     langs, kinds = report["langs"], [k for k, n in report["kinds"].items() if n]
     rows = {**{f"judge: {k}": v for k, v in report["judges"].items()},
-            **{f"panel: {k}": v for k, v in sorted(report["panels"].items(),
-                                                   key=lambda kv: -kv[1]["accuracy"]["mean"])[:top]}}
+            **{f"panel: {k}" + (f" ({v['items']} items)" if v.get("items", report["items"]) != report["items"]
+                                 else ""): v
+               for k, v in sorted(report["panels"].items(), key=lambda kv: -kv[1]["accuracy"]["mean"])[:top]}}
     chosen = report["chosen"]
     built = report.get("items_built", report["items"])
     of = f" of {built}" if built > report["items"] else ""

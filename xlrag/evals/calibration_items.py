@@ -7,7 +7,8 @@ in equal numbers per dataset, language and kind:
   (``gold_in_sentence``); the parallel question's gold in another script
   (``parallel_gold``: "Jared Allen" for the Russian question);
 - wrong: the gold of the other question on the same passage, sharing no word with this one
-  (``other_gold``); the question itself (``echo``); a sentence of the same language from an
+  (``other_gold``), and the same in another script (``parallel_other_gold``: a judge that
+  takes every answer in another script for correct is caught here); the question itself (``echo``); a sentence of the same language from an
   article about something else (``wrong_sentence``; in the travel set, another question's
   answer); nothing, a ``<docN>`` marker or a line of the answer-format template
   (``non_answer``).
@@ -43,7 +44,8 @@ __all__ = [
     "vendored_langs",
 ]
 
-Kind = Literal["gold", "gold_in_sentence", "parallel_gold", "other_gold", "echo", "wrong_sentence", "non_answer"]
+Kind = Literal["gold", "gold_in_sentence", "parallel_gold", "other_gold", "parallel_other_gold", "echo",
+               "wrong_sentence", "non_answer"]
 KINDS: tuple[str, ...] = get_args(Kind)
 CORRECT_KINDS = frozenset(KINDS[:3])
 # The travel set's gold answers are written, not spans, and it has no parallel questions
@@ -147,10 +149,12 @@ class _XQuAD:
                  if gold in s and len(s) > len(gold) + 5 and len(s) <= 400]
         return (rng.choice(found), "the gold passage's sentence that holds the gold answer") if found else None
 
-    def parallel_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def _in_other_script(self, q: dict, source: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+        """``source``'s gold in a parallel language whose script is not that of ``q``'s gold
+        (English when it qualifies), unless it holds ``q``'s gold or the other way round."""
         gold = q["answers"][0]
         own = _script(gold)
-        base = q["id"].rsplit("-", 1)[0]
+        base = source["id"].rsplit("-", 1)[0]
         if own is None or (base, lang) in _MISALIGNED:
             return None  # a number reads the same in every language
         others = []
@@ -165,17 +169,28 @@ class _XQuAD:
         if not others:
             return None
         english = [x for x in others if x[0] == "en"]
-        other, alt = english[0] if english else rng.choice(others)
-        return alt, f"the gold answer of the parallel {other} question"
+        return english[0] if english else rng.choice(others)
+
+    def parallel_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+        found = self._in_other_script(q, q, lang, rng)
+        return (found[1], f"the gold answer of the parallel {found[0]} question") if found else None
+
+    def _other(self, q: dict, lang: str) -> dict | None:
+        """The first other question on ``q``'s passage whose gold shares no word with ``q``'s."""
+        mine = set(tokenize(q["answers"][0], lang))
+        return next((o for o in self.by_doc[q["gold_doc_id"]]
+                     if o["id"] != q["id"] and not mine & set(tokenize(o["answers"][0], lang))), None)
 
     def other_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
-        gold = q["answers"][0]
-        mine = set(tokenize(gold, lang))
-        for other in self.by_doc[q["gold_doc_id"]]:
-            alt = other["answers"][0]
-            if other["id"] != q["id"] and not mine & set(tokenize(alt, lang)):
-                return alt, "the gold answer of another question on the same passage"
-        return None
+        other = self._other(q, lang)
+        return (other["answers"][0], "the gold answer of another question on the same passage") if other else None
+
+    def parallel_other_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+        other = self._other(q, lang)
+        found = self._in_other_script(q, other, lang, rng) if other else None
+        if found is None or any(_holds(found[1], g, lang) for g in q["answers"]):
+            return None
+        return found[1], f"the gold answer of another question on the same passage, from its parallel {found[0]} question"
 
     def echo(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
         return None if _holds(q["question"], q["answers"][0], lang) else (q["question"], "the question")

