@@ -18,13 +18,12 @@ from xlrag.errors import ConfigError
 from xlrag.formats import (
     CHOICE_HEADER,
     CITED_HEADER,
-    LABEL_ROLES,
     AnswerFormat,
     Section,
-    label_words,
     parse_format,
 )
 from xlrag.prompts import PromptLibrary
+from xlrag.prompts.library import LABEL_ROLES, label_words
 from xlrag.schema import GroundedAnswer
 
 PROMPT_FILES = sorted((ROOT / "xlrag" / "prompts").glob("*.yaml"))

@@ -12,7 +12,6 @@ import difflib
 import re
 from collections.abc import Iterable
 from enum import StrEnum
-from functools import cache
 
 from xlrag.errors import ConfigError
 
@@ -21,10 +20,8 @@ __all__ = [
     "CHOICE_HEADER",
     "CITED_HEADER",
     "EXPLANATION_HEADER",
-    "LABEL_ROLES",
     "AnswerFormat",
     "Section",
-    "label_words",
     "parse_format",
     "words_pattern",
 ]
@@ -60,11 +57,6 @@ ANSWER_HEADER = Section.ANSWER.header
 CHOICE_HEADER = Section.CHOICE.header
 EXPLANATION_HEADER = Section.EXPLANATION.header
 
-# Prompt roles whose values are labels a reply may contain (a model that starts the next
-# "Question:" has finished its answer; "Respuesta:" introduces one).
-LABEL_ROLES = ("question_label", "documents_label", "answer_label")
-
-
 def parse_format(value: str | AnswerFormat) -> AnswerFormat:
     """``value`` as an :class:`AnswerFormat`; an unknown name fails with a suggestion."""
     try:
@@ -74,22 +66,6 @@ def parse_format(value: str | AnswerFormat) -> AnswerFormat:
         close = difflib.get_close_matches(str(value), names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ConfigError(f"unknown answer format {value!r}{hint}; use one of: {', '.join(names)}") from None
-
-
-@cache
-def label_words(role: str) -> tuple[str, ...]:
-    """Every spelling of a label role across the shipped prompt files, longest first.
-
-    Derived from ``xlrag/prompts/*.yaml`` (the prompts the models are actually sent),
-    so adding a prompt language teaches the parser its labels too.
-    """
-    if role not in LABEL_ROLES:
-        raise ConfigError(f"{role!r} is not a label role; use one of: {', '.join(LABEL_ROLES)}")
-    from xlrag.prompts.library import PromptLibrary
-
-    lib = PromptLibrary()
-    found = {lib.get(role, lang).strip() for lang in lib.languages()}
-    return tuple(sorted((w for w in found if w), key=lambda w: (-len(w), w)))
 
 
 def words_pattern(words: Iterable[str]) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from xlrag.errors import MissingAPIKeyError, MissingDependencyError, UnknownProviderError
 
-__all__ = ["Kind", "api_key", "available", "create", "get", "register", "require"]
+__all__ = ["Kind", "api_key", "available", "create", "get", "profile", "profiled", "register", "require"]
 
 Kind = Literal["embedder", "reranker", "llm", "translator", "fusion"]
 
@@ -27,17 +27,40 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "translator": ("xlrag.chains.translator",),
     "fusion": ("xlrag.indexes.fusion",),
 }
+# per-provider behaviour beside the factory (an LLM's chains.profiles.ProviderProfile)
+_PROFILES: dict[tuple[str, str], Any] = {}
 _loaded: set[str] = set()
 
 
-def register(kind: Kind, name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Decorator: ``@register("embedder", "mine")`` on a factory ``(config) -> provider``."""
+def register(kind: Kind, name: str, *, profile: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: ``@register("embedder", "mine")`` on a factory ``(config) -> provider``;
+    ``profile``: how the chain drives what the factory builds (LLMs)."""
 
     def deco(factory: Callable[..., Any]) -> Callable[..., Any]:
         _FACTORIES[(kind, name)] = factory
+        if profile is not None:
+            _PROFILES[(kind, name)] = profile
         return factory
 
     return deco
+
+
+def set_profile(kind: Kind, name: str, profile: Any) -> Any:
+    """Register ``profile`` for a provider registered (or to be registered) as ``name``."""
+    _PROFILES[(kind, name)] = profile
+    return profile
+
+
+def profile(kind: Kind, name: str) -> Any:
+    """The profile registered with ``name``'s factory, or None."""
+    _load_builtins(kind)
+    return _PROFILES.get((kind, name))
+
+
+def profiled(kind: Kind) -> list[str]:
+    """The providers of ``kind`` that have a profile."""
+    _load_builtins(kind)
+    return sorted(n for k, n in _PROFILES if k == kind)
 
 
 def _load_builtins(kind: str) -> None:

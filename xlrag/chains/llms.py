@@ -60,7 +60,6 @@ from xlrag.chains.profiles import (
     LocalProfile,
     OpenAIProfile,
     ProviderProfile,
-    register_profile,
 )
 from xlrag.config import LLMConfig
 from xlrag.registry import api_key, register, require
@@ -90,10 +89,7 @@ DEFAULT_MODELS: dict[str, str] = {
 
 
 
-register_profile("local", LocalProfile())
-
-
-@register("llm", "local")
+@register("llm", "local", profile=LocalProfile())
 def _local(cfg: LLMConfig) -> BaseChatModel:
     common = {"n_ctx": cfg.n_ctx, "n_threads": cfg.n_threads, "seed": cfg.seed,
               "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
@@ -110,10 +106,7 @@ def _local(cfg: LLMConfig) -> BaseChatModel:
                           chat_format=cfg.chat_format, **common)
 
 
-register_profile("openai", OpenAIProfile())
-
-
-@register("llm", "openai")
+@register("llm", "openai", profile=OpenAIProfile())
 def _openai(cfg: LLMConfig) -> BaseChatModel:
     require("langchain_openai", "openai", "the openai LLM")
     if cfg.base_url:
@@ -139,10 +132,7 @@ def _openai(cfg: LLMConfig) -> BaseChatModel:
     return ChatOpenAI(**kwargs)
 
 
-register_profile("anthropic", AnthropicProfile())
-
-
-@register("llm", "anthropic")
+@register("llm", "anthropic", profile=AnthropicProfile())
 def _anthropic(cfg: LLMConfig) -> BaseChatModel:
     require("langchain_anthropic", "anthropic", "the anthropic LLM")
     key = api_key("anthropic LLM", "ANTHROPIC_API_KEY")
@@ -191,10 +181,7 @@ def _cohere_class() -> type[BaseChatModel]:
     return _COHERE_CLASS
 
 
-register_profile("cohere", CohereProfile())
-
-
-@register("llm", "cohere")
+@register("llm", "cohere", profile=CohereProfile())
 def _cohere(cfg: LLMConfig) -> BaseChatModel:
     require("langchain_cohere", "cohere", "the cohere LLM")
     key = api_key("cohere LLM", "COHERE_API_KEY", "CO_API_KEY")
@@ -206,10 +193,7 @@ def _cohere(cfg: LLMConfig) -> BaseChatModel:
                base_url=cfg.base_url or None)  # the host root; the SDK appends /v2/chat
 
 
-register_profile("mistral", ProviderProfile(name="mistral"))
-
-
-@register("llm", "mistral")
+@register("llm", "mistral", profile=ProviderProfile(name="mistral"))
 def _mistral(cfg: LLMConfig) -> BaseChatModel:
     require("langchain_mistralai", "mistral", "the mistral LLM")
     key = api_key("mistral LLM", "MISTRAL_API_KEY")

@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from pydantic import BaseModel, ConfigDict
 
+from xlrag import registry
 from xlrag.chains.vendor_citations import (
     anthropic_citations,
     anthropic_documents,
@@ -172,28 +173,25 @@ class AnthropicProfile(ProviderProfile):
 
 
 CHAT = ProviderProfile()
-_PROFILES: dict[str, ProviderProfile] = {}
 
 
 def register_profile(provider: str, profile: ProviderProfile) -> ProviderProfile:
-    """Register ``profile`` for the LLM provider registered as ``provider``."""
-    _PROFILES[provider] = profile
-    return profile
+    """Register ``profile`` for the LLM provider registered as ``provider`` (the built-in
+    providers pass theirs to ``registry.register``)."""
+    return registry.set_profile("llm", provider, profile)
 
 
 def profile_for(llm: Any, profile: ProviderProfile | str | None = None) -> ProviderProfile:
     """The profile to drive ``llm`` with: the one given, else its provider's, else :data:`CHAT`."""
     if isinstance(profile, ProviderProfile):
         return profile
-    import xlrag.chains.llms  # noqa: F401  (the built-in factories register their profiles)
-
     name = profile or (getattr(llm, "metadata", None) or {}).get(PROVIDER_KEY)
     if name is None:
         return CHAT
-    try:
-        return _PROFILES[name]
-    except KeyError:
-        raise UnknownProviderError("llm profile", name, sorted(_PROFILES)) from None
+    found = registry.profile("llm", name)  # loads the built-in providers, which bring theirs
+    if found is None:
+        raise UnknownProviderError("llm profile", name, registry.profiled("llm"))
+    return found
 
 
 def configured_few_shot(llm: Any) -> bool | None:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from xlrag.detect import LinguaDetector
-from xlrag.formats import LABEL_ROLES, Section, label_words, words_pattern
+from xlrag.formats import Section, words_pattern
+from xlrag.prompts.library import LABEL_ROLES, label_words
 
 if TYPE_CHECKING:
     from xlrag.schema import GroundedAnswer

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -33,11 +34,13 @@ __all__ = [
     "CITED_HEADER",
     "EXPLANATION_HEADER",
     "FALLBACK_LANGUAGE",
+    "LABEL_ROLES",
     "ROLES",
     "PromptLibrary",
     "format_documents",
     "format_options",
     "join_parts",
+    "label_words",
     "placeholders",
 ]
 
@@ -346,3 +349,22 @@ class PromptLibrary:
         else:
             parts.append(f"{self.render('answer_label', lang)}:")
         return [("system", system), ("user", join_parts(parts))]
+
+
+# Prompt roles whose values are labels a reply may contain (a model that starts the next
+# "Question:" has finished its answer; "Respuesta:" introduces one).
+LABEL_ROLES = ("question_label", "documents_label", "answer_label")
+
+
+@cache
+def label_words(role: str) -> tuple[str, ...]:
+    """Every spelling of a label role across the shipped prompt files, longest first.
+
+    Derived from ``xlrag/prompts/*.yaml`` (the prompts the models are actually sent),
+    so adding a prompt language teaches the parser its labels too.
+    """
+    if role not in LABEL_ROLES:
+        raise ConfigError(f"{role!r} is not a label role; use one of: {', '.join(LABEL_ROLES)}")
+    lib = PromptLibrary()
+    found = {lib.get(role, lang).strip() for lang in lib.languages()}
+    return tuple(sorted((w for w in found if w), key=lambda w: (-len(w), w)))

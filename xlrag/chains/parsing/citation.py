@@ -23,7 +23,8 @@ from xlrag.chains.parsing.markers import (
 from xlrag.chains.parsing.names import _in_ranges
 from xlrag.chains.parsing.results import CitationParse
 from xlrag.chains.parsing.sentences import _first_sentence, sentences_with_markers
-from xlrag.formats import Section, label_words, words_pattern
+from xlrag.formats import Section, words_pattern
+from xlrag.prompts.library import label_words
 
 _SECTION_WORDS: dict[str, str] = {
     "cited": (

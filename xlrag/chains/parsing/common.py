@@ -6,7 +6,8 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
-from xlrag.formats import label_words, words_pattern
+from xlrag.formats import words_pattern
+from xlrag.prompts.library import label_words
 
 # Sentence terminators. The "spaced" ones only end a sentence before whitespace (so "3.5",
 # "U.S.A" and URLs survive); the others end a sentence wherever they occur because the

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from xlrag.chains.parsing.common import _CLOSERS, _cut_at_echo, _is_word
 from xlrag.chains.parsing.names import _find_hits, _Form, _Hit, _make_forms
 from xlrag.chains.parsing.results import MCParse
-from xlrag.formats import Section, label_words, words_pattern
+from xlrag.formats import Section, words_pattern
+from xlrag.prompts.library import label_words
 
 # Characters accepted as option labels, mapped to the Latin letter they stand for.
 _LABELS: dict[str, str] = {c: c for c in string.ascii_uppercase}
