@@ -10,9 +10,10 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from xlrag.errors import PolicyError
 from xlrag.languages import normalize_code
 
-__all__ = ["LanguageDetector", "LinguaDetector"]
+__all__ = ["LanguageDetector", "LinguaDetector", "question_language"]
 
 
 @runtime_checkable
@@ -74,3 +75,13 @@ class LinguaDetector:
         det = _build(self._candidates, self._min_distance)
         out = det.detect_languages_in_parallel_of(list(texts))
         return [normalize_code(x.iso_code_639_1.name.lower()) if x else None for x in out]
+
+
+def question_language(text: str, detector: LanguageDetector | None = None) -> str:
+    """The language of a question, for every path that answers one (retrieval, the chain
+    without retrieval, the chat's follow-ups): one rule, an undetectable question is an error
+    that says how to give the language, never a silent guess."""
+    detected = (detector or LinguaDetector()).detect(text)
+    if detected is None:
+        raise PolicyError(f"could not detect the language of {text[:60]!r}; pass it explicitly (lang=..., CLI --lang)")
+    return detected

@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage
 from tests.chains.conftest import TEST_THREADS
 from xlrag.chains.echo import echo_reference
 from xlrag.chains.grounding import PostHocAttributor
-from xlrag.chains.rag import ChainState, build_chain, finalize
+from xlrag.chains.rag import ChainInput, ChainState, build_chain, finalize
 from xlrag.config import LLMConfig
-from xlrag.errors import ConfigError
+from xlrag.errors import ConfigError, PolicyError
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import GroundedAnswer
 
@@ -172,6 +172,15 @@ def test_bad_inputs(retriever, local_llm):
         build_chain(retriever, local_llm, fmt="essay")
     with pytest.raises(ConfigError, match="question"):
         build_chain(retriever, local_llm).invoke({"q": QUESTION_EN})
+
+
+def test_an_undetectable_question_is_one_error_with_or_without_retrieval(retriever, local_llm):
+    # one owner (xlrag.detect.question_language): closed-book once answered it as English
+    for r in (retriever, None):
+        with pytest.raises(PolicyError, match=r"could not detect the language of '12345 \.\.\.'"):
+            build_chain(r, local_llm, fmt="answer").invoke({"question": "12345 ..."})
+    assert build_chain(None, local_llm, fmt="answer").query_for(
+        ChainInput(question="¿Quién ganó el partido?")).lang == "es"
 
 
 @pytest.mark.slow

@@ -106,9 +106,9 @@ class _Chat:
         self.config = config
 
     def _lang(self, s: ChatState) -> str:
-        from xlrag.detect import LinguaDetector
+        from xlrag.detect import question_language
 
-        return s.get("lang") or LinguaDetector().detect(s["question"]) or "en"
+        return s.get("lang") or question_language(s["question"])
 
     def _prompt(self, s: ChatState, lang: str) -> str | None:
         turns = (s.get("turns") or [])[-self.config.history_turns:] if self.config.history_turns else []

@@ -273,10 +273,10 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         fields = {k: v for k, v in fields.items() if v is not None}
         if self.retriever is not None:
             return self.retriever.prepare(make_query(inp.question, **fields))
-        from xlrag.detect import LinguaDetector
+        from xlrag.detect import question_language
 
         q = make_query(inp.question, **fields)
-        return q if q.lang else q.model_copy(update={"lang": LinguaDetector().detect(q.text) or "en"})
+        return q if q.lang else q.model_copy(update={"lang": question_language(q.text)})
 
     def _check(self, inp: ChainInput) -> None:
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):

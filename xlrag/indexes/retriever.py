@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from xlrag.config import XlragConfig
-from xlrag.detect import LanguageDetector, LinguaDetector
-from xlrag.errors import PolicyError, XlragWarning
+from xlrag.detect import LanguageDetector, LinguaDetector, question_language
+from xlrag.errors import XlragWarning
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import fuse, normaliser
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
@@ -147,12 +147,7 @@ class CrossLingualRetriever:
         else:
             q = make_query(query, **given)
         if q.lang is None:
-            detected = self.detector.detect(q.text)
-            if detected is None:
-                raise PolicyError(
-                    f"could not detect the language of {q.text[:60]!r}; pass it explicitly (lang=..., CLI --lang)"
-                )
-            q = q.model_copy(update={"lang": detected})
+            q = q.model_copy(update={"lang": question_language(q.text, self.detector)})
         return q
 
     def _fetch_k(self, k: int | None = None) -> int:
