@@ -188,7 +188,7 @@ def bench_fanout(root: Path, texts: list[str], questions: list[str], per_store: 
     pool.shutdown()
     # End to end through CrossLingualRetriever: embed the question once, search every
     # store concurrently, fuse. The "all" policy fans out to all 49 stores.
-    retriever = CrossLingualRetriever(stores, embedder, "all", k=K, k_retrieve=20)
+    retriever = CrossLingualRetriever(stores, embedder, "all", k=K, retrieve_k=20)
     retriever.retrieve(make_query(questions[0], lang="en"))
     out["retriever_all_49_median_ms"] = statistics.median(
         median_ms(lambda q=q: retriever.retrieve(make_query(q, lang="en")), 1) for q in questions[:20])

@@ -8,7 +8,7 @@ def test_defaults():
     cfg = XlragConfig()
     assert cfg.embedder.name == "local"
     assert cfg.retrieval.fusion == "zscore"
-    assert cfg.retrieval.k_retrieve == 20 and cfg.retrieval.k == 5
+    assert cfg.retrieval.retrieve_k == 20 and cfg.retrieval.k == 5
 
 
 def test_yaml_then_env_then_overrides(tmp_path, monkeypatch):
@@ -49,3 +49,24 @@ def test_registry_unknown_provider():
     assert {"local", "openai", "cohere", "mistral"} <= set(available("embedder"))
     with pytest.raises(UnknownProviderError, match="local"):
         create("embedder", "nope", None)
+
+
+def test_k_retrieve_is_the_old_name_of_retrieve_k(retriever):
+    import warnings
+
+    from xlrag.config import XlragConfig
+    from xlrag.errors import ConfigError, XlragDeprecationWarning
+    from xlrag.indexes.retriever import CrossLingualRetriever
+
+    with pytest.warns(XlragDeprecationWarning, match="'k_retrieve' is now called 'retrieve_k'"):
+        assert XlragConfig(retrieval={"k_retrieve": 7}).retrieval.retrieve_k == 7
+    with pytest.raises(ValueError, match="give 'retrieve_k' only"):
+        XlragConfig(retrieval={"k_retrieve": 7, "retrieve_k": 8})
+    with pytest.warns(XlragDeprecationWarning, match="CrossLingualRetriever: 'k_retrieve'"):
+        old = CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, k_retrieve=9)
+    assert old.retrieve_k == 9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, retrieve_k=9).retrieve_k == 9
+    with pytest.raises(ConfigError, match="give 'retrieve_k' only"):
+        CrossLingualRetriever(retriever.stores, retriever.embedder, "all", retrieve_k=9, k_retrieve=9)

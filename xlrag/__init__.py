@@ -87,23 +87,27 @@ def open_retriever(
     *,
     policy: Any = None,
     k: int | None = None,
-    k_retrieve: int | None = None,
+    retrieve_k: int | None = None,
     fusion: str | None = None,
     embedder: Any = None,
     reranker: Any = None,
     detector: Any = None,
     translator: Any = None,
+    k_retrieve: int | None = None,
 ) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
     The keyword arguments override the config: ``policy="balanced"``, ``k=10``,
-    ``fusion="rrf"``, ``translator=...``.
+    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` is ``retrieve_k``'s old name.
     """
+    from xlrag.validate import renamed
+
+    retrieve_k = renamed("open_retriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     return CrossLingualRetriever.from_config(
-        config or load_config(), index_dir, policy=policy, k=k, k_retrieve=k_retrieve, fusion=fusion,
+        config or load_config(), index_dir, policy=policy, k=k, retrieve_k=retrieve_k, fusion=fusion,
         embedder=embedder, reranker=reranker, detector=detector, translator=translator)
 
 

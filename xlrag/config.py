@@ -82,7 +82,7 @@ class SplitterConfig(_Section):
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = Field(5, ge=1, description="passages returned (after rerank)")
-    k_retrieve: int = Field(20, ge=1, description="candidates fetched before rerank")
+    retrieve_k: int = Field(20, ge=1, description="candidates fetched before rerank (was k_retrieve)")
     fusion: str = Field(
         "zscore",
         description="how rankings from several language stores are merged; 'score' merges "
@@ -94,6 +94,20 @@ class RetrievalConfig(_Section):
     detect_candidates: list[str] | None = Field(
         None, description="restrict query language detection to these languages"
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "k_retrieve" in data:
+            from xlrag.validate import renamed
+
+            data = dict(data)
+            try:
+                data["retrieve_k"] = renamed("retrieval", "k_retrieve", "retrieve_k", data.pop("k_retrieve"),
+                                             data.get("retrieve_k"))
+            except ConfigError as e:  # a ValueError, so that pydantic names the field
+                raise ValueError(str(e)) from None
+        return data
 
     @field_validator("fusion")
     @classmethod

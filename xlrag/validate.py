@@ -8,9 +8,14 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from xlrag.errors import InvalidArgumentError, UnknownArgumentError
+from xlrag.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    UnknownArgumentError,
+    XlragDeprecationWarning,
+)
 
-__all__ = ["check_k", "check_kwargs", "did_you_mean", "strict_kwargs"]
+__all__ = ["check_k", "check_kwargs", "did_you_mean", "renamed", "strict_kwargs"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -57,3 +62,17 @@ def check_k(k: Any, name: str = "k") -> int | None:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise InvalidArgumentError(name, "a whole number >= 1", k)
     return k
+
+
+def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> Any:
+    """``new_value``, or ``old_value`` given under the old name, with a warning that names the
+    new one (old names are accepted for one release); both given is an error."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise ConfigError(f"{where}: give {new!r} only ({old!r} is its old name)")
+    import warnings
+
+    warnings.warn(f"{where}: {old!r} is now called {new!r}; the old name goes in the next release",
+                  XlragDeprecationWarning, stacklevel=3)
+    return old_value

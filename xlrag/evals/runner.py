@@ -186,7 +186,7 @@ class ExperimentRunner:
                 cfg = self.config.translator or (self.config.llms[0] if self.config.llms else LLMConfig())
                 translator = CachedTranslator(LLMTranslator(self.llm(cfg)))
             self._retrievers[ds.name] = CrossLingualRetriever(
-                stores, embedder, self.config.modes[0], k=self.config.retrieve_k, k_retrieve=self.config.retrieve_k,
+                stores, embedder, self.config.modes[0], k=self.config.retrieve_k, retrieve_k=self.config.retrieve_k,
                 fusion=self.config.fusion, reranker=build_reranker(self.config.rerank), translator=translator)
         return self._retrievers[ds.name]
 

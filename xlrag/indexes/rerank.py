@@ -1,4 +1,4 @@
-"""The optional rerank stage: ``k_retrieve`` candidates in, ``k_final`` out.
+"""The optional rerank stage: ``retrieve_k`` candidates in, ``k_final`` out.
 
 ``none`` keeps the fused order; ``cohere`` calls Cohere's multilingual reranker
 through LlamaIndex's ``CohereRerank`` postprocessor.

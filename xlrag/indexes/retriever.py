@@ -25,7 +25,7 @@ from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreResult
 from xlrag.indexes.translate import Translator
 from xlrag.schema import Hit, Query, make_query
-from xlrag.validate import check_k, strict_kwargs
+from xlrag.validate import check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
 
@@ -49,7 +49,7 @@ class RetrievalResult(list[Hit]):
 class CrossLingualRetriever:
     """Retrieve with any IR mode over language-tagged stores.
 
-    ``k`` is the final list length; with a real reranker, ``k_retrieve``
+    ``k`` is the final list length; with a real reranker, ``retrieve_k``
     candidates are fetched first and reranked down to ``k``.
     """
 
@@ -60,13 +60,15 @@ class CrossLingualRetriever:
         policy: RetrievalPolicy | str = "qlang_en",
         *,
         k: int = 5,
-        k_retrieve: int = 20,
+        retrieve_k: int | None = None,
         fusion: str = "zscore",
         reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         max_workers: int = 8,
+        k_retrieve: int | None = None,
     ):
+        retrieve_k = renamed("CrossLingualRetriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
         normaliser(fusion)  # an unknown name fails here, listing the registered ones
         if stores.manifest.embedder != embedder.name:
             from xlrag.errors import EmbedderMismatchError
@@ -78,7 +80,7 @@ class CrossLingualRetriever:
         self.translator = translator
         self.policy = self._policy(policy)
         self.k = check_k(k) or 5
-        self.k_retrieve = max(check_k(k_retrieve, "k_retrieve") or 20, self.k)
+        self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or 20, self.k)
         self.fusion = fusion
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
@@ -95,13 +97,16 @@ class CrossLingualRetriever:
         embedder: Embedder | None = None,
         policy: RetrievalPolicy | str | None = None,
         k: int | None = None,
-        k_retrieve: int | None = None,
+        retrieve_k: int | None = None,
         fusion: str | None = None,
         reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
+        k_retrieve: int | None = None,
     ) -> CrossLingualRetriever:
-        """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config."""
+        """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config.
+        ``k_retrieve`` is ``retrieve_k``'s old name (accepted with a warning for one release)."""
+        retrieve_k = renamed("CrossLingualRetriever.from_config", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
         embedder = embedder or build_embedder(config.embedder)
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
@@ -114,7 +119,7 @@ class CrossLingualRetriever:
             embedder,
             policy if policy is not None else r.mode,
             k=check_k(k) or r.k,
-            k_retrieve=check_k(k_retrieve, "k_retrieve") or r.k_retrieve,
+            retrieve_k=check_k(retrieve_k, "retrieve_k") or r.retrieve_k,
             fusion=fusion or r.fusion,
             reranker=reranker or build_reranker(config.rerank),
             detector=detector or LinguaDetector(r.detect_candidates),
@@ -153,7 +158,7 @@ class CrossLingualRetriever:
     def _fetch_k(self, k: int | None = None) -> int:
         k = k or self.k
         # With no reranker, fetching more than k only to cut it off is wasted work.
-        return k if isinstance(self.reranker, NoRerank) else max(self.k_retrieve, k)
+        return k if isinstance(self.reranker, NoRerank) else max(self.retrieve_k, k)
 
     def _fit(self, text: str) -> str:
         """``text`` cut to the embedder's window, with a warning: a 50,000-character question
