@@ -70,3 +70,18 @@ def test_k_retrieve_is_the_old_name_of_retrieve_k(retriever):
         assert CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, retrieve_k=9).retrieve_k == 9
     with pytest.raises(ConfigError, match="give 'retrieve_k' only"):
         CrossLingualRetriever(retriever.stores, retriever.embedder, "all", retrieve_k=9, k_retrieve=9)
+
+
+def test_retries_is_the_old_name_of_max_retries():
+    from xlrag.config import LLMConfig
+    from xlrag.errors import XlragDeprecationWarning
+    from xlrag.evals.judges import JudgeConfig
+
+    with pytest.warns(XlragDeprecationWarning, match="llm: 'retries' is now called 'max_retries'"):
+        assert LLMConfig(retries=5).max_retries == 5
+    with pytest.warns(XlragDeprecationWarning):
+        assert JudgeConfig(retries=1).max_retries == 1  # the judges' configs inherit the rename
+    # one name with the embedder's, and the SDKs'
+    from xlrag.config import EmbedderConfig
+
+    assert "max_retries" in EmbedderConfig.model_fields and "max_retries" in LLMConfig.model_fields

@@ -79,6 +79,23 @@ class SplitterConfig(_Section):
         return v
 
 
+def _renamed(data: Any, where: str, names: dict[str, str]) -> Any:
+    """``data`` with each old key (``names``: old -> new) moved to its new name, warning once
+    per key; old names are accepted for one release."""
+    if not isinstance(data, dict) or not names.keys() & data.keys():
+        return data
+    from xlrag.validate import renamed
+
+    data = dict(data)
+    for old, new in names.items():
+        if old in data:
+            try:
+                data[new] = renamed(where, old, new, data.pop(old), data.get(new))
+            except ConfigError as e:  # a ValueError, so that pydantic names the field
+                raise ValueError(str(e)) from None
+    return data
+
+
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = Field(5, ge=1, description="passages returned (after rerank)")
@@ -98,16 +115,7 @@ class RetrievalConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "k_retrieve" in data:
-            from xlrag.validate import renamed
-
-            data = dict(data)
-            try:
-                data["retrieve_k"] = renamed("retrieval", "k_retrieve", "retrieve_k", data.pop("k_retrieve"),
-                                             data.get("retrieve_k"))
-            except ConfigError as e:  # a ValueError, so that pydantic names the field
-                raise ValueError(str(e)) from None
-        return data
+        return _renamed(data, "retrieval", {"k_retrieve": "retrieve_k"})
 
     @field_validator("fusion")
     @classmethod
@@ -142,6 +150,11 @@ class StoreConfig(_Section):
 
 
 class LLMConfig(_Section):
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return _renamed(data, "llm", {"retries": "max_retries"})
+
     provider: str = Field("local", description="registry name: local, openai, anthropic, cohere, mistral")
     model: str | None = Field(None, description="vendor model id; None picks the provider default")
     base_url: str | None = Field(None, description="OpenAI-compatible servers (vLLM, llama.cpp, Ollama), gateways")
@@ -149,7 +162,7 @@ class LLMConfig(_Section):
     seed: int | None = 0
     max_tokens: int = Field(256, ge=1)
     timeout: float = Field(120.0, gt=0)
-    retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors")
+    max_retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors (was retries)")
     n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
     n_threads: int | None = Field(None, description="threads for the local model (default: all cores)")
     model_path: Path | None = Field(

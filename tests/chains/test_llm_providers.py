@@ -441,7 +441,7 @@ def test_missing_integration_names_the_extra(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_vendor_defaults_pass_timeouts_and_retries() -> None:
-    cfg = LLMConfig(timeout=33, retries=4)
+    cfg = LLMConfig(timeout=33, max_retries=4)
     anthropic = build_llm(cfg.model_copy(update={"provider": "anthropic"}))
     assert anthropic.default_request_timeout == 33 and anthropic.max_retries == 4
     mistral = build_llm(cfg.model_copy(update={"provider": "mistral"}))

@@ -120,7 +120,7 @@ def _openai(cfg: LLMConfig) -> BaseChatModel:
     kwargs: dict[str, Any] = {
         "model": cfg.model or DEFAULT_MODELS["openai"], "api_key": key,
         "temperature": cfg.temperature, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
-        "timeout": cfg.timeout, "max_retries": cfg.retries,
+        "timeout": cfg.timeout, "max_retries": cfg.max_retries,
     }
     if cfg.base_url:
         kwargs["base_url"] = cfg.base_url  # includes /v1; the SDK appends /chat/completions
@@ -141,7 +141,7 @@ def _anthropic(cfg: LLMConfig) -> BaseChatModel:
     kwargs: dict[str, Any] = {
         "model": cfg.model or DEFAULT_MODELS["anthropic"], "api_key": key,
         "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
-        "timeout": cfg.timeout, "max_retries": cfg.retries,
+        "timeout": cfg.timeout, "max_retries": cfg.max_retries,
     }
     # The Messages API has no seed parameter.
     if cfg.base_url:
@@ -189,7 +189,7 @@ def _cohere(cfg: LLMConfig) -> BaseChatModel:
     # model must be set: ChatCohere otherwise asks the API for a default at construction.
     return cls(model=cfg.model or DEFAULT_MODELS["cohere"], cohere_api_key=key,
                temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
-               timeout_seconds=cfg.timeout, max_retries=cfg.retries,
+               timeout_seconds=cfg.timeout, max_retries=cfg.max_retries,
                base_url=cfg.base_url or None)  # the host root; the SDK appends /v2/chat
 
 
@@ -203,7 +203,7 @@ def _mistral(cfg: LLMConfig) -> BaseChatModel:
         "model": cfg.model or DEFAULT_MODELS["mistral"], "api_key": key,
         "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
         "random_seed": cfg.seed, "timeout": max(1, round(cfg.timeout)),  # whole seconds
-        "max_retries": cfg.retries,
+        "max_retries": cfg.max_retries,
     }
     if cfg.base_url:
         kwargs["endpoint"] = cfg.base_url  # includes /v1; requests go to /chat/completions
