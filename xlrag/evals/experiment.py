@@ -276,21 +276,24 @@ def llm_label(cfg: LLMConfig) -> str:
     return label + (f"[{','.join(extra)}]" if extra else "")
 
 
-def read_yaml(path: Path) -> dict[str, Any]:
-    """An experiment or study YAML file as a mapping, or a one-line error."""
+def read_yaml(path: Path, what: str = "experiment file", hint: str = "pass the path of a YAML file",
+              shape: str = "must be a mapping with at least 'name' and 'datasets'") -> dict[str, Any]:
+    """A YAML file (an experiment, a study, a panel) as a mapping, or a one-line error: ``what``
+    names the file, ``hint`` says what to give instead, ``shape`` what a mapping must hold."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"experiment file {path} does not exist; pass the path of a YAML file") from None
+        raise ConfigError(f"{what} {path} does not exist; {hint}") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path} must be a mapping with at least 'name' and 'datasets'")
+        raise ConfigError(f"{path} {shape}")
     return data
 
 
-def validate_as(model: type[M], data: dict[str, Any], path: Path) -> M:
-    """``model`` from ``data``; the first problem as ``FILE: field.path: message``."""
+def validate_as(model: type[M], data: dict[str, Any], path: Path | str) -> M:
+    """``model`` from ``data``; the first problem as ``FILE: field.path: message`` (``path``
+    may name a section too: ``"panel.yaml: judges"``)."""
     try:
         return model.model_validate(data)
     except ValidationError as e:

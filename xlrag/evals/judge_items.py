@@ -59,25 +59,16 @@ class JudgeItem(BaseModel):
 def load_panel(path: str | Path) -> PanelConfig:
     """The panel in a YAML file: a panel (``judges: [...]``, ``tie_break``) or an experiment
     whose ``judges:`` section is one."""
-    import yaml
+    from xlrag.evals.experiment import read_yaml, validate_as
 
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"panel file {path} does not exist; give a YAML file with a judges: list") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict) or "judges" not in data:
-        raise ConfigError(f"{path} has no judges: section; write judges: [{{kind: lexical}}, {{provider: local, "
-                          f"model: ...}}] (a panel) or an experiment with one")
+    shape = ("has no judges: section; write judges: [{kind: lexical}, {provider: local, model: ...}] (a panel) "
+             "or an experiment with one")
+    data = read_yaml(path, "panel file", "give a YAML file with a judges: list", shape)
+    if "judges" not in data:
+        raise ConfigError(f"{path} {shape}")
     section = data["judges"] if isinstance(data["judges"], dict) else data
-    try:
-        return PanelConfig.model_validate(section)
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise ConfigError(f"{path}: judges: {where}: {err['msg']}") from None
+    return validate_as(PanelConfig, section, f"{path}: judges")
 
 
 def _why(e: ValidationError) -> str:
