@@ -95,3 +95,14 @@ def test_modes_serialise_as_plain_names():
     dumped = XlragConfig().model_dump(mode="json")
     assert dumped["retrieval"]["mode"] == "qlang_en" and type(dumped["retrieval"]["mode"]) is str
     assert json.dumps({"m": IRMode.NO_IR}) == '{"m": "no_ir"}'
+
+
+@pytest.mark.parametrize("command", [["retrieve"], ["ask"], ["chat"], ["eval", "retrieval"]])
+def test_the_cli_help_lists_the_modes_from_the_owner(command):
+    from typer.testing import CliRunner
+
+    from xlrag.cli import app
+
+    result = CliRunner().invoke(app, [*command, "--help"], terminal_width=400)
+    assert result.exit_code == 0, result.output
+    assert all(m.value in result.output for m in IRMode), result.output

@@ -9,12 +9,16 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from xlrag.modes import IRMode
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cross-lingual RAG: index, retrieve, inspect.")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="xlrag.yaml to read (default: ./xlrag.yaml if present)")]
 IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help="index directory")]
+# the IR modes, as the help lists them (from the one owner, xlrag.modes)
+MODE_NAMES = ", ".join(m.value for m in IRMode)
 EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="embedder name: local, openai, cohere, mistral")]
 
 

@@ -9,7 +9,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from xlrag.checks.substance import FLAGS
-from xlrag.cli._app import ConfigOpt, EmbedderOpt, IndexDirOpt, _config, _csv, _fail, app, out
+from xlrag.cli._app import (
+    MODE_NAMES,
+    ConfigOpt,
+    EmbedderOpt,
+    IndexDirOpt,
+    _config,
+    _csv,
+    _fail,
+    app,
+    out,
+)
 from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
@@ -25,7 +35,7 @@ _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repe
 def ask(
     question: Annotated[str, typer.Argument(help="the question, in any language")],
     index_dir: IndexDirOpt = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode (no_ir answers closed-book)")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES} (no_ir answers closed-book)")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
     options: Annotated[list[str] | None, typer.Option("--options", "-o", help="an answer option (repeat for each)")] = None,
     k: Annotated[int | None, typer.Option("-k", help="passages shown to the LLM")] = None,

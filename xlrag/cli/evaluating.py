@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from xlrag.cli._app import IndexDirOpt, _config, _fail, app, echo, err, out, warn
+from xlrag.cli._app import MODE_NAMES, IndexDirOpt, _config, _fail, app, echo, err, out, warn
 from xlrag.errors import XlragError
 
 eval_app = typer.Typer(no_args_is_help=True, help="Evaluate retrieval against relevance judgements (qrels).")
@@ -62,7 +62,7 @@ def eval_retrieval(
     index_dir: IndexDirOpt = None,
     queries: Annotated[Path | None, typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")] = None,
     qrels: Annotated[Path | None, typer.Option("--qrels", help="JSONL of {query_id, doc_id, relevance}")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode to evaluate (default: the configured one)")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode to evaluate: {MODE_NAMES} (default: the configured one)")] = None,
     k: Annotated[int, typer.Option("-k", help="passages retrieved per query (the metrics' largest cut-off)")] = 20,
     trec: Annotated[Path | None, typer.Option("--trec", help="also write the run as a TREC run file")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from xlrag.cli._app import (
+    MODE_NAMES,
     ConfigOpt,
     EmbedderOpt,
     IndexDirOpt,
@@ -46,7 +47,7 @@ def _read_queries(path: Path) -> list[tuple[int, dict[str, Any]]]:
 def retrieve(
     question: Annotated[str | None, typer.Argument(help="the question (omit with --queries)")] = None,
     index_dir: IndexDirOpt = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help="IR mode: qlang, qlang_en, en_only, rel_langs, swap_docs, all, balanced, translate, oracle_lang, no_ir")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES}")] = None,
     k: Annotated[int | None, typer.Option("-k", help="passages to return")] = None,
     fusion: Annotated[str | None, typer.Option(help="zscore, score, rrf, interleave, minmax")] = None,
     lang: Annotated[str | None, typer.Option(help="the question's language (detected if omitted)")] = None,
