@@ -30,6 +30,7 @@ from xlrag.evals.ragas_prompts import (
     Translation,
     TranslationMemory,
     adapt_prompt,
+    implausible_translation,
     prompt_strings,
 )
 
@@ -168,6 +169,47 @@ async def test_a_string_the_model_cannot_translate_stays_english_and_is_listed(t
     assert left == [prompt.instruction] and adapted.instruction == prompt.instruction  # kept, and listed
     assert memory.get(prompt.instruction) is None  # asked for again next time, never cached as English
     assert adapted.framing[NOW_LINE] == GERMAN[NOW_LINE]  # the rest is translated
+
+
+# What Qwen2.5-Coder-1.5B made of Ragas's framing in Arabic (benchmarks/ragas_validation.py)
+SEEN_ARABIC = {
+    "Input": "Please provide the text to be translated.",  # a reply to the request
+    "Output": "Translation",  # English
+    "EXAMPLES": "مثال",
+    "Now perform the same with the following input": "نعم، استخدم نفس النص مع هذا الإدخال",
+}
+
+
+def test_implausible_translations_are_named():
+    assert implausible_translation("Input", SEEN_ARABIC["Input"], "ar") == "41 characters for 5"
+    assert implausible_translation("Output", "Translation", "ar") == "not written in the Arabic script"
+    assert implausible_translation("EXAMPLES", "مثال", "ar") is None
+    assert implausible_translation("Output", "Ausgabe", "de") is None  # Latin: the script says nothing
+    assert implausible_translation("Input", "输入", "zh") is None
+    assert implausible_translation("Input", "Вход", "zh") == "not written in the Cjk script"
+
+
+async def test_an_implausible_translation_stays_english_even_from_the_cache(tmp_path):
+    from ragas.metrics.collections.answer_relevancy.util import AnswerRelevancePrompt
+
+    prompt = AnswerRelevancePrompt()
+    memory = TranslationMemory("ar", "0.4.3", "local:x", "k" * 16, tmp_path)
+    for s in prompt_strings(prompt):  # an earlier run stored what the model said
+        memory.put(s, SEEN_ARABIC.get(s, "ترجمة النص"))
+    left: list[str] = []
+    adapted = await adapt_prompt(prompt, "ar", memory, _refuse, left)
+    assert adapted.framing["Input"] == "Input" and adapted.framing["Output"] == "Output"
+    assert adapted.framing["EXAMPLES"] == "مثال" and sorted(left) == ["Input", "Output"]
+
+    fresh = TranslationMemory("ar", "0.4.3", "local:x", "j" * 16, tmp_path)
+
+    async def as_seen(text: str) -> str:
+        return SEEN_ARABIC.get(text, "ترجمة النص")
+
+    left = []
+    adapted = await adapt_prompt(prompt, "ar", fresh, as_seen, left)
+    assert adapted.framing["Input"] == "Input" and fresh.get("Input") is None  # asked again next time
+    assert sorted(left) == ["Input", "Output"]
 
 
 def test_a_damaged_or_foreign_cache_is_ignored(tmp_path):

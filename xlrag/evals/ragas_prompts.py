@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import tempfile
+import unicodedata
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "Translation",
     "TranslationMemory",
     "adapt_prompt",
+    "implausible_translation",
     "prompt_cache_dir",
     "prompt_strings",
     "translation_request",
@@ -95,6 +97,28 @@ def clean_translation(source: str, text: str) -> str:
     if source in _LABELS:
         out = out.strip(" \t-:：\"'“”«»")
     return out
+
+
+def _script(text: str) -> str | None:
+    names = [unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()]
+    return max(set(names), key=names.count) if names else None
+
+
+def implausible_translation(source: str, translation: str, lang: str) -> str | None:
+    """Why ``translation`` cannot be ``source`` in ``lang``, or None.
+
+    Seen from Qwen2.5-Coder-1.5B adapting Ragas's prompts to Arabic: "Input" became "Please
+    provide the text to be translated." (a reply to the request, not a translation) and
+    "Output" became "Translation" (English). A prompt built from such strings asks the judging
+    model something else, so they stay in English: far longer than the source, or without a
+    letter of the language's script when that script is not Latin.
+    """
+    if len(translation) > 3 * len(source) + 15:
+        return f"{len(translation)} characters for {len(source)}"
+    script = _script(native_name(lang))
+    if script not in (None, "LATIN") and _script(source) is not None and _script(translation) != script:
+        return f"not written in the {script.title()} script"
+    return None
 
 
 class TranslationMemory:
@@ -201,15 +225,26 @@ async def adapt_prompt(prompt: Any, language: str, memory: TranslationMemory,
     """
     from ragas.prompt.utils import update_strings
 
+    def usable(source: str, made: str | None) -> bool:
+        why = implausible_translation(source, made, language) if made is not None else "no translation"
+        if why is not None:
+            if made is not None:
+                log.warning("keeping the Ragas string %r in English: its %s translation %r is %s",
+                            source[:60], language, made[:60], why)
+            if untranslated is not None:
+                untranslated.append(source)
+        return why is None
+
     missing = [s for s in prompt_strings(prompt) if memory.get(s) is None]
     for source in missing:  # in order, one call each; the caller bounds and times each call
         made = await translate(source)
-        if made is None:
-            if untranslated is not None:
-                untranslated.append(source)
-            continue
-        memory.put(source, clean_translation(source, made))
-    table = {s: memory.get(s) or s for s in prompt_strings(prompt)}
+        if made is not None and usable(source, cleaned := clean_translation(source, made)):
+            memory.put(source, cleaned)
+        elif made is None and untranslated is not None:
+            untranslated.append(source)
+    # a translation stored by an earlier version, before the plausibility check, is held to it too
+    table = {s: t if (t := memory.get(s)) is not None and (s in missing or usable(s, t)) else s
+             for s in prompt_strings(prompt)}
 
     adapted = _localized_class(type(prompt))()
     adapted.instruction = table[prompt.instruction]
