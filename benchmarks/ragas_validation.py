@@ -141,18 +141,27 @@ def main() -> None:
     ap.add_argument("--per-lang", type=int, default=5)
     ap.add_argument("--langs", default=",".join(LANGS))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--settings", default="adapted,english",
+                    help="adapted: Ragas's prompts translated into each language (costly: the small model "
+                         "translates each prompt string); english: Ragas's English prompts over the Arabic rows")
     args = ap.parse_args()
+    settings = {x.strip() for x in args.settings.split(",") if x.strip()}
+    if not settings or settings - {"adapted", "english"}:
+        sys.exit(f"--settings takes adapted and/or english, got {args.settings!r}")
     langs = tuple(x.strip() for x in args.langs.split(",") if x.strip())
     unknown = [x for x in langs if x not in LANGS]
     if unknown:
         sys.exit(f"unknown language(s) {unknown}; the vendored XQuAD has {', '.join(LANGS)}")
     base = items(args.per_lang, langs)
-    todo = [{**r, "prompts": "adapted", "prompts_lang": r["lang"]} for r in base]
+    # English rows need no adaptation: their prompts are Ragas's own either way
+    todo = [{**r, "prompts": "adapted", "prompts_lang": r["lang"]} for r in base
+            if "adapted" in settings or r["lang"] == "en"]
     # the same Arabic rows with Ragas's English prompts: is it the prompts or the model?
-    todo += [{**r, "prompts": "english", "prompts_lang": "en"} for r in base if r["lang"] == "ar"]
+    if "english" in settings:
+        todo += [{**r, "prompts": "english", "prompts_lang": "en"} for r in base if r["lang"] == "ar"]
     rows = asyncio.run(score(todo, args.threads))
     result = {"benchmark": "ragas_validation", "metric": "faithfulness", "model": "qwen2.5-coder-1.5b-instruct",
-              "per_lang": args.per_lang, "figures": figures(rows), "rows": rows}
+              "per_lang": args.per_lang, "settings": sorted(settings), "figures": figures(rows), "rows": rows}
     path = write_json("ragas_validation.json", result)
     print(json.dumps(result["figures"], indent=1, ensure_ascii=False))
     print(f"written {path}")
