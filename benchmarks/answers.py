@@ -6,8 +6,8 @@ embeddings). Each *arm* is one way of answering; each row one question in one ar
 
 - ``chain`` and ``agent`` in the IR modes ``balanced`` (what ``auto`` picks when no rule
   matches, so the default agent), ``all`` and ``qlang_en``;
-- variants of the chain: k = 5 passages, the extractive instruction (the ``answer`` role
-  asks for a short phrase taken from the document), and *pivot* (answer in the language of
+- variants of the chain: k = 5 passages, the extractive instruction (put before the citation
+  format's own: a short phrase taken from the document), and *pivot* (answer in the language of
   the top passage, then translate into the user's).
 
 Figures per arm, each with a 95% bootstrap CI, per source (XQuAD, Travel): right language;
@@ -127,7 +127,14 @@ class Answerer:
 
             prompts = None
             if variant == "extractive":
-                prompts = PromptLibrary(overrides={lang: {"answer": EXTRACTIVE} for lang in PromptLibrary().languages()})
+                from xlrag.languages import display_name
+
+                # the citation format's instruction, extractive first; the format itself is kept
+                shipped = PromptLibrary()
+                prompts = PromptLibrary(overrides={
+                    lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
+                                             f"{shipped.get('citation_format', lang)}"}
+                    for lang in shipped.languages()})
             if kind == "agent":
                 cfg = XlragConfig(index_dir=self.index, llm=self.llm_cfg, agent={"mode": mode}, retrieval={"k": k})
                 self._built[key] = build_agent(cfg, llm=self.llm, retriever=self.retriever)
@@ -227,6 +234,32 @@ def summarize(rows: list[dict]) -> dict:
     return out
 
 
+BASELINE = "chain/balanced"
+
+
+def paired(rows: list[dict]) -> dict:
+    """Each arm against the baseline on the questions both answered (the variants ran on a
+    prefix of the questions): ``{arm: {"n", "arm": figures, "baseline": figures}}``."""
+    by: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by[r["arm"]][r["id"]] = r
+    out = {}
+    for arm in ARMS:
+        if arm == BASELINE or arm not in by:
+            continue
+        ids = sorted(set(by[arm]) & set(by[BASELINE]))
+        if not ids:
+            continue
+        figs = {}
+        for name, rs in (("arm", [by[arm][i] for i in ids]), ("baseline", [by[BASELINE][i] for i in ids])):
+            lang = [float(r["lang_correct"]) for r in rs if r["lang_correct"] is not None]
+            figs[name] = {k: round(sum(float(r[k]) for r in rs) / len(rs), 3)
+                          for k in ("non_answer", "char3", "char3_response", "f1", "model_cited")}
+            figs[name]["lang_correct"] = round(sum(lang) / len(lang), 3) if lang else None
+        out[arm] = {"n": len(ids), **figs}
+    return out
+
+
 def judge_rows(rows: list[dict]) -> None:
     """The calibrated default panel's verdict on every row not judged yet (cached calls)."""
     from xlrag.evals.cache import SQLiteLLMCache
@@ -289,7 +322,7 @@ def main() -> None:
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
               "arms": {a: dict(zip(("driver", "mode", "k", "variant"), ARMS[a], strict=True)) for a in ARMS},
-              "summary": summarize(rows), "rows": rows}
+              "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows), "rows": rows}
     out = write_json(RESULT, result)
     print(json.dumps(result["summary"], indent=1, ensure_ascii=False)[:4000])
     print(f"written {out}")
