@@ -250,6 +250,9 @@ def test_default_panel_is_the_one_the_calibration_chose():
     for judge in default_panel().judges:
         found = judge_calibration(judge, committed)
         assert found is not None and found["accuracy"]["mean"] is not None, judge
+    # a model-free judge is reported with its measurement on every item
+    lexical = judge_calibration(LexicalJudgeConfig(kind="lexical"), committed)
+    assert lexical["items"] == committed["items_built"] > committed["items"]
 
 
 def test_report_shows_each_judges_calibration(tmp_path):

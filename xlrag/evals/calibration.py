@@ -295,6 +295,8 @@ def judge_calibration(judge: Any, calibration: dict[str, Any] | None) -> dict[st
     for label, fig in calibration.get("judges", {}).items():
         stored = PanelConfig(judges=[fig["config"]]).judges[0]
         if calibration_key(stored) == key:
+            # a model-free judge was also measured on every item: the larger measurement
+            fig = (calibration.get("model_free_all_items") or {}).get(label) or fig
             return {"calibrated_as": label, "items": fig["n"], "accuracy": fig["accuracy"],
                     "kappa": fig["kappa"], "invalid_rate": fig["invalid_rate"]["mean"],
                     "per_language": {lang: g["accuracy"]["mean"] for lang, g in fig["per_language"].items()}}
