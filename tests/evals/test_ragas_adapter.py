@@ -187,6 +187,8 @@ def test_implausible_translations_are_named():
     assert implausible_translation("Output", "Ausgabe", "de") is None  # Latin: the script says nothing
     assert implausible_translation("Input", "输入", "zh") is None
     assert implausible_translation("Input", "Вход", "zh") == "not written in the Cjk script"
+    # a good translation may keep Latin names: one letter of the script is enough
+    assert implausible_translation("Please return the output in JSON Schema", "请以 JSON Schema 返回", "zh") is None
 
 
 async def test_an_implausible_translation_stays_english_even_from_the_cache(tmp_path):
