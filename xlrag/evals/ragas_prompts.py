@@ -223,16 +223,17 @@ async def adapt_prompt(prompt: Any, language: str, memory: TranslationMemory,
     Strings missing from ``memory`` are translated with ``translate`` and stored as soon as
     each one is made. ``translate`` raises on failure (a prompt is never half-translated),
     or returns None to keep that string in English; such strings are appended to
-    ``untranslated`` and asked for again next time.
+    ``untranslated`` and asked for again next time. A translation
+    :func:`implausible_translation` rejects is stored (the same model would say it again) but
+    not used: that string stays English and is listed in ``untranslated`` too.
     """
     from ragas.prompt.utils import update_strings
 
-    def usable(source: str, made: str | None) -> bool:
-        why = implausible_translation(source, made, language) if made is not None else "no translation"
+    def usable(source: str, made: str) -> bool:
+        why = implausible_translation(source, made, language)
         if why is not None:
-            if made is not None:
-                log.warning("keeping the Ragas string %r in English: its %s translation %r is %s",
-                            source[:60], language, made[:60], why)
+            log.warning("keeping the Ragas string %r in English: its %s translation %r is %s",
+                        source[:60], language, made[:60], why)
             if untranslated is not None:
                 untranslated.append(source)
         return why is None
@@ -240,13 +241,14 @@ async def adapt_prompt(prompt: Any, language: str, memory: TranslationMemory,
     missing = [s for s in prompt_strings(prompt) if memory.get(s) is None]
     for source in missing:  # in order, one call each; the caller bounds and times each call
         made = await translate(source)
-        if made is not None and usable(source, cleaned := clean_translation(source, made)):
-            memory.put(source, cleaned)
-        elif made is None and untranslated is not None:
-            untranslated.append(source)
-    # a translation stored by an earlier version, before the plausibility check, is held to it too
-    table = {s: t if (t := memory.get(s)) is not None and (s in missing or usable(s, t)) else s
-             for s in prompt_strings(prompt)}
+        if made is None:
+            if untranslated is not None:
+                untranslated.append(source)
+            continue
+        # kept as the model said it, implausible or not: asking the same model again at
+        # temperature 0 would pay for the same reply; the check below decides its use
+        memory.put(source, clean_translation(source, made))
+    table = {s: t if (t := memory.get(s)) is not None and usable(s, t) else s for s in prompt_strings(prompt)}
 
     adapted = _localized_class(type(prompt))()
     adapted.instruction = table[prompt.instruction]
