@@ -130,7 +130,7 @@ def test_evaluation_suite_names_are_exported():
                                "parse_attribution_reply", "reply_schema"],
         "checks.substance": ["FLAGS", "SUBSTANCE_CHECKS", "Finding", "evidence_in", "is_refusal", "non_answer",
                              "refusal_cues", "refusal_despite_evidence", "unsupported"],
-        "checks.lexical": ["char_ngrams", "fold", "has_no_space_script", "normalize_answer", "tokenize"],
+        "checks.lexical": ["char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer", "tokenize"],
     }
     for short, names in pinned.items():
         module = importlib.import_module(f"xlrag.{short}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["char_ngrams", "fold", "has_no_space_script", "normalize_answer", "tokenize"]
+__all__ = ["char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer", "tokenize"]
 
 # Scripts written without spaces between words: every character is a token.
 _NO_SPACE = re.compile(
@@ -105,3 +105,14 @@ def char_ngrams(text: str, lang: str | None = None, n: int | None = None) -> set
             continue
         out.update(word[i:i + n] for i in range(len(word) - n + 1))
     return out
+
+
+def letter_script(ch: str) -> str:
+    """The Unicode script word of a letter's name (LATIN, CYRILLIC, ARABIC, CJK...)."""
+    return unicodedata.name(ch, "?").split()[0]
+
+
+def dominant_script(text: str) -> str | None:
+    """The script most of ``text``'s letters are in, None without letters."""
+    names = [letter_script(ch) for ch in text if ch.isalpha()]
+    return max(set(names), key=names.count) if names else None

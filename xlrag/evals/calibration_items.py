@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import random
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
@@ -31,7 +30,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
-from xlrag.checks.lexical import tokenize
+from xlrag.checks.lexical import dominant_script, tokenize
 from xlrag.errors import ConfigError
 
 __all__ = [
@@ -104,12 +103,6 @@ def _holds(text: str, part: str, lang: str) -> bool:
     return bool(part.strip()) and _norm(part, lang) in _norm(text, lang)
 
 
-def _script(text: str) -> str | None:
-    """The script most of the letters are in (LATIN, CYRILLIC, ARABIC, CJK...), None without letters."""
-    names = [unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()]
-    return max(set(names), key=names.count) if names else None
-
-
 def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
 
@@ -149,18 +142,18 @@ class _XQuAD:
                  if gold in s and len(s) > len(gold) + 5 and len(s) <= 400]
         return (rng.choice(found), "the gold passage's sentence that holds the gold answer") if found else None
 
-    def _in_other_script(self, q: dict, source: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def _in_otherdominant_script(self, q: dict, source: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
         """``source``'s gold in a parallel language whose script is not that of ``q``'s gold
         (English when it qualifies), unless it holds ``q``'s gold or the other way round."""
         gold = q["answers"][0]
-        own = _script(gold)
+        own = dominant_script(gold)
         base = source["id"].rsplit("-", 1)[0]
         if own is None or (base, lang) in _MISALIGNED:
             return None  # a number reads the same in every language
         others = []
         for other, pq in sorted(self.parallel[base].items()):
             alt = pq["answers"][0]
-            script = _script(alt)
+            script = dominant_script(alt)
             if other == lang or script is None or script == own or (base, other) in _MISALIGNED:
                 continue
             if _holds(alt, gold, lang) or _holds(gold, alt, lang):
@@ -172,7 +165,7 @@ class _XQuAD:
         return english[0] if english else rng.choice(others)
 
     def parallel_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
-        found = self._in_other_script(q, q, lang, rng)
+        found = self._in_otherdominant_script(q, q, lang, rng)
         return (found[1], f"the gold answer of the parallel {found[0]} question") if found else None
 
     def _other(self, q: dict, lang: str) -> dict | None:
@@ -187,7 +180,7 @@ class _XQuAD:
 
     def parallel_other_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
         other = self._other(q, lang)
-        found = self._in_other_script(q, other, lang, rng) if other else None
+        found = self._in_otherdominant_script(q, other, lang, rng) if other else None
         if found is None or any(_holds(found[1], g, lang) for g in q["answers"]):
             return None
         return found[1], f"the gold answer of another question on the same passage, from its parallel {found[0]} question"

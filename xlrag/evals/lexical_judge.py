@@ -25,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.checks.lexical import has_no_space_script, normalize_answer, tokenize
+from xlrag.checks.lexical import dominant_script, has_no_space_script, normalize_answer, tokenize
 
 __all__ = [
     "DEFAULT_SIMILARITY",
@@ -109,22 +109,14 @@ def gold_recall(response: str, golds: Sequence[str], lang: str | None = None) ->
 _MIN_WORDS_TO_DETECT = 3
 
 
-def _script(text: str) -> str | None:
-    """The script most letters are in (LATIN, CYRILLIC, CJK...), None without letters."""
-    import unicodedata
-
-    names = [unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()]
-    return max(set(names), key=names.count) if names else None
-
-
 def in_other_language(response: str, golds: Sequence[str], lang: str) -> bool:
     """Whether ``response`` is written in another script than every gold answer, or (Latin
     against Latin) lingua reads it as another language than ``lang``, which it does reliably
     from :data:`_MIN_WORDS_TO_DETECT` words on: it read "Aristotle" as not English."""
     from xlrag.checks.language import judge_language
 
-    mine = _script(response)
-    scripts = {_script(g) for g in golds} - {None}
+    mine = dominant_script(response)
+    scripts = {dominant_script(g) for g in golds} - {None}
     if mine is None or not scripts:
         return False  # numbers and symbols read the same in every language
     if mine not in scripts:

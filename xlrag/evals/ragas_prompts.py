@@ -29,7 +29,6 @@ import logging
 import os
 import re
 import tempfile
-import unicodedata
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from typing import Any
 from filelock import FileLock
 from pydantic import BaseModel, Field
 
+from xlrag.checks.lexical import dominant_script, letter_script
 from xlrag.languages import native_name, normalize_code
 from xlrag.prompts import PromptLibrary
 
@@ -99,11 +99,6 @@ def clean_translation(source: str, text: str) -> str:
     return out
 
 
-def _script(text: str) -> str | None:
-    names = [unicodedata.name(ch, "?").split()[0] for ch in text if ch.isalpha()]
-    return max(set(names), key=names.count) if names else None
-
-
 def implausible_translation(source: str, translation: str, lang: str) -> str | None:
     """Why ``translation`` cannot be ``source`` in ``lang``, or None.
 
@@ -115,10 +110,10 @@ def implausible_translation(source: str, translation: str, lang: str) -> str | N
     """
     if len(translation) > 3 * len(source) + 15:
         return f"{len(translation)} characters for {len(source)}"
-    script = _script(native_name(lang))
+    script = dominant_script(native_name(lang))
     # any letter of the script will do: "JSON Schema" stays Latin inside a good translation
-    if (script not in (None, "LATIN") and _script(source) is not None
-            and not any(unicodedata.name(ch, "?").split()[0] == script for ch in translation if ch.isalpha())):
+    if (script not in (None, "LATIN") and dominant_script(source) is not None
+            and not any(letter_script(ch) == script for ch in translation if ch.isalpha())):
         return f"not written in the {script.title()} script"
     return None
 
