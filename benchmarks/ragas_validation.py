@@ -159,12 +159,21 @@ def main() -> None:
     # the same Arabic rows with Ragas's English prompts: is it the prompts or the model?
     if "english" in settings:
         todo += [{**r, "prompts": "english", "prompts_lang": "en"} for r in base if r["lang"] == "ar"]
-    rows = asyncio.run(score(todo, args.threads))
-    result = {"benchmark": "ragas_validation", "metric": "faithfulness", "model": "qwen2.5-coder-1.5b-instruct",
-              "per_lang": args.per_lang, "settings": sorted(settings), "figures": figures(rows), "rows": rows}
-    path = write_json("ragas_validation.json", result)
-    print(json.dumps(result["figures"], indent=1, ensure_ascii=False))
-    print(f"written {path}")
+    # rows measured before (other languages or settings) stay; each language is written as
+    # soon as it is scored, so a run stopped midway keeps what it measured
+    old = HERE / "results" / "ragas_validation.json"
+    kept = json.loads(old.read_text(encoding="utf-8"))["rows"] if old.exists() else []
+    for lang in dict.fromkeys(r["lang"] for r in todo):
+        done = asyncio.run(score([r for r in todo if r["lang"] == lang], args.threads))
+        new = {(r["id"], r["prompts"]) for r in done}
+        kept = [r for r in kept if (r["id"], r["prompts"]) not in new] + done
+        result = {"benchmark": "ragas_validation", "metric": "faithfulness", "model": "qwen2.5-coder-1.5b-instruct",
+                  "per_lang": args.per_lang, "settings": sorted({r["prompts"] for r in kept}),
+                  "figures": figures(kept), "rows": kept}
+        path = write_json("ragas_validation.json", result)
+        print(json.dumps({k: v for k, v in result["figures"].items() if k.startswith(lang)}, indent=1,
+                         ensure_ascii=False))
+        print(f"written {path}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ def test_all_is_pinned():
         "Hit",
         "IRMode",
         "Passage",
+        "Pipeline",
         "PromptLibrary",
         "Query",
         "XlragConfig",

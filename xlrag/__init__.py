@@ -21,6 +21,7 @@ __all__ = [
     "Hit",
     "IRMode",
     "Passage",
+    "Pipeline",
     "PromptLibrary",
     "Query",
     "XlragConfig",
@@ -53,6 +54,7 @@ _LAZY = {
     "Hit": "xlrag.schema",
     "IRMode": "xlrag.modes",
     "Passage": "xlrag.schema",
+    "Pipeline": "xlrag.chains.pipeline",
     "Query": "xlrag.schema",
     "XlragConfig": "xlrag.config",
     "XlragError": "xlrag.errors",
@@ -66,6 +68,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from xlrag.agents.build import build_agent, build_chat
     from xlrag.chains.llms import build_llm
+    from xlrag.chains.pipeline import Pipeline
     from xlrag.chains.query_engine import build_query_engine
     from xlrag.chains.rag import build_chain
     from xlrag.config import XlragConfig, load_config

@@ -21,6 +21,7 @@ from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 __all__ = [
     "AgentConfig",
     "AgentRule",
+    "AnswerConfig",
     "ChatConfig",
     "EmbedderConfig",
     "LLMConfig",
@@ -186,6 +187,19 @@ class LLMConfig(_Section):
         return cls(**data)
 
 
+class AnswerConfig(_Section):
+    """The answer postprocessors every driver runs (chain, agent, query engine, server)."""
+
+    post_hoc_citations: bool = Field(
+        True, description="when the model cites no passage, cite the closest ones by embedding similarity, "
+                          "marked post_hoc (in the agent: its last repair)")
+    attribution_rerank: bool = Field(
+        False, description="XOR-AttriQA: an LLM checks each shown passage against the answer and the one that "
+                           "supports it is cited first (one LLM call per passage)")
+    attribution_checker: LLMConfig | None = Field(
+        None, description="the LLM of attribution_rerank (default: llm)")
+
+
 class AgentRule(_Section):
     """``auto`` mode: a question naming any of ``names`` is retrieved from ``langs`` (rel_langs)."""
 
@@ -225,6 +239,7 @@ class XlragConfig(BaseSettings):
     store: StoreConfig = Field(default_factory=StoreConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
     @classmethod
     def settings_customise_sources(

@@ -34,6 +34,7 @@ from xlrag.evals.judges import JudgeConfig, PanelConfig, default_panel
 from xlrag.evals.lexical_judge import (
     LexicalJudge,
     LexicalJudgeConfig,
+    answer_in_gold,
     gold_recall,
     in_other_language,
 )
@@ -88,6 +89,10 @@ def test_correct_items_hold_the_gold_or_its_translation(items):
             qid = i.id.split(":")[1]
             assert i.answer in parallel[qid] and i.answer not in i.gold, i
             assert not any(_holds(i.answer, g, i.lang) or _holds(g, i.answer, i.lang) for g in i.gold), i
+        elif i.kind == "span_of_sentence":
+            # the gold is the passage sentence; the answer is the span in it, which the question lacks
+            assert i.answer in i.gold[0] and len(i.gold[0]) > len(i.answer) + 5, i
+            assert not _holds(i.question, i.answer, i.lang), i
         else:
             assert any(g in i.answer for g in i.gold), i
             if i.kind == "gold_in_sentence":
@@ -99,6 +104,20 @@ def test_no_wrong_item_holds_the_gold(items):
     assert len(wrong) > 150
     for i in wrong:
         assert not any(_holds(i.answer, g, i.lang) for g in i.gold), i
+
+
+def test_wrong_spans_against_a_sentence_gold(items):
+    spans = {i.id.split(":")[1]: i for i in items if i.kind == "span_of_sentence"}
+    for kind, inside in (("other_span_of_sentence", False), ("same_sentence_other_span", True)):
+        made = [i for i in items if i.kind == kind]
+        assert len(made) == 6 * XQUAD_PER_KIND and not any(i.truth for i in made)
+        for i in made:
+            # another question's gold, in the sentence that is this gold (or not), never this question's span
+            assert _holds(i.gold[0], i.answer, i.lang) is inside, i
+            assert not _holds(i.question, i.answer, i.lang), i
+            qid = i.id.split(":")[1]
+            if qid in spans:
+                assert spans[qid].gold == i.gold and spans[qid].answer != i.answer
 
 
 def test_a_wrong_answer_in_another_script_is_another_questions_translated_gold(items):
@@ -151,6 +170,8 @@ def test_stratified_limit_takes_every_cell_in_turn(items):
         ("Саксонский сад", "Saxon Garden", "ru", True),
         ("Denver Broncos", "Денвер Бронкос", "en", True),
         ("Саксонский сад", "the Summer Theatre", "ru", False),
+        # numbers read the same in every language: one the gold lacks is no translation of it
+        ("Саксонский сад", "Saxon Garden, 1961", "ru", False),
         ("308", "", "en", False),
         ("308", "<doc0>", "en", False),
     ],
@@ -159,6 +180,44 @@ def test_lexical_judge_on_hand_made_items(gold, response, lang, correct):
     judge = LexicalJudge(LexicalJudgeConfig(kind="lexical"))
     verdict, why = judge.vote("How many points?", [gold], response, lang)
     assert verdict is correct, why
+
+
+TONGA = "Constitutional Day in Tonga is celebrated on November 4 every year."
+
+
+@pytest.mark.parametrize(
+    ("question", "gold", "response", "lang", "correct"),
+    [
+        # a concise answer to a question whose gold is a whole sentence
+        ("When is Constitutional Day celebrated in Tonga?", TONGA, "November 4", "en", True),
+        ("When is Constitutional Day celebrated in Tonga?", TONGA, "On the 4th of November.", "en", True),
+        # most of its n-grams are in the gold, but not its number
+        ("When is Constitutional Day celebrated in Tonga?", TONGA, "On November 5.", "en", False),
+        ("When is Constitutional Day celebrated in Tonga?", TONGA, "November 14", "en", False),
+        # restating the question adds nothing
+        ("When is Constitutional Day celebrated in Tonga?", TONGA, "Constitutional Day in Tonga.", "en", False),
+        ("ما هي ارقام الاسعاف في السنغال؟", "يمكنك الاتصال بالإسعاف في السنغال على الرقم 15 أو الرقم 338891515.",
+         "15", "ar", True),
+        ("ما هي ارقام الاسعاف في السنغال؟", "يمكنك الاتصال بالإسعاف في السنغال على الرقم 15 أو الرقم 338891515.",
+         "17", "ar", False),
+        # Chinese: the question's characters are taken out one by one
+        ("除了1之外，素数可被什么唯一整除？", "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
+         "该数自身", "zh", True),
+        ("除了1之外，素数可被什么唯一整除？", "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
+         "它的平方", "zh", False),
+        # the answer line is read alone too: an explanation may say more than the gold
+        ("When is Constitutional Day celebrated in Tonga?", TONGA,
+         "November 4\nBecause the constitution of 1875 was signed then <doc0>.", "en", True),
+        # the rule is for sentence golds only: a short gold still has to be in the response
+        ("When?", "November 4, 1875", "November", "en", False),
+    ],
+)
+def test_a_concise_answer_to_a_sentence_gold(question, gold, response, lang, correct):
+    judge = LexicalJudge(LexicalJudgeConfig(kind="lexical"))
+    verdict, why = judge.vote(question, [gold], response, lang)
+    assert verdict is correct, why
+    if correct and response != "On the 4th of November." and "\n" not in response:
+        assert answer_in_gold(response, question, [gold], lang) == (1.0, gold)
 
 
 def test_cross_lingual_reading_can_be_turned_off():
@@ -221,11 +280,14 @@ def test_calibration_of_the_lexical_judge(items):
     assert lex["n"] == len(items) and lex["invalid_rate"]["mean"] == 0.0
     # within a language it reads nearly every item right; across scripts, by meaning, most
     # (and it does not take every answer in another script for correct)
-    for kind in set(KINDS) - {"parallel_gold", "parallel_other_gold"}:
+    # words of a sentence gold that answer another question pass for an answer: measured, not hidden
+    hard = {"parallel_gold", "parallel_other_gold", "same_sentence_other_span"}
+    for kind in set(KINDS) - hard:
         assert lex["per_kind"][kind]["accuracy"]["mean"] > 0.95, kind
     assert lex["per_kind"]["parallel_gold"]["accuracy"]["mean"] > 0.6
     assert lex["per_kind"]["parallel_other_gold"]["accuracy"]["mean"] > 0.8
-    assert all(g["accuracy"]["mean"] >= 0.90 for g in lex["per_language"].values())
+    assert lex["per_kind"]["same_sentence_other_span"]["n"] == 6 * XQUAD_PER_KIND
+    assert all(g["accuracy"]["mean"] >= 0.85 for g in lex["per_language"].values())
     lo, hi = lex["accuracy"]["ci95"]
     assert lo < lex["accuracy"]["mean"] < hi and lex["kappa"]["value"] > 0.8
     mono = judge_items(PanelConfig(judges=[{"kind": "lexical", "cross_lingual": "off"}]),

@@ -3,29 +3,34 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable
 
 from xlrag.config import XlragConfig, resolve_config
-from xlrag.modes import IRMode
+
+if TYPE_CHECKING:
+    from xlrag.chains.pipeline import Pipeline
 
 __all__ = ["build_agent", "build_chat"]
 
 
 def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
-                retriever: Any = None, checkpointer: Any = None) -> Any:
+                retriever: Any = None, pipeline: Pipeline | None = None, checkpointer: Any = None) -> Any:
     """The compiled agent graph (a LangGraph ``CompiledStateGraph``, so a Runnable).
 
     ``invoke({"question": ...})`` returns ``{"answer": GroundedAnswer, "trace": Trace}``.
     ``llm`` and ``retriever`` replace the ones the config would build (an application's
-    own chat model, a retriever already open); ``checkpointer`` is passed to LangGraph.
+    own chat model, a retriever already open); ``pipeline`` is a whole stack already built
+    (:meth:`~xlrag.chains.pipeline.Pipeline.from_config`), shared with other graphs.
+    ``checkpointer`` is passed to LangGraph.
     """
-    return _agent(resolve_config(config), llm, retriever, checkpointer)[0]
+    cfg = resolve_config(config)
+    return _agent(cfg, _pipeline(cfg, llm, retriever, pipeline), checkpointer)
 
 
 def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
-               retriever: Any = None, checkpointer: Any = None) -> Any:
+               retriever: Any = None, pipeline: Pipeline | None = None, checkpointer: Any = None) -> Any:
     """The chat graph: ``invoke({"question": ...}, {"configurable": {"thread_id": "s1"}})``
     returns ``{"answer", "trace", "turns"}``; the checkpointer keeps each thread's turns
     (default: in memory; :func:`xlrag.agents.chat.open_checkpointer` for SQLite)."""
@@ -34,43 +39,43 @@ def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable 
     from xlrag.agents.chat import chat_graph, strict_serde
 
     cfg = resolve_config(config)
+    stack = _pipeline(cfg, llm, retriever, pipeline)
     # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
-    agent, chain = _agent(cfg, llm, retriever, False)
-    return chat_graph(agent, chain.llm, chain.prompts, cfg.agent.chat,
+    return chat_graph(_agent(cfg, stack, False), stack.llm, stack.prompts, cfg.agent.chat,
                       checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
 
-def _agent(cfg: XlragConfig, llm: Runnable | None, retriever: Any, checkpointer: Any) -> tuple[Any, Any]:
-    from langgraph.constants import TAG_NOSTREAM
+def _pipeline(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None) -> Pipeline:
+    from xlrag.chains.pipeline import Pipeline
 
+    if pipeline is None:
+        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=cfg.agent.mode)
+    if llm is not None or retriever is not None:
+        from xlrag.errors import ConfigError
+
+        raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
+    return pipeline
+
+
+def _agent(cfg: XlragConfig, pipeline: Pipeline, checkpointer: Any) -> Any:
     from xlrag.agents.graph import XlragAgent
-    from xlrag.chains.llms import build_llm
-    from xlrag.chains.rag import build_chain
-    from xlrag.chains.translator import LLMTranslator
-    from xlrag.indexes.retriever import CrossLingualRetriever
 
-    chat = llm if llm is not None else build_llm(cfg.llm)
-    if retriever is None and cfg.agent.mode != IRMode.NO_IR:
-        retriever = CrossLingualRetriever.from_config(cfg)
-    chain = build_chain(retriever, chat, fmt="citation", k=cfg.retrieval.k)
-    # the helpers' calls never reach a user's token stream
-    quiet = chat.with_config(tags=[TAG_NOSTREAM])
-    translator = LLMTranslator(llm=quiet, prompts=chain.prompts)
     attribution = None
     if cfg.agent.attribution:
         from xlrag.checks.attribution import AttributionChecker
 
-        attribution = AttributionChecker(quiet, prompts=chain.prompts)
-    tools = cfg.agent.tools == "on" or (cfg.agent.tools == "auto" and chain.profile.supports_tools(chat))
-    if tools and not chain.profile.supports_tools(chat):
+        attribution = AttributionChecker(pipeline.quiet_llm, prompts=pipeline.prompts)
+    chat, profile = pipeline.llm, pipeline.profile
+    tools = cfg.agent.tools == "on" or (cfg.agent.tools == "auto" and profile.supports_tools(chat))
+    if tools and not profile.supports_tools(chat):
         from xlrag.errors import ConfigError
 
-        raise ConfigError(f"agent.tools is on, but {chain.label} has no tool calling; set agent.tools to auto or off")
-    if tools and retriever is not None:
+        raise ConfigError(f"agent.tools is on, but {pipeline.label} has no tool calling; set agent.tools to auto or off")
+    if tools and pipeline.retriever is not None:
         from xlrag.agents.tools import ToolCallingAgent
 
-        agent: XlragAgent = ToolCallingAgent(chain, cfg.agent, translator=translator, attribution=attribution,
+        agent: XlragAgent = ToolCallingAgent(pipeline, cfg.agent, attribution=attribution,
                                              max_rounds=cfg.agent.max_tool_rounds)
     else:
-        agent = XlragAgent(chain, cfg.agent, translator=translator, attribution=attribution)
-    return agent.graph(checkpointer), chain
+        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution)
+    return agent.graph(checkpointer)

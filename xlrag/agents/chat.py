@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Required, TypedDict
 
@@ -31,7 +33,8 @@ from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
 
-__all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "chat_graph", "open_checkpointer", "prune", "strict_serde"]
+__all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "achat_turn", "chat_graph",
+           "chat_turn", "open_checkpointer", "prune", "strict_serde"]
 
 
 class Source(BaseModel):
@@ -194,6 +197,67 @@ def chat_graph(agent: Any, llm: Any, prompts: Any, config: ChatConfig, checkpoin
 # what a chat checkpoint may hold besides plain data: anything else is not rebuilt on load
 ALLOWED_TYPES: tuple[tuple[str, str], ...] = tuple(
     (cls.__module__, cls.__name__) for cls in (Turn, Source, Condensed, Trace, GroundedAnswer))
+
+
+@dataclass
+class ChatToken:
+    """A piece of the answering model's reply; ``attempt`` 0 is the first answer, 1 and on the
+    replies of the agent's repairs."""
+
+    text: str
+    attempt: int
+
+
+@dataclass
+class _Decoder:
+    """LangGraph's stream of a chat turn, read once for every front door: the answering model
+    runs inside the agent, a subgraph of the chat, so its tokens come only with
+    ``subgraphs=True``; the turn's output is the last root state holding ``answer`` and
+    ``turns`` (after ``remember``)."""
+
+    calls: list[str] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+
+    def read(self, namespace: tuple, mode: str, data: Any) -> ChatToken | None:
+        from xlrag.agents.graph import ANSWER_TAG
+
+        if mode == "messages":
+            chunk, meta = data
+            text = chunk.content if isinstance(chunk.content, str) else ""
+            if not text or ANSWER_TAG not in (meta.get("tags") or []):
+                return None
+            if not self.calls or self.calls[-1] != chunk.id:
+                self.calls.append(chunk.id)  # a new model call: the first answer, or a repair's
+            return ChatToken(text=text, attempt=len(self.calls) - 1)
+        if not namespace and "answer" in data and "turns" in data:
+            self.final = data
+        return None
+
+
+
+_STREAM = {"stream_mode": ["messages", "values"], "subgraphs": True}
+
+
+def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Iterator[ChatToken | dict[str, Any]]:
+    """One chat turn: the answering model's tokens as they come, then the turn's output
+    (``{"answer", "trace", "turns"}``) last, unless the graph ended without one."""
+    decoder = _Decoder()
+    for namespace, mode, data in graph.stream(inputs, config, **_STREAM):
+        if (token := decoder.read(namespace, mode, data)) is not None:
+            yield token
+    if decoder.final is not None:
+        yield decoder.final
+
+
+async def achat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig
+                     ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+    """:func:`chat_turn`, awaiting the graph."""
+    decoder = _Decoder()
+    async for namespace, mode, data in graph.astream(inputs, config, **_STREAM):
+        if (token := decoder.read(namespace, mode, data)) is not None:
+            yield token
+    if decoder.final is not None:
+        yield decoder.final
 
 
 def _allowed() -> list[tuple[str, str]]:

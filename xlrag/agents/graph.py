@@ -33,12 +33,13 @@ from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import ModeChoice, choose_mode
 from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
 from xlrag.chains.parsing import strip_markers
-from xlrag.chains.rag import ChainInput, GroundedChain, finalize
+from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.postprocess import POST_HOC
+from xlrag.chains.state import ChainInput, ChainState
 from xlrag.checks import substance
 from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
-from xlrag.modes import IRMode
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
@@ -91,13 +92,14 @@ def _answering(config: RunnableConfig | None) -> RunnableConfig:
 
 
 class XlragAgent:
-    """The nodes of the graph over one chain (its retriever, LLM, prompts and profile)."""
+    """The nodes of the graph: the pipeline's steps (its retriever, LLM, prompts, profile and
+    postprocessors) plus verify and repair. ``translator`` defaults to the pipeline's."""
 
-    def __init__(self, chain: GroundedChain, config: AgentConfig, translator: Any = None,
+    def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None,
                  attribution: Any = None):
-        self.chain = chain
+        self.pipeline = pipeline
         self.config = config
-        self.translator = translator
+        self.translator = translator if translator is not None else pipeline.translator
         self.attribution = attribution
 
     # -- detect, route, retrieve --------------------------------------------------------
@@ -107,7 +109,7 @@ class XlragAgent:
 
     def detect(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
-        query = self.chain.query_for(self._input(s))
+        query = self.pipeline.query_for(self._input(s))
         return {"query": query, "timings": [Timing(step="detect", seconds=time.perf_counter() - t0)]}
 
     def route(self, s: AgentState) -> dict:
@@ -118,46 +120,31 @@ class XlragAgent:
             query = query.model_copy(update={"relevant_langs": choice.relevant_langs})
         return {"choice": choice, "query": query, "tried": [], "failed": []}
 
-    def _retrieve(self, s: AgentState) -> list[Hit]:
-        mode = s["choice"].mode
-        if self.chain.retriever is None or mode == IRMode.NO_IR:
-            return []
-        return self.chain.retriever.retrieve(s["query"], mode=mode, k=self.chain.k)
-
     def retrieve(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
-        hits = self._retrieve(s)
+        hits = self.pipeline.retrieve(s["query"], s["choice"].mode)
         return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     async def aretrieve(self, s: AgentState) -> dict:
         t0 = time.perf_counter()
-        mode = s["choice"].mode
-        hits = [] if self.chain.retriever is None or mode == IRMode.NO_IR else await self.chain.retriever.aretrieve(
-            s["query"], mode=mode, k=self.chain.k)
+        hits = await self.pipeline.aretrieve(s["query"], s["choice"].mode)
         return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     # -- generate -------------------------------------------------------------------------
-    def _request(self, s: AgentState, followup: list[tuple[str, str]] | None = None):
-        inp = self._input(s).model_copy(update={"mode": s["choice"].mode})
-        state = self.chain.build_state(inp, s["query"], s["hits"], followup=followup)
-        return state.model_copy(update={"mode": s["choice"].mode})
+    def _request(self, s: AgentState, followup: list[tuple[str, str]] | None = None) -> ChainState:
+        return self.pipeline.request(self._input(s), s["query"], s["hits"], mode=s["choice"].mode, followup=followup)
 
-    def _answer(self, state: Any, message: Any) -> GroundedAnswer:
-        # no post-hoc citations here: they are the last repair, and must show as one
-        return finalize(state.model_copy(update={"message": message}), None, self.chain.profile)
-
+    # no post-hoc citations after the parse: they are the last repair, and must show as one
     def generate(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
-        state = self._request(s)
-        message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
-        return {"answer": self._answer(state, message), "templates": state.echo_reference,
+        state = self.pipeline.generate(self._request(s), _answering(config))
+        return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
 
     async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
-        state = await asyncio.to_thread(self._request, s)
-        message = await self.chain.llm.ainvoke(state.request.messages, _answering(config), **state.request.kwargs)
-        return {"answer": self._answer(state, message), "templates": state.echo_reference,
+        state = await self.pipeline.agenerate(await asyncio.to_thread(self._request, s), _answering(config))
+        return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
 
     # -- verify ---------------------------------------------------------------------------
@@ -266,7 +253,7 @@ class XlragAgent:
         lang = s["query"].lang or "en"
         role = {Repair.REGENERATE_LANGUAGE: "language_repair", Repair.EXTRACT: "extract_repair"}.get(
             repair, "citation_repair")
-        instruction = self.chain.prompts.render(role, lang, language=native_name(lang))
+        instruction = self.pipeline.prompts.render(role, lang, language=native_name(lang))
         return [("assistant", s["answer"].raw_output or "-"), ("user", instruction)]
 
     def _translate(self, s: AgentState) -> tuple[GroundedAnswer, str | None]:
@@ -293,15 +280,13 @@ class XlragAgent:
     def _post_hoc(self, s: AgentState) -> GroundedAnswer:
         answer = s["answer"]
         kept: list[Citation] = [c for c in answer.citations if c.valid]
-        flags = [f for f in answer.flags if f != "invalid_citation"]
         if "attribution" in s.get("failed", []):
             kept = [c for c in kept if c.source != "model"]  # the model's citation did not hold up
-        attributor = self.chain.attributor
-        claim = " ".join(x for x in (answer.answer, strip_markers(answer.explanation or "")) if x)
-        post = attributor.attribute(claim, answer.passages) if attributor is not None and claim else []
-        if post:
-            flags.append("post_hoc_citations")
-        return answer.model_copy(update={"citations": [*kept, *post], "flags": flags})
+        answer = answer.model_copy(update={"flags": [f for f in answer.flags if f != "invalid_citation"]})
+        post_hoc = self.pipeline.postprocessor(POST_HOC)
+        if post_hoc is None:
+            return answer.model_copy(update={"citations": kept})
+        return post_hoc.cite(answer, kept)
 
     def _repaired(self, s: AgentState, repair: Repair, answer: GroundedAnswer, t0: float,
                   failure: str | None = None) -> dict:
@@ -332,9 +317,8 @@ class XlragAgent:
     def repair(self, s: AgentState, config: RunnableConfig) -> dict:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in _ASK_AGAIN:
-            state = self._request(s, self._followup(s, repair))
-            message = self.chain.llm.invoke(state.request.messages, _answering(config), **state.request.kwargs)
-            answer = self._answer(state, message)
+            state = self.pipeline.generate(self._request(s, self._followup(s, repair)), _answering(config))
+            answer = self.pipeline.parse(state)
         elif repair is Repair.TRANSLATE:
             answer, failure = self._translate(s)
         else:
@@ -345,9 +329,7 @@ class XlragAgent:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in _ASK_AGAIN:
             state = await asyncio.to_thread(self._request, s, self._followup(s, repair))
-            message = await self.chain.llm.ainvoke(state.request.messages, _answering(config),
-                                                   **state.request.kwargs)
-            answer = self._answer(state, message)
+            answer = self.pipeline.parse(await self.pipeline.agenerate(state, _answering(config)))
         elif repair is Repair.TRANSLATE:
             answer, failure = await asyncio.to_thread(self._translate, s)
         else:
@@ -356,7 +338,14 @@ class XlragAgent:
 
     # -- finish ---------------------------------------------------------------------------
     def finish(self, s: AgentState) -> dict:
-        answer, failed = s["answer"], s.get("failed", [])
+        # the pipeline's postprocessors but post-hoc citations, which were the last repair
+        return self._finished(s, self.pipeline.postprocess(s["answer"], skip=[POST_HOC]))
+
+    async def afinish(self, s: AgentState) -> dict:
+        return self._finished(s, await self.pipeline.apostprocess(s["answer"], skip=[POST_HOC]))
+
+    def _finished(self, s: AgentState, answer: GroundedAnswer) -> dict:
+        failed = s.get("failed", [])
         # the agent's own checks decide the substance flags (the chain's lexical ones included):
         # what a reader must see first is that the answer says nothing, or nothing the passages hold
         shown = [substance.FLAGS[c] for c in failed if c in substance.FLAGS]
@@ -397,7 +386,7 @@ class XlragAgent:
         node("retrieve", self.retrieve, self.aretrieve)
         node("verify", self.verify, self.averify)
         node("repair", self.repair, self.arepair)
-        node("finish", self.finish)
+        node("finish", self.finish, self.afinish)
         g.add_edge(START, "detect")
         g.add_edge("detect", "route")
         g.add_edge("route", "retrieve")

@@ -25,10 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.agents.graph import AgentState, XlragAgent, _answering
 from xlrag.agents.trace import Timing, ToolStep
 from xlrag.chains.echo import strip_markup
-from xlrag.chains.rag import ChainState, finalize
+from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.state import ChainState
+from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
+from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
 from xlrag.schema import Hit
 
@@ -76,14 +79,15 @@ def _numbered(hits: list[Hit], start: int) -> str:
 
 
 class ToolCallingAgent(XlragAgent):
-    def __init__(self, *args: Any, max_rounds: int = 3, **kwargs: Any):
-        super().__init__(*args, **kwargs)
+    def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None, attribution: Any = None,
+                 max_rounds: int = 3):
+        super().__init__(pipeline, config, translator=translator, attribution=attribution)
         self.max_rounds = max_rounds
-        self.with_tools = self.chain.llm.bind_tools(tool_specs())
+        self.with_tools = self.pipeline.llm.bind_tools(tool_specs())
 
     # -- plan -----------------------------------------------------------------------------
     def _opening(self, s: ToolAgentState) -> list[AnyMessage]:
-        p, lang = self.chain.prompts, s["query"].lang or "en"
+        p, lang = self.pipeline.prompts, s["query"].lang or "en"
         system = join_parts([p.render("system", lang), p.render("answer_language", lang),
                               "Use the search tool for more passages (you may name the languages to search "
                               "in) and the translate tool to translate. Cite passages by their <docN> numbers."])
@@ -100,7 +104,7 @@ class ToolCallingAgent(XlragAgent):
         new = [] if messages else self._opening(s)
         last_round = s.get("rounds", 0) + 1 >= self.max_rounds
         # the last round has no tools: the model must answer now
-        return (self.chain.llm if last_round else self.with_tools), [*messages, *new], bool(new)
+        return (self.pipeline.llm if last_round else self.with_tools), [*messages, *new], bool(new)
 
     def plan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
@@ -145,9 +149,9 @@ class ToolCallingAgent(XlragAgent):
         mode = s["choice"].mode
         if args.languages:
             query = query.model_copy(update={"relevant_langs": [normalize_code(x) for x in args.languages]})
-            mode = "rel_langs"
+            mode = IRMode.REL_LANGS
         seen = {h.id for h in hits}
-        found = [h for h in self.chain.retriever.retrieve(query, mode=mode, k=self.chain.k) if h.id not in seen]
+        found = [h for h in self.pipeline.retrieve(query, mode) if h.id not in seen]
         return (_numbered(found, len(hits)) or "no new passages"), found
 
     def act(self, s: ToolAgentState) -> dict:
@@ -170,8 +174,8 @@ class ToolCallingAgent(XlragAgent):
     def answer(self, s: ToolAgentState) -> dict:
         query = s["query"]
         state = ChainState(query=query, hits=list(s["hits"]), fmt=AnswerFormat.CITATION, mode=s["choice"].mode,
-                           model=self.chain.label, message=s["messages"][-1])
-        return {"answer": finalize(state, None, self.chain.profile)}
+                           model=self.pipeline.label, message=s["messages"][-1])
+        return {"answer": self.pipeline.parse(state)}
 
     # -- the graph ------------------------------------------------------------------------
     state_schema = ToolAgentState

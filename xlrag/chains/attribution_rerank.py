@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from xlrag.chains.postprocess import ATTRIBUTION_RERANK
 from xlrag.schema import Citation, GroundedAnswer
 
 __all__ = ["AttributionReranker", "rerank_citations", "top_cited"]
@@ -48,8 +49,11 @@ def rerank_citations(answer: GroundedAnswer, supporting: set[str]) -> GroundedAn
 
 
 class AttributionReranker:
-    """The chain option: ``build_chain(..., attribution_reranker=AttributionReranker(checker))``.
-    ``setting`` is the checker's (``in_language`` or ``in_english``)."""
+    """An answer postprocessor (:class:`~xlrag.chains.postprocess.AnswerPostprocessor`), on with
+    ``answer.attribution_rerank`` in the config. ``setting`` is the checker's (``in_language``
+    or ``in_english``)."""
+
+    name = ATTRIBUTION_RERANK
 
     def __init__(self, checker: Any, setting: str = "in_language"):
         self.checker, self.setting = checker, setting
@@ -63,6 +67,12 @@ class AttributionReranker:
         result = self.checker.check(answer.question, self._text(answer), answer.passages, answer.lang or "en",
                                     setting=self.setting)
         return rerank_citations(answer, set(result.supporting))
+
+    def process(self, answer: GroundedAnswer) -> GroundedAnswer:
+        return self.rerank(answer)
+
+    async def aprocess(self, answer: GroundedAnswer) -> GroundedAnswer:
+        return await self.arerank(answer)
 
     async def arerank(self, answer: GroundedAnswer) -> GroundedAnswer:
         if not answer.passages or not self._text(answer):

@@ -30,12 +30,14 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from xlrag.config import XlragConfig, resolve_config
 from xlrag.indexes.llamaindex import hit_to_node
-from xlrag.modes import IRMode
 from xlrag.schema import GroundedAnswer
 from xlrag.validate import strict_kwargs
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import Runnable
+
     from xlrag.chains.rag import GroundedChain
+    from xlrag.indexes.retriever import CrossLingualRetriever
 
 __all__ = ["XlragQueryEngine", "build_query_engine", "citation_nodes"]
 
@@ -91,12 +93,12 @@ class XlragQueryEngine(BaseQueryEngine):
         return _response(await self.chain.ainvoke(query_bundle.query_str))
 
     def retrieve(self, query_bundle: QueryBundle | str) -> list[NodeWithScore]:
-        query = query_bundle if isinstance(query_bundle, str) else query_bundle.query_str
-        chain = self.chain
-        if chain.retriever is None or chain.mode == IRMode.NO_IR:
-            return []
-        # as the chain retrieves (GroundedChain.prepare), without building the prompt
-        return [hit_to_node(h) for h in chain.retriever.retrieve(query, mode=chain.mode, k=chain.k)]
+        from xlrag.chains.state import ChainInput
+
+        inp = ChainInput(question=query_bundle if isinstance(query_bundle, str) else query_bundle.query_str)
+        pipeline = self.chain.pipeline
+        # the pipeline's own steps, without building the prompt
+        return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp))]
 
     def close(self) -> None:
         """Stop the retriever's search threads (the engine is unusable afterwards)."""
@@ -105,19 +107,16 @@ class XlragQueryEngine(BaseQueryEngine):
 
 
 @strict_kwargs
-def build_query_engine(config: XlragConfig | str | Path | None = None) -> XlragQueryEngine:
+def build_query_engine(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
+                       retriever: CrossLingualRetriever | None = None) -> XlragQueryEngine:
     """A LlamaIndex query engine answering with citations as ``xlrag ask`` does.
 
     ``config`` is an :class:`~xlrag.config.XlragConfig`, a path to a YAML config file, or
     None (``./xlrag.yaml`` if present, ``XLRAG_*`` variables, defaults). It names the index
     (``index_dir``), the IR mode and k (``retrieval``) and the LLM (``llm``); mode
-    ``no_ir`` answers closed-book, so there are no sources.
+    ``no_ir`` answers closed-book, so there are no sources. ``llm`` and ``retriever``
+    replace the ones the config would build.
     """
-    from xlrag.chains.llms import build_llm
-    from xlrag.chains.rag import build_chain
-    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.chains.rag import GroundedChain
 
-    cfg = resolve_config(config)
-    retriever = None if cfg.retrieval.mode == IRMode.NO_IR else CrossLingualRetriever.from_config(cfg)
-    chain = build_chain(retriever, build_llm(cfg.llm), fmt="citation", mode=cfg.retrieval.mode)
-    return XlragQueryEngine(chain)
+    return XlragQueryEngine(GroundedChain.from_config(resolve_config(config), llm=llm, retriever=retriever))

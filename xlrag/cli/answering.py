@@ -23,7 +23,6 @@ from xlrag.cli._app import (
 from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
-from xlrag.modes import IRMode
 
 # what each substance flag means to a reader, keyed by the flag (xlrag.checks.substance.FLAGS)
 _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repeats the question or the "
@@ -50,11 +49,9 @@ def ask(
                                         "repair; --json adds the trace under 'trace'")] = False,
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
-    from xlrag.chains.llms import build_llm
-    from xlrag.chains.rag import build_chain
+    from xlrag.chains.rag import GroundedChain
     from xlrag.config import LLMConfig
     from xlrag.errors import ConfigError, EmptyQueryError
-    from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
         if not question.strip():
@@ -79,9 +76,7 @@ def ask(
             _ask_agent(cfg, {"question": question, "lang": lang, "mode": mode,
                              "relevant_langs": _csv(relevant_langs) or None, "target_lang": target_lang}, as_json)
             return
-        chat = build_llm(cfg.llm)
-        retriever = None if cfg.retrieval.mode == IRMode.NO_IR else CrossLingualRetriever.from_config(cfg)
-        chain = build_chain(retriever, chat, fmt=fmt, mode=cfg.retrieval.mode)
+        chain = GroundedChain.from_config(cfg, fmt=fmt)
         inputs: dict[str, Any] = {"question": question, "lang": lang, "relevant_langs": _csv(relevant_langs) or None,
                                   "target_lang": target_lang, "options": options or None}
         with shown_warnings():

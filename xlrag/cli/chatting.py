@@ -108,22 +108,17 @@ class _Repl:
 
     def ask(self, question: str) -> str:
         """Stream the answer to ``question``; returns the streamed text."""
-        from xlrag.agents.graph import ANSWER_TAG
+        from xlrag.agents.chat import ChatToken, chat_turn
 
         inputs = {"question": question, "lang": self.lang, "mode": self.mode}
         streamed: list[str] = []
         final: dict[str, Any] | None = None
-        # the answering model runs inside the agent, a subgraph of the chat: its tokens come
-        # only with subgraphs=True
-        for namespace, mode, data in self.graph.stream(inputs, self.config, stream_mode=["messages", "values"],
-                                                       subgraphs=True):
-            if mode == "messages":
-                chunk, meta = data
-                if ANSWER_TAG in (meta.get("tags") or []) and isinstance(chunk.content, str):
-                    streamed.append(chunk.content)
-                    out.print(chunk.content, end="", markup=False, highlight=False)
-            elif not namespace and "answer" in data and "turns" in data:
-                final = data
+        for item in chat_turn(self.graph, inputs, self.config):
+            if isinstance(item, ChatToken):
+                streamed.append(item.text)
+                out.print(item.text, end="", markup=False, highlight=False)
+            else:
+                final = item
         if streamed:
             out.print()
         if final is None:

@@ -51,15 +51,15 @@ def demo(
             for mode in dq.modes:
                 print_hits(retriever.retrieve(q, mode=mode), as_json=False)
         if answers:
-            from xlrag.chains.llms import build_llm
             from xlrag.chains.local.catalogue import lookup
-            from xlrag.chains.rag import build_chain
-            from xlrag.config import LLMConfig
+            from xlrag.chains.rag import GroundedChain
+            from xlrag.config import XlragConfig
 
             entry = lookup(None)  # the catalogue's default, chosen by benchmarks/generation.py
             out.rule(f"[bold]grounded answers[/] (local {entry.name}, {entry.kind}, citation format, "
                      f"mode qlang_en, k=3)")
-            chain = build_chain(retriever, build_llm(LLMConfig(max_tokens=96)), fmt="citation", mode="qlang_en", k=3)
+            cfg = XlragConfig(index_dir=index_dir, llm={"max_tokens": 96}, retrieval={"mode": "qlang_en", "k": 3})
+            chain = GroundedChain.from_config(cfg, retriever=retriever)
             for dq in DEMO_QUESTIONS[:answers]:
                 out.print(f"\n[bold]Q:[/] {escape(dq.text)}", highlight=False)
                 print_answer(chain.invoke({"question": dq.text}))

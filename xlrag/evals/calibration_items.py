@@ -5,13 +5,18 @@ in equal numbers per dataset, language and kind:
 
 - correct: the gold answer (``gold``); the passage sentence that holds it
   (``gold_in_sentence``); the parallel question's gold in another script
-  (``parallel_gold``: "Jared Allen" for the Russian question);
+  (``parallel_gold``: "Jared Allen" for the Russian question); the gold span, judged against
+  the passage sentence that holds it as the gold (``span_of_sentence``: a concise answer to a
+  question whose gold is written as a sentence, as the travel set's are);
 - wrong: the gold of the other question on the same passage, sharing no word with this one
   (``other_gold``), and the same in another script (``parallel_other_gold``: a judge that
   takes every answer in another script for correct is caught here); the question itself (``echo``); a sentence of the same language from an
   article about something else (``wrong_sentence``; in the travel set, another question's
   answer); nothing, a ``<docN>`` marker or a line of the answer-format template
-  (``non_answer``).
+  (``non_answer``); against a sentence gold as in ``span_of_sentence``, the span that answers
+  another question on the passage, from another sentence (``other_span_of_sentence``) or
+  from the very sentence that is the gold (``same_sentence_other_span``: words of the gold
+  that do not answer this question, which a judge reading words alone cannot tell).
 
 Each maker refuses a question it cannot build the kind from honestly (a number has no other
 script; a sentence that holds the gold is not wrong), and the next question is taken.
@@ -32,6 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.lexical import dominant_script, tokenize
 from xlrag.errors import ConfigError
+from xlrag.evals.lexical_judge import SENTENCE_GOLD_TOKENS
 
 __all__ = [
     "CORRECT_KINDS",
@@ -43,10 +49,10 @@ __all__ = [
     "vendored_langs",
 ]
 
-Kind = Literal["gold", "gold_in_sentence", "parallel_gold", "other_gold", "parallel_other_gold", "echo",
-               "wrong_sentence", "non_answer"]
+Kind = Literal["gold", "gold_in_sentence", "parallel_gold", "span_of_sentence", "other_gold", "parallel_other_gold",
+               "echo", "wrong_sentence", "non_answer", "other_span_of_sentence", "same_sentence_other_span"]
 KINDS: tuple[str, ...] = get_args(Kind)
-CORRECT_KINDS = frozenset(KINDS[:3])
+CORRECT_KINDS = frozenset(KINDS[:4])
 # The travel set's gold answers are written, not spans, and it has no parallel questions
 # and one question per document: only these kinds can be built from it.
 TRAVEL_KINDS: tuple[str, ...] = ("gold", "echo", "wrong_sentence", "non_answer")
@@ -65,6 +71,9 @@ _MISALIGNED = frozenset({
 })
 _SENTENCE = re.compile(r"(?<=[.!?。！？؟])\s*|\n+")
 _MARKER_ANSWERS = ("", "<doc1>", "<doc0>, <doc2>")
+# What a maker builds: the answer and a note, and the gold to judge against when it is not
+# the question's own.
+Made = tuple[str, str] | tuple[str, str, list[str]]
 
 
 class CalibrationItem(BaseModel):
@@ -117,7 +126,7 @@ def _template_answers(lang: str) -> list[str]:
     return [*placeholder, *(x.strip() for x in lines if x.strip())]
 
 
-def _non_answer(q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+def _non_answer(q: dict, lang: str, rng: random.Random) -> Made | None:
     options = [*_MARKER_ANSWERS, *_template_answers(lang)]
     answer = rng.choice(options)
     return answer, "empty" if not answer else "a marker or a template line"
@@ -133,16 +142,52 @@ class _XQuAD:
             self.parallel[q["id"].rsplit("-", 1)[0]][q["lang"]] = q
             self.by_doc[q["gold_doc_id"]].append(q)
 
-    def gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def gold(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return q["answers"][0], "the gold answer"
 
-    def gold_in_sentence(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
-        gold = q["answers"][0]
-        found = [s for s in _sentences(self.docs[q["gold_doc_id"]]["text"])
-                 if gold in s and len(s) > len(gold) + 5 and len(s) <= 400]
+    def _sentences_holding(self, q: dict, gold: str) -> list[str]:
+        return [s for s in _sentences(self.docs[q["gold_doc_id"]]["text"])
+                if gold in s and len(s) > len(gold) + 5 and len(s) <= 400]
+
+    def gold_in_sentence(self, q: dict, lang: str, rng: random.Random) -> Made | None:
+        found = self._sentences_holding(q, q["answers"][0])
         return (rng.choice(found), "the gold passage's sentence that holds the gold answer") if found else None
 
-    def _in_otherdominant_script(self, q: dict, source: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def _sentence_gold(self, q: dict, lang: str) -> str | None:
+        """The passage sentence that holds ``q``'s gold, to judge against as a sentence gold:
+        one with at least :data:`SENTENCE_GOLD_TOKENS` tokens and a gold the question does not hold."""
+        gold = q["answers"][0]
+        if _holds(q["question"], gold, lang):
+            return None
+        found = [s for s in self._sentences_holding(q, gold) if len(tokenize(s, lang)) >= SENTENCE_GOLD_TOKENS]
+        return found[0] if len(found) == 1 else None  # two sentences with the span: which one is meant?
+
+    def span_of_sentence(self, q: dict, lang: str, rng: random.Random) -> Made | None:
+        sentence = self._sentence_gold(q, lang)
+        return (q["answers"][0], "the gold span, against the passage sentence that holds it", [sentence]) \
+            if sentence else None
+
+    def _other_span(self, q: dict, lang: str, inside: bool) -> Made | None:
+        sentence = self._sentence_gold(q, lang)
+        if sentence is None:
+            return None
+        mine = set(tokenize(q["answers"][0], lang))
+        for o in self.by_doc[q["gold_doc_id"]]:
+            span = o["answers"][0]
+            if o["id"] == q["id"] or mine & set(tokenize(span, lang)) or _holds(q["question"], span, lang):
+                continue
+            if _holds(sentence, span, lang) == inside:
+                where = "the gold sentence itself" if inside else "another sentence of the passage"
+                return span, f"the gold span of {o['id']}, from {where}, against the sentence gold", [sentence]
+        return None
+
+    def other_span_of_sentence(self, q: dict, lang: str, rng: random.Random) -> Made | None:
+        return self._other_span(q, lang, inside=False)
+
+    def same_sentence_other_span(self, q: dict, lang: str, rng: random.Random) -> Made | None:
+        return self._other_span(q, lang, inside=True)
+
+    def _in_otherdominant_script(self, q: dict, source: dict, lang: str, rng: random.Random) -> Made | None:
         """``source``'s gold in a parallel language whose script is not that of ``q``'s gold
         (English when it qualifies), unless it holds ``q``'s gold or the other way round."""
         gold = q["answers"][0]
@@ -164,7 +209,7 @@ class _XQuAD:
         english = [x for x in others if x[0] == "en"]
         return english[0] if english else rng.choice(others)
 
-    def parallel_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def parallel_gold(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         found = self._in_otherdominant_script(q, q, lang, rng)
         return (found[1], f"the gold answer of the parallel {found[0]} question") if found else None
 
@@ -174,21 +219,21 @@ class _XQuAD:
         return next((o for o in self.by_doc[q["gold_doc_id"]]
                      if o["id"] != q["id"] and not mine & set(tokenize(o["answers"][0], lang))), None)
 
-    def other_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def other_gold(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         other = self._other(q, lang)
         return (other["answers"][0], "the gold answer of another question on the same passage") if other else None
 
-    def parallel_other_gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def parallel_other_gold(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         other = self._other(q, lang)
         found = self._in_otherdominant_script(q, other, lang, rng) if other else None
         if found is None or any(_holds(found[1], g, lang) for g in q["answers"]):
             return None
         return found[1], f"the gold answer of another question on the same passage, from its parallel {found[0]} question"
 
-    def echo(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def echo(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return None if _holds(q["question"], q["answers"][0], lang) else (q["question"], "the question")
 
-    def wrong_sentence(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def wrong_sentence(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         article = self.docs[q["gold_doc_id"]]["metadata"]["article"]
         docs = sorted(d for d, doc in self.docs.items() if doc["lang"] == lang
                       and doc["metadata"]["article"] != article)
@@ -207,13 +252,13 @@ class _Travel:
     def __init__(self) -> None:
         self.queries = _rows("travel", "queries")
 
-    def gold(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def gold(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return q["answer"], "the gold answer"
 
-    def echo(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def echo(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return None if _holds(q["question"], q["answer"], lang) else (q["question"], "the question")
 
-    def wrong_sentence(self, q: dict, lang: str, rng: random.Random) -> tuple[str, str] | None:
+    def wrong_sentence(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         others = [o for o in self.queries if o["lang"] == lang and o["gold_doc_id"] != q["gold_doc_id"]
                   and not _holds(o["answer"], q["answer"], lang)]
         if not others:
@@ -254,8 +299,8 @@ def build_items(langs: Sequence[str] | None = None, seed: int = 0, xquad_per_kin
                     gold = q["answers"] if dataset == "xquad" else [q["answer"]]
                     items.append(CalibrationItem(
                         id=f"{dataset}:{q['id']}:{kind}", dataset=dataset, lang=lang, kind=kind,
-                        truth=kind in CORRECT_KINDS, question=q["question"], gold=gold, answer=built[0],
-                        note=built[1]))
+                        truth=kind in CORRECT_KINDS, question=q["question"],
+                        gold=built[2] if len(built) == 3 else gold, answer=built[0], note=built[1]))
                     made += 1
     return items
 

@@ -37,6 +37,7 @@ from xlrag.modes import IRMode, Mode
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
     from xlrag.prompts import PromptLibrary
 
 __all__ = ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"]
@@ -265,6 +266,15 @@ class Cell(_Strict):
 
     def key(self, query_id: str) -> str:
         return "|".join([self.dataset, self.mode, self.llm or "-", self.variant, query_id])
+
+
+def answering_config(k: int) -> XlragConfig:
+    """The stack settings of a run (:meth:`xlrag.chains.pipeline.Pipeline.from_config`), all
+    given, so that no ``XLRAG_*`` variable or ``xlrag.yaml`` of the machine changes a run."""
+    from xlrag.config import AnswerConfig, RetrievalConfig, XlragConfig
+
+    return XlragConfig.model_construct(retrieval=RetrievalConfig(k=k),
+                                       answer=AnswerConfig())
 
 
 def llm_label(cfg: LLMConfig) -> str:

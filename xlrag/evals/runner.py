@@ -39,6 +39,7 @@ from xlrag.evals.experiment import (
     DatasetConfig,
     ExperimentConfig,
     Variant,
+    answering_config,
     llm_label,
     sample_queries,
 )
@@ -229,18 +230,19 @@ class ExperimentRunner:
                 for name, s in scores.scores.items()}
 
     def chain(self, ds: DatasetConfig, cell: Cell, llm_cfg: LLMConfig, variant: Variant):
-        from xlrag.chains.rag import build_chain
+        from xlrag.chains.rag import GroundedChain
 
         prompts = variant.prompts({q["lang"] for q in _load_queries(ds)})
-        reranker = None
+        after = []
         if variant.rerank == "attribution":
             from xlrag.chains.attribution_rerank import AttributionReranker
             from xlrag.checks.attribution import AttributionChecker
 
-            reranker = AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg)))
-        return build_chain(self.retriever(ds), self.llm(llm_cfg), fmt=variant.format, mode=cell.mode,
-                           k=self.config.k, prompts=prompts, few_shot=variant.few_shot,
-                           attribution_reranker=reranker)
+            # the checker comes from the run's model cache, as every model of the run does
+            after.append(AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg))))
+        return GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(llm_cfg),
+                                         retriever=self.retriever(ds), fmt=variant.format, mode=cell.mode,
+                                         prompts=prompts, few_shot=variant.few_shot, postprocessors=after)
 
     # -- one record -----------------------------------------------------------------------
 

@@ -81,24 +81,19 @@ class XlragServer:
 
     def __init__(self, config: XlragConfig, llm: Runnable | None, retriever: Any, limits: ServerLimits,
                  ping_every: float = 15.0):
-        from langgraph.constants import TAG_NOSTREAM
-
         from xlrag.agents.build import build_agent, build_chat
-        from xlrag.chains.llms import build_llm
-        from xlrag.chains.translator import LLMTranslator
-        from xlrag.indexes.retriever import CrossLingualRetriever
+        from xlrag.chains.pipeline import Pipeline
+        from xlrag.modes import AUTO
 
         self.config, self.limits, self.ping_every = config, limits, ping_every
-        self.llm = llm if llm is not None else build_llm(config.llm)
-        self.owns_retriever = retriever is None
-        if retriever is None:
-            # the translate mode's query translations use the server's one model too
-            translator = LLMTranslator(llm=self.llm.with_config(tags=[TAG_NOSTREAM]))
-            retriever = CrossLingualRetriever.from_config(config, translator=translator)
-        self.retriever = retriever
-        self.agent = build_agent(config, llm=self.llm, retriever=retriever)
+        # one stack for the agent and the chat: one model, one retriever, one translator;
+        # auto: each request (or the agent's routing) names its mode, and /v1/retrieve needs the
+        # retriever even when the agent answers closed-book
+        self.pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, mode=AUTO)
+        self.llm, self.retriever = self.pipeline.llm, self.pipeline.retriever
+        self.agent = build_agent(config, pipeline=self.pipeline)
         self.saver = memory_checkpointer()
-        self.chat = build_chat(config, llm=self.llm, retriever=retriever, checkpointer=self.saver)
+        self.chat = build_chat(config, pipeline=self.pipeline, checkpointer=self.saver)
         self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
         self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout)
 
@@ -126,8 +121,7 @@ class XlragServer:
             yield
         finally:
             # uvicorn has stopped taking requests and waited for the running ones
-            if self.owns_retriever:
-                self.retriever.close()
+            self.pipeline.close()
             log.info("xlrag server stopped")
 
 

@@ -95,27 +95,17 @@ def chat_response(session_id: str, out: dict[str, Any]) -> ChatResponse:
 
 async def chat_events(server: Any, session_id: str, inputs: dict[str, Any], emit: Emit) -> None:
     """Run one chat turn for ``session_id``, emitting token, answer and done (or error)."""
-    from xlrag.agents.graph import ANSWER_TAG
+    from xlrag.agents.chat import ChatToken, achat_turn
 
     t0 = time.perf_counter()
     final: dict[str, Any] | None = None
     try:
         async with server.sessions.turn(session_id), server.limiter.slot():
-            run_ids: list[str] = []
-            # subgraphs=True: the answering model runs inside the agent subgraph, whose
-            # messages LangGraph streams only when asked for subgraphs
-            async for ns, mode, data in server.chat.astream(
-                    inputs, server.sessions.config(session_id), stream_mode=["messages", "values"], subgraphs=True):
-                if mode == "messages":
-                    chunk, meta = data
-                    text = chunk.content if isinstance(chunk.content, str) else ""
-                    if not text or ANSWER_TAG not in (meta.get("tags") or []):
-                        continue
-                    if not run_ids or run_ids[-1] != chunk.id:
-                        run_ids.append(chunk.id)  # a new model call: the first answer, or a repair's
-                    await emit("token", TokenEvent(text=text, attempt=len(run_ids) - 1))
-                elif not ns and "answer" in data and "turns" in data:
-                    final = data  # the last root state: after 'remember'
+            async for item in achat_turn(server.chat, inputs, server.sessions.config(session_id)):
+                if isinstance(item, ChatToken):
+                    await emit("token", TokenEvent(text=item.text, attempt=item.attempt))
+                else:
+                    final = item
             if final is None:
                 raise RuntimeError("the chat graph ended without an answer")
             response = chat_response(session_id, final)

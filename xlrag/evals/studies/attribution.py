@@ -167,10 +167,12 @@ class AttributionRunner(StudyRun):
         return rec
 
     async def make_records(self) -> dict[str, int]:
-        from xlrag.chains.rag import build_chain
+        from xlrag.chains.rag import GroundedChain
+        from xlrag.evals.experiment import answering_config
 
         self.snapshot()
-        chain = build_chain(self.retriever(), self.llm(self.config.llm), fmt="citation", k=self.config.k)
+        chain = GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(self.config.llm),
+                                          retriever=self.retriever())
         models = [m for m in (self.config.llm, self.config.checker, self.config.rerank_checker) if m is not None]
         with RecordLog(self.out) as log:
             todo = [q for q in self.questions if q["id"] not in log.done]

@@ -235,15 +235,17 @@ class BordIRlinesRunner(StudyRun):
         return rec
 
     async def make_records(self) -> dict[str, int]:
-        from xlrag.chains.rag import build_chain
+        from xlrag.chains.rag import GroundedChain
+        from xlrag.evals.experiment import answering_config
 
         self.snapshot()
         fmt = AnswerFormat.MC if self.config.format == "mc" else AnswerFormat.CITATION
         llm = self.llm(self.config.llm)
         modes = self.modes()
-        chains = {IRMode.NO_IR: build_chain(None, llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR, k=self.config.k)}
+        cfg = answering_config(self.config.k)
+        chains = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
-            chains["rag"] = build_chain(self.retriever(), llm, fmt=fmt, k=self.config.k)
+            chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
         with RecordLog(self.out) as log:
             todo = [w for w in self.work() if self.key(run_label(w[0], w[1]), w[2], w[3]) not in log.done]
             return await log.run(todo, lambda w: self.record(chains, *w),

@@ -32,6 +32,7 @@ from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.judges import PanelConfig
 from xlrag.evals.studies.base import RecordLog, StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
+from xlrag.modes import IRMode
 
 __all__ = ["ABLATIONS", "SETTINGS", "Context", "XRAGConfig", "XRAGRunner", "contexts", "xrag_figures",
            "xrag_markdown", "xrag_report"]
@@ -159,10 +160,13 @@ class XRAGRunner(StudyRun):
         return rec
 
     async def make_records(self) -> dict[str, int]:
-        from xlrag.chains.rag import build_chain
+        from xlrag.chains.rag import GroundedChain
+        from xlrag.evals.experiment import answering_config
 
         self.snapshot()
-        chain = build_chain(None, self.llm(self.config.llm), fmt="answer")
+        # the passages are given with each question: no retriever, and no_ir until they are
+        chain = GroundedChain.from_config(answering_config(3), llm=self.llm(self.config.llm), fmt="answer",
+                                          mode=IRMode.NO_IR)
         work = [(c, q) for c in self.config.conditions for q in self.questions]
         models = [self.config.llm, *(self.config.judges.llm_judges if self.config.judges else [])]
         with RecordLog(self.out) as log:

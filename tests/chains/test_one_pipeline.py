@@ -1,0 +1,150 @@
+"""One question through every driver of the pipeline: the chain, the agent, the LlamaIndex
+query engine, the CLI (chain and agent) and the server. Each is built from the same config
+by ``Pipeline.from_config``, so each shows the same passages and gets the same citations and
+flags. The model is the OpenAI SDK against a stand-in on 127.0.0.1 that always gives the
+same reply (tests/replay.py), so only the plumbing can differ."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from tests.clitools import run
+from tests.conftest import XQUAD_LANGS
+from tests.replay import serve
+from xlrag.config import XlragConfig
+
+QUESTION = "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?"
+REPLY = ("Cited Documents: <doc0>\nAnswer: 308 Punkte\n"
+         "Explanation: Die Verteidigung der Panthers ließ in der Saison nur 308 Punkte zu <doc0>.")
+
+
+def _completion(body: Any) -> tuple[int, Any]:
+    return 200, {"id": "chatcmpl-1", "object": "chat.completion", "created": 1750000000, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": REPLY}}],
+                 "usage": {"prompt_tokens": 300, "completion_tokens": 30, "total_tokens": 330}}
+
+
+@pytest.fixture(scope="module")
+def stand_in():
+    with serve({"/v1/chat/completions": _completion}) as replay:
+        yield replay
+
+
+@pytest.fixture
+def cfg(stand_in, xquad_index, monkeypatch) -> XlragConfig:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return XlragConfig(index_dir=xquad_index,
+                       llm={"provider": "openai", "model": "gpt-4o-mini", "base_url": f"{stand_in.url}/v1"},
+                       retrieval={"mode": "qlang_en", "k": 3, "detect_candidates": XQUAD_LANGS},
+                       agent={"mode": "qlang_en", "tools": "off"})
+
+
+def _seen(answer: dict[str, Any]) -> dict[str, Any]:
+    # the server's passages are flat (PassageOut), the GroundedAnswer's are hits
+    return {"passages": [h["passage"]["id"] if "passage" in h else h["id"] for h in answer["passages"]],
+            "citations": [(c["marker"], c["passage_id"], c["source"], c["valid"]) for c in answer["citations"]],
+            "flags": answer["flags"], "answer": answer["answer"], "lang": answer["lang"], "mode": answer["mode"]}
+
+
+def test_the_same_question_through_every_driver(cfg, tmp_path):
+    from tests.server.conftest import AUTH, KEY, running
+    from xlrag import build_agent, build_query_engine
+    from xlrag.chains.rag import GroundedChain
+    from xlrag.server import create_app
+
+    seen: dict[str, dict[str, Any]] = {}
+    chain = GroundedChain.from_config(cfg)
+    seen["chain"] = _seen(chain.invoke(QUESTION).model_dump(mode="json"))
+    chain.pipeline.close()
+    seen["agent"] = _seen(build_agent(cfg).invoke({"question": QUESTION})["answer"].model_dump(mode="json"))
+    engine = build_query_engine(cfg)
+    response = engine.query(QUESTION)
+    seen["query engine"] = _seen(response.metadata["grounded_answer"].model_dump(mode="json"))
+    assert [n.node.metadata["citation"] for n in response.source_nodes] == ["<doc0>"]
+    engine.close()
+
+    path = tmp_path / "xlrag.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")), encoding="utf-8")
+    for name, extra in (("cli", []), ("cli agent", ["--agent"])):
+        res = run("ask", "--config", path, "--json", *extra, QUESTION)
+        assert res.exit_code == 0, res.output
+        seen[name] = _seen(json.loads(res.output))
+
+    with running(create_app(cfg, api_key=KEY)) as url:
+        reply = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+    assert reply.status_code == 200, reply.text
+    seen["server"] = _seen(reply.json()["answer"])
+
+    first = seen["chain"]
+    assert first["lang"] == "de" and first["mode"] == "qlang_en" and len(first["passages"]) == 3
+    assert first["citations"] == [(0, first["passages"][0], "model", True)] and first["answer"] == "308 Punkte"
+    for name, got in seen.items():
+        assert got == first, name
+
+
+class _Stamp:
+    """A postprocessor that leaves a mark, to see which drivers run the pipeline's list."""
+
+    name = "stamp"
+
+    def process(self, answer):
+        return answer.model_copy(update={"flags": [*answer.flags, "stamped"]})
+
+    async def aprocess(self, answer):
+        return self.process(answer)
+
+
+def test_every_driver_runs_the_postprocessors(cfg):
+    import asyncio
+
+    from xlrag import Pipeline, build_agent
+    from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor
+    from xlrag.chains.query_engine import XlragQueryEngine
+    from xlrag.chains.rag import GroundedChain
+
+    pipeline = Pipeline.from_config(cfg, postprocessors=[_Stamp()])
+    try:
+        assert [p.name for p in pipeline.postprocessors] == [POST_HOC, "stamp"]
+        assert all(isinstance(p, AnswerPostprocessor) for p in pipeline.postprocessors)
+        chain = GroundedChain(pipeline=pipeline)
+        assert "stamped" in chain.invoke(QUESTION).flags
+        assert "stamped" in asyncio.run(chain.ainvoke(QUESTION)).flags
+        assert "stamped" in XlragQueryEngine(chain).query(QUESTION).metadata["grounded_answer"].flags
+        agent = build_agent(cfg, pipeline=pipeline)
+        assert "stamped" in agent.invoke({"question": QUESTION})["answer"].flags
+        assert "stamped" in asyncio.run(agent.ainvoke({"question": QUESTION}))["answer"].flags
+    finally:
+        pipeline.close()
+
+
+def test_the_config_turns_postprocessors_on_and_off(cfg):
+    from xlrag import Pipeline
+    from xlrag.chains.attribution_rerank import AttributionReranker
+    from xlrag.config import AnswerConfig
+
+    answer = AnswerConfig(attribution_rerank=True, post_hoc_citations=False)
+    on = Pipeline.from_config(cfg.model_copy(update={"answer": answer}))
+    try:
+        assert [type(p) for p in on.postprocessors] == [AttributionReranker] and on.attributor is None
+    finally:
+        on.close()
+    closed = Pipeline.from_config(cfg, mode="no_ir")
+    # closed-book: no retriever is opened, so nothing to cite after the fact either
+    assert closed.retriever is None and closed.postprocessors == [] and not closed.owns_retriever
+
+
+def test_bad_assembly_is_a_one_line_error(cfg):
+    from xlrag import Pipeline, build_agent
+    from xlrag.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"unknown IR mode 'qlang-en'.*did you mean 'qlang_en'"):
+        Pipeline.from_config(cfg, mode="qlang-en")
+    pipeline = Pipeline.from_config(cfg, mode="no_ir")
+    with pytest.raises(ConfigError, match="give a pipeline, or an llm and a retriever to build one, not both"):
+        build_agent(cfg, pipeline=pipeline, llm=pipeline.llm)

@@ -1,0 +1,118 @@
+"""The parse step: an LLM reply into a :class:`~xlrag.schema.GroundedAnswer` (answer,
+explanation or chosen option, ``<docN>`` citations resolved to the shown passages, flags).
+
+Post-hoc citations are not made here: they are a postprocessor
+(:class:`~xlrag.chains.postprocess.PostHocCitations`), and in the agent the last repair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xlrag.chains.echo import drop_echo
+from xlrag.chains.grounding import PostHocAttributor, resolve_markers
+from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
+from xlrag.chains.profiles import ProviderProfile
+from xlrag.chains.state import ChainState
+from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
+from xlrag.formats import CITED_HEADER, AnswerFormat, Section
+from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+from xlrag.text import first_line
+
+__all__ = ["finalize", "message_text", "parse_reply"]
+
+
+def message_text(message: Any) -> str:
+    """The text of an LLM reply: a string, a message, or a message of content blocks."""
+    if isinstance(message, str):
+        return message
+    content = getattr(message, "content", "")
+    if isinstance(content, list):  # content blocks (Anthropic, Cohere)
+        return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
+    return str(content)
+
+
+def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> bool:
+    """The lexical substance checks any answer gets, with no model call: the question or the
+    template repeated, or a refusal while the top passage holds the question's words. (Support
+    by the cited passages needs a translation across languages: the agent checks that.)"""
+    lang = query.lang
+    if not non_answer(said, query.text, lang, templates=[templates]).passed:
+        return True
+    top = hits[0].passage.text if hits else None
+    return not refusal_despite_evidence(said, query.text, top, lang).passed
+
+
+def _citation_reply(cleaned: str, hits: list[Hit], options: list[str] | None) -> Any:
+    """The citation-format reply, parsed (a bare reply is an answer with no citations)."""
+    answer_section = Section.CHOICE if options else Section.ANSWER
+    lowered = cleaned.lower()
+    if CITED_HEADER.lower() in lowered:
+        text = cleaned
+    elif find_markers(cleaned) or any(s.header.lower() in lowered for s in Section):
+        # The prompt ends with the "Cited Documents:" header for the model to continue.
+        text = f"{CITED_HEADER} {cleaned}"
+    else:
+        # A bare reply ("308") is an answer with no citations, not a list of documents.
+        text = f"{CITED_HEADER}\n{answer_section.header} {cleaned.strip()}"
+    return parse_citation(text, len(hits), answer_section)
+
+
+def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> GroundedAnswer:
+    """The LLM reply in ``state.message`` as a GroundedAnswer, with the lexical substance flags."""
+    query, hits, fmt, options = state.query, state.hits, state.fmt, state.options
+    message = state.message
+    raw = message_text(message)
+    flags: list[str] = [] if hits else ["closed_book"]
+    cleaned = drop_echo(raw, state.echo_reference)
+    if cleaned != raw:
+        flags.append("prompt_echo")
+    citations: list[Citation] = []
+    answer = explanation = chosen = None
+    index = None
+
+    if fmt is AnswerFormat.MC:
+        mc = parse_mc(cleaned, options or [], state.option_aliases)
+        if mc.status != "ok":
+            flags.append(mc.status)
+        index, chosen, answer = mc.index, mc.option, mc.option
+    elif fmt is AnswerFormat.CITATION:
+        parsed = _citation_reply(cleaned, hits, options)
+        if parsed.status == "unparseable":
+            flags.append("unparseable")
+        if parsed.truncated:
+            flags.append("truncated")
+        answer, explanation = parsed.answer, parsed.explanation
+        citations = resolve_markers([*parsed.cited, *parsed.inline], hits)
+        if options and answer:
+            mc = parse_mc(answer, options, state.option_aliases)
+            if mc.status == "ok":
+                index, chosen = mc.index, mc.option
+            else:
+                flags.append(mc.status)
+    else:
+        answer = strip_markers(first_line(cleaned)) or None
+        citations = resolve_markers(find_markers(cleaned), hits)
+
+    if profile is not None:
+        citations += profile.citations(message, hits)
+    if any(not c.valid for c in citations):
+        flags.append("invalid_citation")
+    if hits and fmt is not AnswerFormat.MC and not any(c.valid for c in citations):
+        flags.append("no_citations")
+    if fmt is not AnswerFormat.MC and _says_nothing(answer or cleaned, query, hits, state.echo_reference):
+        flags.insert(0, FLAGS["non_answer"])
+    return GroundedAnswer(question=query.text, lang=query.lang or "", format=fmt, mode=state.mode,
+                          model=state.model, passages=hits, raw_output=raw, answer=answer,
+                          explanation=explanation, option_index=index, chosen_option=chosen,
+                          citations=citations, flags=flags, index_complete=state.complete,
+                          retrieval_notes=state.notes)
+
+
+def finalize(state: ChainState, attributor: PostHocAttributor | None,
+             profile: ProviderProfile | None = None) -> GroundedAnswer:
+    """:func:`parse_reply`, then post-hoc citations by ``attributor`` when the model cited nothing."""
+    from xlrag.chains.postprocess import PostHocCitations
+
+    answer = parse_reply(state, profile)
+    return PostHocCitations(attributor).process(answer) if attributor is not None else answer

@@ -1,0 +1,311 @@
+"""The answering pipeline: the steps every driver runs, and the one place a stack is built.
+
+    prepare (detect the language, choose the mode, retrieve) → request (localized prompt,
+    provider profile) → generate (the LLM) → parse → postprocess (post-hoc citations,
+    attribution rerank)
+
+:class:`Pipeline` holds the parts (retriever, LLM, profile, prompts, postprocessors) and
+writes each step once. The drivers are thin: :class:`~xlrag.chains.rag.GroundedChain` runs
+the steps straight through; the agent's nodes are the same steps plus verify and repair;
+the tool agent, the query engine, the CLI, the server and the eval runners get theirs from
+:meth:`Pipeline.from_config`. Only the LLM call has an async body of its own; the other
+steps reach the event loop through one thread bridge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import Runnable, RunnableConfig
+from pydantic import BaseModel, ConfigDict, Field
+
+from xlrag.chains.echo import echo_reference, strip_markup
+from xlrag.chains.finalize import parse_reply
+from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
+from xlrag.chains.profiles import ProviderProfile, configured_few_shot, profile_for
+from xlrag.chains.state import GIVEN, ChainInput, ChainState
+from xlrag.errors import ConfigError
+from xlrag.formats import CITED_HEADER, AnswerFormat, parse_format
+from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.modes import AUTO, IRMode, Mode
+from xlrag.prompts import PromptLibrary, format_options, join_parts
+from xlrag.schema import GroundedAnswer, Hit, Query, make_query
+
+if TYPE_CHECKING:
+    from xlrag.chains.grounding import PostHocAttributor
+    from xlrag.config import XlragConfig
+
+__all__ = ["Pipeline", "base_model_messages"]
+
+@lru_cache(maxsize=1)
+def _examples() -> dict[str, str]:
+    # Package data that never changes at run time: read once, not on every call.
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("xlrag.prompts").joinpath("fewshot", "examples.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: list[str], fmt: AnswerFormat | str,
+                        options: list[str] | None) -> tuple[list[tuple[str, str]], str]:
+    """Messages with one worked example of the format: localized system + language
+    instruction, the example, then the documents and question. Returns the messages and
+    the example text."""
+    fmt = parse_format(fmt)
+    qlabel, alabel = prompts.render("question_label", lang), prompts.render("answer_label", lang)
+    example = _examples()[fmt.value].format(question_label=qlabel, answer_label=alabel)
+    system = join_parts([prompts.render("system", lang), prompts.render("answer_language", lang)], "\n")
+    lines = [example, ""]
+    # Markdown bullets and table rules ("* * *", "|---|") send a small model into
+    # repeating them; the words are what it needs.
+    lines += [f"<doc{i}> {strip_markup(d)}" for i, d in enumerate(docs)]
+    lines.append(f"{qlabel}: {question}")
+    if fmt is AnswerFormat.MC:
+        lines += [format_options(options or []), f"{alabel}:"]
+    elif fmt is AnswerFormat.CITATION:
+        lines.append(CITED_HEADER)
+    else:
+        lines.append(f"{alabel}:")
+    return [("system", system), ("user", "\n".join(lines))], example
+
+
+def _check_k(k: int | None) -> int | None:
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
+    return k
+
+
+class Pipeline(BaseModel):
+    """The parts of an answering stack and its steps. Build one with :meth:`from_config`
+    (or :meth:`create` from parts already built)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    retriever: CrossLingualRetriever | None
+    llm: Runnable
+    fmt: AnswerFormat = AnswerFormat.CITATION
+    mode: Mode | None = Field(None, description="the IR mode when a call names none (None: the retriever's)")
+    k: int | None = Field(None, description="passages shown to the LLM (None: the retriever's k)")
+    prompts: PromptLibrary = Field(default_factory=PromptLibrary)
+    profile: ProviderProfile
+    few_shot: bool
+    postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
+    translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
+    owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def create(cls, retriever: CrossLingualRetriever | None, llm: Runnable, *,
+               fmt: AnswerFormat | str = AnswerFormat.CITATION, mode: Mode | None = None, k: int | None = None,
+               prompts: PromptLibrary | None = None, attributor: PostHocAttributor | None = None,
+               post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
+               postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
+               owns_retriever: bool = False) -> Pipeline:
+        """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
+        and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them."""
+        from xlrag.chains.grounding import PostHocAttributor
+
+        prof = profile_for(llm, profile)
+        if attributor is None and post_hoc and retriever is not None:
+            attributor = PostHocAttributor(retriever.embedder, retriever.stores)
+        if few_shot is None:
+            few_shot = configured_few_shot(llm)
+        if few_shot is None:
+            few_shot = prof.few_shot_default(llm)
+        after = [PostHocCitations(attributor)] if attributor is not None else []
+        return cls(retriever=retriever, llm=llm, fmt=parse_format(fmt), mode=mode, k=_check_k(k),
+                   prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
+                   postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever)
+
+    @classmethod
+    def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
+                    retriever: CrossLingualRetriever | None = None, fmt: AnswerFormat | str = AnswerFormat.CITATION,
+                    mode: Mode | str | None = None, prompts: PromptLibrary | None = None,
+                    few_shot: bool | None = None, postprocessors: Sequence[AnswerPostprocessor] = ()) -> Pipeline:
+        """The stack ``config`` describes: the only place one is assembled.
+
+        ``llm`` and ``retriever`` replace the ones the config would build (an application's
+        own chat model, a retriever already open). ``mode`` is the IR mode calls default to
+        (default ``retrieval.mode``); ``auto`` (the agent's) leaves the choice to each call.
+        No retriever is opened for ``no_ir``. The LLM, one translator over it (the
+        ``translate`` policy's query translations and the agent's repairs) and the
+        postprocessors of ``answer:`` are shared by every step; ``postprocessors`` run after those.
+        """
+        from langgraph.constants import TAG_NOSTREAM
+
+        from xlrag.chains.llms import build_llm
+        from xlrag.chains.translator import LLMTranslator
+        from xlrag.config import resolve_config
+        from xlrag.modes import parse_mode
+
+        cfg = resolve_config(config)
+        try:
+            chosen = parse_mode(mode if mode is not None else cfg.retrieval.mode, allow_auto=True)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        chat = llm if llm is not None else build_llm(cfg.llm)
+        lib = prompts or PromptLibrary()
+        # the helpers' calls never reach a user's token stream
+        translator = LLMTranslator(llm=chat.with_config(tags=[TAG_NOSTREAM]), prompts=lib)
+        owns = retriever is None and chosen != IRMode.NO_IR
+        if owns:
+            retriever = CrossLingualRetriever.from_config(cfg, translator=translator)
+        after: list[AnswerPostprocessor] = []
+        if cfg.answer.attribution_rerank:
+            from xlrag.chains.attribution_rerank import AttributionReranker
+            from xlrag.checks.attribution import AttributionChecker
+
+            checker = chat if cfg.answer.attribution_checker is None else build_llm(cfg.answer.attribution_checker)
+            after.append(AttributionReranker(AttributionChecker(checker.with_config(tags=[TAG_NOSTREAM]),
+                                                                prompts=lib)))
+        return cls.create(retriever, chat, fmt=fmt, mode=None if chosen == AUTO else chosen, k=cfg.retrieval.k,
+                          prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
+                          postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns)
+
+    def close(self) -> None:
+        """Stop the search threads of a retriever this pipeline opened."""
+        if self.owns_retriever and self.retriever is not None:
+            self.retriever.close()
+
+    # -- what it is ---------------------------------------------------------------------------
+    @property
+    def label(self) -> str:
+        name = getattr(self.llm, "model_name", None) or getattr(self.llm, "model", None) or ""
+        return f"{self.profile.name}/{name}" if name else self.profile.name
+
+    @property
+    def quiet_llm(self) -> Runnable:
+        """The LLM for helper calls (checks, translations): tagged so that no stream shows them."""
+        from langgraph.constants import TAG_NOSTREAM
+
+        return self.llm.with_config(tags=[TAG_NOSTREAM])
+
+    def postprocessor(self, name: str) -> Any:
+        """The postprocessor called ``name``, or None."""
+        return next((p for p in self.postprocessors if p.name == name), None)
+
+    @property
+    def attributor(self) -> PostHocAttributor | None:
+        post = self.postprocessor(POST_HOC)
+        return post.attributor if post is not None else None
+
+    # -- prepare ----------------------------------------------------------------------------
+    def mode_for(self, inp: ChainInput) -> str:
+        if inp.passages is not None:
+            return GIVEN
+        return inp.mode or self.mode or (self.retriever.policy.name if self.retriever else IRMode.NO_IR)
+
+    def _given(self, inp: ChainInput) -> list[Hit] | None:
+        """The caller's passages as hits, in their order (None: retrieve)."""
+        if inp.passages is None:
+            return None
+        if inp.mode not in (None, GIVEN):
+            raise ConfigError(f"give passages or an IR mode, not both (mode {inp.mode!r} with "
+                              f"{len(inp.passages)} passages)")
+        # store GIVEN: post-hoc citations embed these texts rather than read an indexed
+        # passage that happens to share an id
+        return [Hit(passage=p, score=0.0, raw_score=0.0, rank=i, store=GIVEN, policy=GIVEN)
+                for i, p in enumerate(inp.passages, 1)]
+
+    def query_for(self, inp: ChainInput) -> Query:
+        """The query with its language detected (and prepared for the retriever)."""
+        q = make_query(inp.question, **inp.query_fields())
+        if self.retriever is not None:
+            return self.retriever.prepare(q)
+        from xlrag.detect import question_language
+
+        return q if q.lang else q.model_copy(update={"lang": question_language(q.text)})
+
+    def check(self, inp: ChainInput) -> None:
+        if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
+            raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
+
+    def retrieve(self, query: Query, mode: str) -> list[Hit]:
+        """The passages ``mode`` chooses for ``query`` (none without a retriever, or for no_ir)."""
+        if self.retriever is None or mode == IRMode.NO_IR:
+            return []
+        return self.retriever.retrieve(query, mode=mode, k=self.k)
+
+    async def aretrieve(self, query: Query, mode: str) -> list[Hit]:
+        if self.retriever is None or mode == IRMode.NO_IR:
+            return []
+        return await self.retriever.aretrieve(query, mode=mode, k=self.k)
+
+    def request(self, inp: ChainInput, query: Query, hits: list[Hit], *, mode: str | None = None,
+                followup: list[tuple[str, str]] | None = None) -> ChainState:
+        """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
+        reply and a repair instruction, say) go after the prompt, which is then the chat
+        prompt even for a few-shot model: a worked example would end mid-format."""
+        state = ChainState(query=query, hits=list(hits), fmt=self.fmt, mode=mode or self.mode_for(inp),
+                           model=self.label, options=list(inp.options) if inp.options else None,
+                           option_aliases=inp.option_aliases, complete=getattr(hits, "complete", True),
+                           notes=list(getattr(hits, "notes", [])))
+        docs = [h.passage.text for h in hits]
+        lang = query.lang or "en"
+        if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
+            msgs, _ = base_model_messages(self.prompts, lang, query.text, docs, self.fmt, state.options)
+        else:
+            msgs = self.prompts.build_messages(lang, query.text, docs or None, self.fmt, state.options)
+        # the model's own earlier reply is not an instruction it could echo: repeating it
+        # is a (wrong) answer, which the checks must see
+        sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
+        msgs = [*msgs, *(followup or [])]
+        request = self.profile.request(msgs, hits, self.profile.stop(self.llm, self.prompts, lang))
+        return state.model_copy(update={"request": request,
+                                        "echo_reference": echo_reference(sent, docs, query.text, state.options)})
+
+    def prepare(self, value: Any) -> ChainState:
+        """Detect, retrieve and build the request: everything up to the LLM call."""
+        inp = ChainInput.coerce(value)
+        self.check(inp)
+        query = self.query_for(inp)
+        hits = self._given(inp)
+        if hits is None:
+            hits = self.retrieve(query, self.mode_for(inp))
+        return self.request(inp, query, hits)
+
+    async def aprepare(self, value: Any) -> ChainState:
+        return await asyncio.to_thread(self.prepare, value)
+
+    # -- generate, parse, postprocess --------------------------------------------------------
+    def generate(self, state: ChainState, config: RunnableConfig | None = None) -> ChainState:
+        """``state`` with the LLM's reply to its request."""
+        assert state.request is not None  # noqa: S101  (set by request)
+        message = self.llm.invoke(state.request.messages, config, **state.request.kwargs)
+        return state.model_copy(update={"message": message})
+
+    async def agenerate(self, state: ChainState, config: RunnableConfig | None = None) -> ChainState:
+        assert state.request is not None  # noqa: S101
+        message = await self.llm.ainvoke(state.request.messages, config, **state.request.kwargs)
+        return state.model_copy(update={"message": message})
+
+    def parse(self, state: ChainState) -> GroundedAnswer:
+        return parse_reply(state, self.profile)
+
+    def postprocess(self, answer: GroundedAnswer, skip: Sequence[str] = ()) -> GroundedAnswer:
+        """``answer`` through every postprocessor not named in ``skip``."""
+        for step in self.postprocessors:
+            if step.name not in skip:
+                answer = step.process(answer)
+        return answer
+
+    async def apostprocess(self, answer: GroundedAnswer, skip: Sequence[str] = ()) -> GroundedAnswer:
+        for step in self.postprocessors:
+            if step.name not in skip:
+                answer = await step.aprocess(answer)
+        return answer
+
+    # -- straight through ----------------------------------------------------------------------
+    def answer(self, value: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
+        """Every step in order: what :class:`~xlrag.chains.rag.GroundedChain` runs."""
+        return self.postprocess(self.parse(self.generate(self.prepare(value), config)))
+
+    async def aanswer(self, value: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
+        state = await self.agenerate(await self.aprepare(value), config)
+        return await self.apostprocess(await asyncio.to_thread(self.parse, state))
