@@ -10,9 +10,10 @@ responses of known truth over that same passage:
 Faithfulness should be high for the first and low for the second. Figures per language and
 prompt setting: mean faithfulness of each kind, AUC (the chance that a supported response
 scores above an unsupported one, ties half), accuracy at the 0.5 threshold, NaN count with
-reasons. The Arabic rows are scored twice: with Ragas's prompts adapted to Arabic (what
-``eval run`` does) and with its English prompts over the same Arabic rows, to tell whether
-the low Arabic figure comes from the translated prompts or from the model's Arabic NLI.
+reasons. The rows of a language other than English are scored with Ragas's prompts adapted
+to that language (``adapted``, what ``eval run`` does) and/or with its English prompts over
+the same rows (``english``), to tell whether a low figure comes from the translated prompts
+or from the model's NLI in that language.
 
     python benchmarks/ragas_validation.py [--per-lang 5] [--langs ar,en,...] [--threads 1]
 
@@ -143,7 +144,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--settings", default="adapted,english",
                     help="adapted: Ragas's prompts translated into each language (costly: the small model "
-                         "translates each prompt string); english: Ragas's English prompts over the Arabic rows")
+                         "translates each prompt string); english: Ragas's English prompts over the same rows")
     args = ap.parse_args()
     settings = {x.strip() for x in args.settings.split(",") if x.strip()}
     if not settings or settings - {"adapted", "english"}:
@@ -156,9 +157,9 @@ def main() -> None:
     # English rows need no adaptation: their prompts are Ragas's own either way
     todo = [{**r, "prompts": "adapted", "prompts_lang": r["lang"]} for r in base
             if "adapted" in settings or r["lang"] == "en"]
-    # the same Arabic rows with Ragas's English prompts: is it the prompts or the model?
+    # the same rows with Ragas's English prompts: is it the prompts or the model?
     if "english" in settings:
-        todo += [{**r, "prompts": "english", "prompts_lang": "en"} for r in base if r["lang"] == "ar"]
+        todo += [{**r, "prompts": "english", "prompts_lang": "en"} for r in base if r["lang"] != "en"]
     # rows measured before (other languages or settings) stay; each language is written as
     # soon as it is scored, so a run stopped midway keeps what it measured
     old = HERE / "results" / "ragas_validation.json"

@@ -38,10 +38,22 @@ def echo(message: str) -> None:
     out.print(message, markup=False, highlight=False, soft_wrap=True)
 
 
-def _config(config: Path | None, **overrides: Any):
-    from xlrag.config import load_config
+def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | None = None, k: int | None = None,
+            fusion: str | None = None, embedder: str | None = None, llm: str | None = None,
+            chunk_size: int | None = None):
+    """The config every command runs with: ``--config`` (or ``xlrag.yaml``), the environment,
+    then the command's options, in that order of strength; one style for every command."""
+    from xlrag.config import LLMConfig, load_config
 
-    return load_config(config, **{k: v for k, v in overrides.items() if v})
+    retrieval: dict[str, Any] = {key: v for key, v in (("mode", mode), ("fusion", fusion)) if v}
+    if k is not None:  # -k 0 must reach validation, not fall back to the default
+        retrieval["k"] = k
+    overrides: dict[str, Any] = {"index_dir": index_dir, "retrieval": retrieval,
+                                 "embedder": {"name": embedder} if embedder else None,
+                                 "splitter": {"chunk_size": chunk_size} if chunk_size else None}
+    cfg = load_config(config, **{key: v for key, v in overrides.items() if v})
+    # provider:model on top of the llm section the file and environment gave
+    return cfg.model_copy(update={"llm": LLMConfig.parse_spec(llm, cfg.llm)}) if llm else cfg
 
 
 def _csv(value: str | None) -> list[str]:

@@ -50,7 +50,6 @@ def ask(
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
     from xlrag.chains.rag import GroundedChain
-    from xlrag.config import LLMConfig
     from xlrag.errors import ConfigError, EmptyQueryError
 
     try:
@@ -59,17 +58,10 @@ def ask(
         fmt = parse_format(fmt)
         if fmt is AnswerFormat.MC and len(options or []) < 2:
             raise ConfigError("--format mc needs at least two answer options: repeat -o, e.g. -o España -o Marruecos")
-        retrieval: dict[str, Any] = {"mode": mode} if mode else {}
-        if k is not None:  # -k 0 must reach validation, not fall back to the default
-            retrieval["k"] = k
-        cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
-        if embedder:
-            cfg.embedder.name = embedder
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm)
         if len(question) > cfg.retrieval.max_question_chars:
             raise ConfigError(f"the question has {len(question)} characters, over the limit of "
                               f"{cfg.retrieval.max_question_chars}; shorten it or raise retrieval.max_question_chars")
-        if llm:
-            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
         if agent:
             if fmt is not AnswerFormat.CITATION or options:
                 raise ConfigError("--agent answers in the citation format; drop --format and --options")

@@ -158,12 +158,9 @@ def chat(
 ) -> None:
     """Chat with the corpus: answers in your language with <docN> sources; /help lists the commands."""
     from xlrag.agents.build import build_chat
-    from xlrag.config import LLMConfig
 
     try:
-        cfg = _config(config, index_dir=index_dir)
-        if llm:
-            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        cfg = _config(config, index_dir=index_dir, llm=llm)
         if mode:
             check_mode(mode)
         saver = None

@@ -39,24 +39,6 @@ def _check_inputs(queries: Path | None, qrels: Path | None, mode: str | None, k:
             raise ConfigError(f"--trec {trec}: the directory {trec.parent} does not exist; create it first")
 
 
-def _load_queries(path: Path) -> list[Any]:
-    from xlrag.cli.retrieving import _read_queries
-    from xlrag.errors import ConfigError
-    from xlrag.schema import make_query
-
-    prepared = []
-    for n, row in _read_queries(path):
-        try:
-            prepared.append(make_query(row["question"], id=str(row["id"]), lang=row.get("lang"),
-                                       relevant_langs=row.get("relevant_langs") or [],
-                                       target_lang=row.get("target_lang")))
-        except (XlragError, ValueError) as e:
-            raise ConfigError(f"{path}:{n}: {e}") from None
-    if not prepared:
-        raise ConfigError(f"queries file {path} has no rows")
-    return prepared
-
-
 @eval_app.command("retrieval")
 def eval_retrieval(
     index_dir: IndexDirOpt = None,
@@ -83,8 +65,10 @@ def eval_retrieval(
     try:
         _check_inputs(queries, qrels, mode, k, trec)
         judged = load_qrels(qrels)
-        prepared = _load_queries(queries)
-        cfg = _config(None, index_dir=index_dir, retrieval={"mode": mode, "k": k} if mode else {"k": k})
+        from xlrag.queries import read_queries
+
+        prepared = read_queries(queries)
+        cfg = _config(None, index_dir=index_dir, mode=mode, k=k)
         retriever = CrossLingualRetriever.from_config(cfg)
         try:
             with Progress(console=err, transient=True) as bar, shown_warnings():

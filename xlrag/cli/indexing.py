@@ -61,11 +61,7 @@ def index(
     from xlrag.indexes.indexer import build_index
 
     try:
-        cfg = _config(config, index_dir=index_dir)
-        if embedder:
-            cfg.embedder.name = embedder
-        if chunk_size:
-            cfg.splitter.chunk_size = chunk_size
+        cfg = _config(config, index_dir=index_dir, embedder=embedder, chunk_size=chunk_size)
         with Progress(TextColumn("[bold]indexing[/] {task.fields[lang]}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err, transient=True) as bar:
             task = bar.add_task("index", total=None, lang="")
@@ -152,9 +148,7 @@ def check(
     from xlrag.indexes.integrity import check_index, repair_index
 
     try:
-        cfg = _config(config, index_dir=index_dir)
-        if embedder:
-            cfg.embedder.name = embedder
+        cfg = _config(config, index_dir=index_dir, embedder=embedder)
         if repair:
             report = repair_index(cfg.index_dir, embedder_config=cfg.embedder, store=cfg.store, sample=sample,
                                   wait=not no_wait, on_wait=_waiting)

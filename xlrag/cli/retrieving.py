@@ -30,19 +30,6 @@ from xlrag.cli._app import (
 from xlrag.errors import XlragError
 
 
-def _read_queries(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    from xlrag.errors import CorpusRowError
-    from xlrag.jsonl import read_objects
-
-    rows = []
-    for n, row in read_objects(path, "queries"):
-        if not str(row.get("question") or "").strip():
-            raise CorpusRowError(path, n, "each line needs a non-empty 'question'", skippable=False)
-        row.setdefault("id", f"q{n}")
-        rows.append((n, row))
-    return rows
-
-
 @app.command()
 def retrieve(
     question: Annotated[str | None, typer.Argument(help="the question (omit with --queries)")] = None,
@@ -71,16 +58,7 @@ def retrieve(
             raise ConfigError("--queries needs --out FILE for the results")
         if question is not None and not question.strip():
             raise EmptyQueryError()
-        retrieval: dict[str, Any] = {}
-        if mode:
-            retrieval["mode"] = mode
-        if fusion:
-            retrieval["fusion"] = fusion
-        if k is not None:  # -k 0 must reach validation, not fall back to the default
-            retrieval["k"] = k
-        cfg = _config(config, index_dir=index_dir, retrieval=retrieval or None)
-        if embedder:
-            cfg.embedder.name = embedder
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder)
         if out_path is not None:
             check_output_path(out_path)
         retriever = CrossLingualRetriever.from_config(cfg)
@@ -90,15 +68,9 @@ def retrieve(
                 hits = retriever.retrieve(q)
             retrieval_warnings(hits.complete, hits.notes)
         else:
-            rows = _read_queries(queries)
-            prepared = []
-            for n, row in rows:
-                try:
-                    prepared.append(make_query(row["question"], id=str(row["id"]), lang=row.get("lang"),
-                                          relevant_langs=row.get("relevant_langs") or [],
-                                          target_lang=row.get("target_lang")))
-                except (XlragError, ValueError) as e:
-                    raise ConfigError(f"{queries}:{n}: {e}") from None
+            from xlrag.queries import read_queries
+
+            prepared = read_queries(queries)
     except XlragError as e:
         _fail(e)
     if question is not None:

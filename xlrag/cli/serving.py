@@ -25,7 +25,6 @@ def serve(
     config: ConfigOpt = None,
 ) -> None:
     """Serve /v1/ask, /v1/chat (streamed), /v1/retrieve and /v1/health; the key comes from XLRAG_API_KEY."""
-    from xlrag.config import LLMConfig
     from xlrag.server.run import check_bind, require_server
     from xlrag.server.run import serve as run
 
@@ -38,9 +37,7 @@ def serve(
         resolve_api_key(None, no_auth)
         if no_auth and os.environ.get("XLRAG_API_KEY"):
             warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
-        cfg = _config(config, index_dir=index_dir)
-        if llm:
-            cfg.llm = LLMConfig.parse_spec(llm, cfg.llm)
+        cfg = _config(config, index_dir=index_dir, llm=llm)
         limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes)
         run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level)
     except XlragError as e:
