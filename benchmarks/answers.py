@@ -260,8 +260,9 @@ def paired(rows: list[dict]) -> dict:
     return out
 
 
-def judge_rows(rows: list[dict]) -> None:
-    """The calibrated default panel's verdict on every row not judged yet (cached calls)."""
+def judge_rows(rows: list[dict], again: bool = False) -> None:
+    """The calibrated default panel's verdict on every row not judged yet (cached calls); with
+    ``again``, on every row: a judge that changed need not make the answers again."""
     from xlrag.evals.cache import SQLiteLLMCache
     from xlrag.evals.judges import JudgePanel, default_panel
 
@@ -270,7 +271,7 @@ def judge_rows(rows: list[dict]) -> None:
     for m in panel.models():
         if hasattr(m, "cache"):
             m.cache = cache
-    todo = [r for r in rows if "panel" not in r]
+    todo = [r for r in rows if again or "panel" not in r]
     for i, r in enumerate(todo, 1):
         text = "\n".join(x for x in (r["answer"], r["explanation"]) if x) if r["answer"] else ""
         pv = panel.judge(r["question"], r["gold"], text, r["lang"])
@@ -287,6 +288,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="questions in all (a trial run); default 100")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--judge", action="store_true", help="judge the rows with the calibrated default panel")
+    ap.add_argument("--rejudge", action="store_true",
+                    help="judge every row made so far again (a changed judge), making no new answers")
     args = ap.parse_args()
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     unknown = [a for a in arms if a not in ARMS]
@@ -302,7 +305,7 @@ def main() -> None:
     rows = read_jsonl(path) if path.exists() else []
     done = {(r["arm"], r["id"]) for r in rows}
     qs = questions(args.limit)
-    todo = [(a, q) for a in arms for q in qs if (a, q["id"]) not in done]
+    todo = [] if args.rejudge else [(a, q) for a in arms for q in qs if (a, q["id"]) not in done]
     if todo:
         answerer = Answerer(args.threads)
         t_all = time.perf_counter()
@@ -317,8 +320,8 @@ def main() -> None:
                 print(f"\r{arm} {i}/{len(todo)} {time.perf_counter() - t_all:.0f}s", end="", flush=True)
         print()
         answerer.retriever.close()
-    if args.judge:
-        judge_rows(rows)
+    if args.judge or args.rejudge:
+        judge_rows(rows, again=args.rejudge)
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
               "arms": {a: dict(zip(("driver", "mode", "k", "variant"), ARMS[a], strict=True)) for a in ARMS},

@@ -23,6 +23,7 @@ __all__ = [
     "MissingDependencyError",
     "PolicyError",
     "ProviderError",
+    "QuestionTooLongError",
     "TranslationCutOffError",
     "UnknownArgumentError",
     "UnknownLanguageError",
@@ -102,6 +103,15 @@ class UnknownLanguageError(XlragError, ValueError):
 class EmptyQueryError(XlragError, ValueError):
     def __init__(self, where: str = "question"):
         super().__init__(f"the {where} is empty; pass some text to search for")
+
+
+class QuestionTooLongError(XlragError, ValueError):
+    """A question over the configured length limit, refused before any search or model call."""
+
+    def __init__(self, length: int, limit: int, setting: str | None = "retrieval.max_question_chars"):
+        self.length, self.limit = length, limit
+        fix = f"shorten it or raise {setting}" if setting else "shorten it"
+        super().__init__(f"the question has {length} characters, over the limit of {limit}; {fix}")
 
 
 class CorpusError(XlragError):

@@ -1,14 +1,31 @@
-"""The queries file, read once for every door (``xlrag retrieve --queries``, ``xlrag eval
-retrieval``): JSONL rows of ``{"question", "id"?, "lang"?, "relevant_langs"?, "target_lang"?}``."""
+"""A question's checks and the queries file, written once for every door: the pipeline, the
+CLI and the server call :func:`check_question`; ``xlrag retrieve --queries`` and ``xlrag eval
+retrieval`` read JSONL rows of ``{"question", "id"?, "lang"?, "relevant_langs"?, "target_lang"?}``
+with :func:`read_queries`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from xlrag.errors import ConfigError, CorpusRowError, XlragError
+from xlrag.errors import (
+    ConfigError,
+    CorpusRowError,
+    EmptyQueryError,
+    QuestionTooLongError,
+    XlragError,
+)
 from xlrag.schema import Query, make_query
 
-__all__ = ["read_queries"]
+__all__ = ["check_question", "read_queries"]
+
+
+def check_question(question: str, limit: int | None, setting: str | None = "retrieval.max_question_chars") -> None:
+    """Refuse an empty question, or one over ``limit`` characters (``setting`` names the knob
+    that raises it, None where the caller cannot: a server's client)."""
+    if not question.strip():
+        raise EmptyQueryError()
+    if limit is not None and len(question) > limit:
+        raise QuestionTooLongError(len(question), limit, setting)
 
 
 def read_queries(path: Path) -> list[Query]:

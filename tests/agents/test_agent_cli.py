@@ -37,11 +37,17 @@ def test_ask_agent_json_carries_the_trace(demo_index, monkeypatch):
     # whatever the small model did, the answer has valid citations or says it has none
     assert all(c["valid"] for c in data["citations"])
     assert data["citations"] or "unrepaired_citations" in data["flags"]
-    # what is left unrepaired had its last repair tried: post-hoc citations, or a translation
-    # the 48-token budget cut off (the untranslated answer kept, and the trace says why)
-    last = trace["repairs"][-1] if trace["repairs"] else None
-    assert trace["unrepaired"] == [] or last["repair"] == "post_hoc" or (
-        last["repair"] == "translate" and "not translated" in last["detail"] and trace["unrepaired"] == ["language"])
+    # what is left unrepaired had its repair tried: post-hoc citations, a translation the
+    # 48-token budget cut off (the untranslated answer kept, and the trace says why), or, for
+    # an answer without substance, the extractive re-ask; and the reader is shown the flag
+    from xlrag.checks.substance import FLAGS
+
+    tried = [r["repair"] for r in trace["repairs"]]
+    last = tried[-1] if tried else None
+    left = [c for c in trace["unrepaired"] if c not in FLAGS]
+    assert all("extract" in tried and FLAGS[c] in data["flags"] for c in trace["unrepaired"] if c in FLAGS)
+    assert left == [] or last == "post_hoc" or (
+        last == "translate" and "not translated" in trace["repairs"][-1]["detail"] and left == ["language"])
 
 
 @pytest.mark.slow

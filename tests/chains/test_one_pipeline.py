@@ -148,3 +148,30 @@ def test_bad_assembly_is_a_one_line_error(cfg):
     pipeline = Pipeline.from_config(cfg, mode="no_ir")
     with pytest.raises(ConfigError, match="give a pipeline, or an llm and a retriever to build one, not both"):
         build_agent(cfg, pipeline=pipeline, llm=pipeline.llm)
+
+
+def test_every_driver_refuses_an_overlong_question_with_one_message(cfg, tmp_path):
+    from tests.clitools import error_line
+    from xlrag import build_agent, build_query_engine
+    from xlrag.chains.rag import GroundedChain
+    from xlrag.errors import QuestionTooLongError
+
+    cfg = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"max_question_chars": 20})})
+    said = (f"the question has {len(QUESTION)} characters, over the limit of 20; shorten it or raise "
+            f"retrieval.max_question_chars")
+    chain = GroundedChain.from_config(cfg)
+    engine = build_query_engine(cfg)
+    try:
+        for name, call in (("chain", lambda: chain.invoke(QUESTION)),
+                           ("agent", lambda: build_agent(cfg).invoke({"question": QUESTION})),
+                           ("query engine", lambda: engine.query(QUESTION))):
+            with pytest.raises(QuestionTooLongError) as caught:
+                call()
+            assert str(caught.value) == said, name
+    finally:
+        chain.pipeline.close()
+        engine.close()
+    path = tmp_path / "xlrag.yaml"
+    path.write_text(yaml.safe_dump(cfg.model_dump(mode="json")), encoding="utf-8")
+    res = run("ask", "--config", path, QUESTION)
+    assert res.exit_code == 2 and error_line(res) == f"error: {said}"

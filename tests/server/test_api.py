@@ -86,6 +86,7 @@ def test_request_content_errors_are_typed(serve):
     client = serve(scripted(SPANISH, repeat=True), limits=_limits(max_question_chars=60))
     err = assert_typed(client.post("/v1/ask", json={"question": "¿" + "a" * 70 + "?"}), 422, "question_too_long")
     assert "72 characters" in err["message"] and "limit of 60" in err["message"]
+    assert err["message"].endswith("; shorten it")  # a client cannot raise the server's setting
     err = assert_typed(client.post("/v1/retrieve", json={"question": QUESTION, "lang": "klingon"}), 422,
                        "unknown_language")
     assert "ISO 639" in err["message"]

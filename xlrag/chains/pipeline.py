@@ -98,6 +98,7 @@ class Pipeline(BaseModel):
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
+    max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -106,7 +107,7 @@ class Pipeline(BaseModel):
                prompts: PromptLibrary | None = None, attributor: PostHocAttributor | None = None,
                post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
-               owns_retriever: bool = False) -> Pipeline:
+               owns_retriever: bool = False, max_question_chars: int | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them."""
         from xlrag.chains.grounding import PostHocAttributor
@@ -121,7 +122,8 @@ class Pipeline(BaseModel):
         after = [PostHocCitations(attributor)] if attributor is not None else []
         return cls(retriever=retriever, llm=llm, fmt=parse_format(fmt), mode=mode, k=_check_k(k),
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
-                   postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever)
+                   postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
+                   max_question_chars=max_question_chars)
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -166,7 +168,8 @@ class Pipeline(BaseModel):
                                                                 prompts=lib)))
         return cls.create(retriever, chat, fmt=fmt, mode=None if chosen == AUTO else chosen, k=cfg.retrieval.k,
                           prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
-                          postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns)
+                          postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
+                          max_question_chars=cfg.retrieval.max_question_chars)
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -214,7 +217,11 @@ class Pipeline(BaseModel):
                 for i, p in enumerate(inp.passages, 1)]
 
     def query_for(self, inp: ChainInput) -> Query:
-        """The query with its language detected (and prepared for the retriever)."""
+        """The query with its language detected (and prepared for the retriever). Every driver
+        comes through here, so the question's checks are made here, once."""
+        from xlrag.queries import check_question
+
+        check_question(inp.question, self.max_question_chars)
         q = make_query(inp.question, **inp.query_fields())
         if self.retriever is not None:
             return self.retriever.prepare(q)

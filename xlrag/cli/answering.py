@@ -50,18 +50,16 @@ def ask(
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
     from xlrag.chains.rag import GroundedChain
-    from xlrag.errors import ConfigError, EmptyQueryError
+    from xlrag.errors import ConfigError
+    from xlrag.queries import check_question
 
     try:
-        if not question.strip():
-            raise EmptyQueryError()
         fmt = parse_format(fmt)
         if fmt is AnswerFormat.MC and len(options or []) < 2:
             raise ConfigError("--format mc needs at least two answer options: repeat -o, e.g. -o España -o Marruecos")
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm)
-        if len(question) > cfg.retrieval.max_question_chars:
-            raise ConfigError(f"the question has {len(question)} characters, over the limit of "
-                              f"{cfg.retrieval.max_question_chars}; shorten it or raise retrieval.max_question_chars")
+        # before any model or index is opened (the pipeline checks it again, for every other door)
+        check_question(question, cfg.retrieval.max_question_chars)
         if agent:
             if fmt is not AnswerFormat.CITATION or options:
                 raise ConfigError("--agent answers in the citation format; drop --format and --options")

@@ -23,7 +23,7 @@ from langchain_core.runnables import Runnable
 from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
-from xlrag.errors import EmptyQueryError
+from xlrag.errors import QuestionTooLongError
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
 from xlrag.server.guards import (
     API_KEY_ENV,
@@ -104,13 +104,13 @@ class XlragServer:
     def check(self, question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
               target_lang: str | None = None) -> None:
         """The request's question and languages, refused before any work with a typed 422."""
+        from xlrag.queries import check_question
         from xlrag.schema import make_query
 
-        if len(question) > self.max_question_chars:
-            raise ApiError(422, "question_too_long", f"the question has {len(question)} characters, over this "
-                           f"server's limit of {self.max_question_chars}; shorten it")
-        if not question.strip():
-            raise EmptyQueryError()
+        try:
+            check_question(question, self.max_question_chars, setting=None)  # a client cannot raise it
+        except QuestionTooLongError as e:
+            raise ApiError(422, "question_too_long", str(e)) from None
         make_query(question, lang=lang, relevant_langs=relevant_langs, target_lang=target_lang)
 
     @asynccontextmanager
