@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, HERE, RESULTS
 
-from xlrag.evals.runner import RECORDS
+from xlrag.evals.run_folder import RECORDS
 
 EXPERIMENTS = HERE.parent / "experiments"
 CALLS = "cache.sqlite"

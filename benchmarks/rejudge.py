@@ -21,7 +21,7 @@ from pathlib import Path
 from xlrag.evals.experiment import load_experiment
 from xlrag.evals.judges import JudgePanel
 from xlrag.evals.report import write_reports
-from xlrag.evals.runner import RECORDS
+from xlrag.evals.run_folder import RECORDS
 
 
 async def rejudge(run_dir: Path) -> tuple[int, int]:

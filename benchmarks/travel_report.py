@@ -25,7 +25,8 @@ from _common import CACHE, HERE, RESULTS
 
 from xlrag.evals.experiment import load_experiment
 from xlrag.evals.report import write_reports
-from xlrag.evals.runner import RECORDS, ExperimentRunner
+from xlrag.evals.run_folder import RECORDS
+from xlrag.evals.runner import ExperimentRunner
 
 CALLS = "cache.sqlite"  # every model call of the run: a resumed run makes none of them again
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from xlrag.evals.runner import RECORDS, read_records
+from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.studies import load_study, write_study_reports
 from xlrag.evals.studies.attribution import (
     AttributionRunner,

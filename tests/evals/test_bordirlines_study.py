@@ -10,7 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from xlrag.errors import ConfigError
-from xlrag.evals.runner import RECORDS, read_records
+from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.studies import is_study, load_study, write_study_reports
 from xlrag.evals.studies.bordirlines import BordIRlinesRunner
 

@@ -38,7 +38,7 @@ from xlrag.evals.lexical_judge import (
     gold_recall,
     in_other_language,
 )
-from xlrag.evals.runner import read_records
+from xlrag.evals.run_folder import read_records
 
 
 @pytest.fixture(scope="module")

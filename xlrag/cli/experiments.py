@@ -73,7 +73,7 @@ def eval_report(
 ) -> None:
     """Rebuild report.json, report.md and report.html from the run's records."""
     from xlrag.evals.report import write_reports
-    from xlrag.evals.runner import RECORDS
+    from xlrag.evals.run_folder import RECORDS
 
     try:
         if not (run_dir / RECORDS).exists() or not (run_dir / "experiment.yaml").exists():

@@ -61,7 +61,7 @@ _LAZY = {
     "ragas_embeddings": "xlrag.evals.ragas_adapter",
     "ragas_llm": "xlrag.evals.ragas_adapter",
     "rank_queries": "xlrag.evals.retrieval_run",
-    "read_records": "xlrag.evals.runner",
+    "read_records": "xlrag.evals.run_folder",
     "recall_at": "xlrag.evals.retrieval",
     "relevant_langs": "xlrag.evals.retrieval",
     "retrieval_report": "xlrag.evals.retrieval",

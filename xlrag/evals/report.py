@@ -23,7 +23,7 @@ from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
 from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.judges import VERDICTS
-from xlrag.evals.runner import RECORDS, read_records
+from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
 

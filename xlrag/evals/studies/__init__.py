@@ -67,7 +67,7 @@ def write_study_reports(run_dir: str | Path) -> dict[str, Path]:
     import json
 
     from xlrag.evals.report import html_document
-    from xlrag.evals.runner import RECORDS, read_records
+    from xlrag.evals.run_folder import RECORDS, read_records
 
     run_dir = Path(run_dir)
     cfg = load_study(run_dir / "experiment.yaml")

@@ -32,7 +32,7 @@ from pydantic import Field
 
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
-from xlrag.evals.studies.base import RecordLog, StudyRun
+from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
 from xlrag.schema import GroundedAnswer, Passage
 
@@ -170,16 +170,12 @@ class AttributionRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
-        self.snapshot()
         chain = GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(self.config.llm),
                                           retriever=self.retriever())
         models = [m for m in (self.config.llm, self.config.checker, self.config.rerank_checker) if m is not None]
-        with RecordLog(self.out) as log:
-            todo = [q for q in self.questions if q["id"] not in log.done]
-            return await log.run(todo, lambda q: self.record(chain, q),
+        return await self.append(self.questions, lambda q: q["id"], lambda q: self.record(chain, q),
                                  lambda q: {"key": q["id"], "query_id": q["id"], "lang": q["lang"]},
-                                 timeout=self.config.timeout, concurrency=self.concurrency(models),
-                                 progress=self.progress)
+                                 timeout=self.config.timeout, models=models)
 
     def close(self) -> None:
         if self._retriever is not None:

@@ -31,7 +31,7 @@ from xlrag.config import LLMConfig
 from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
-from xlrag.evals.studies.base import RecordLog, StudyRun
+from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 
@@ -238,7 +238,6 @@ class BordIRlinesRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
-        self.snapshot()
         fmt = AnswerFormat.MC if self.config.format == "mc" else AnswerFormat.CITATION
         llm = self.llm(self.config.llm)
         modes = self.modes()
@@ -246,14 +245,12 @@ class BordIRlinesRunner(StudyRun):
         chains = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
-        with RecordLog(self.out) as log:
-            todo = [w for w in self.work() if self.key(run_label(w[0], w[1]), w[2], w[3]) not in log.done]
-            return await log.run(todo, lambda w: self.record(chains, *w),
+        return await self.append(self.work(), lambda w: self.key(run_label(w[0], w[1]), w[2], w[3]),
+                                 lambda w: self.record(chains, *w),
                                  lambda w: {"key": self.key(run_label(w[0], w[1]), w[2], w[3]),
                                             "mode": run_label(w[0], w[1]), "territory": w[2].territory,
                                             "query_lang": w[3]},
-                                 timeout=self.config.timeout, concurrency=self.concurrency([self.config.llm]),
-                                 progress=self.progress)
+                                 timeout=self.config.timeout, models=[self.config.llm])
 
     def close(self) -> None:
         if self._retriever is not None:
