@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from xlrag.evals.report import write_reports
-from xlrag.evals.studies import is_study, write_study_reports
+from xlrag.evals.studies import write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -43,7 +42,6 @@ def test_there_are_committed_runs_of_both_kinds():
 @pytest.mark.parametrize("run", RUNS, ids=[str(r.relative_to(RESULTS)) for r in RUNS])
 def test_committed_run_rebuilds_its_report(run, tmp_path):
     out = _copy(run, tmp_path)
-    write = write_study_reports if is_study(out / "experiment.yaml") else write_reports
-    rebuilt = json.loads(write(out)["json"].read_text(encoding="utf-8"))
+    rebuilt = json.loads(write_reports(out)["json"].read_text(encoding="utf-8"))
     committed = json.loads((run / "report.json").read_text(encoding="utf-8"))
     assert _figures(rebuilt) == _figures(committed)

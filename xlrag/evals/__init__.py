@@ -68,7 +68,7 @@ _LAZY = {
     "score_rows": "xlrag.evals.ragas_metrics",
     "token_f1": "xlrag.evals.answers",
     "trec_run": "xlrag.evals.retrieval",
-    "write_reports": "xlrag.evals.report",
+    "write_reports": "xlrag.evals.studies",
     "write_trec_run": "xlrag.evals.retrieval",
 }
 

@@ -107,8 +107,12 @@ class RunFolder:
     def cache_path(self) -> Path:
         return self.path / "cache.sqlite"
 
+    @staticmethod
+    def inventory_name(dataset: str) -> str:
+        return f"inventory-{dataset}.json"
+
     def inventory_path(self, dataset: str) -> Path:
-        return self.path / f"inventory-{dataset}.json"
+        return self.path / self.inventory_name(dataset)
 
     def is_run(self) -> bool:
         return self.records_path.exists() and self.config_path.exists()

@@ -25,7 +25,7 @@ from xlrag.evals.experiment import (
     llm_label,
     sample_queries,
 )
-from xlrag.evals.run_folder import Progress, RunSummary
+from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
 from xlrag.evals.studies.base import StudyRun
 
 __all__ = ["ExperimentRunner"]
@@ -54,6 +54,12 @@ class ExperimentRunner(StudyRun):
         self._panel = None
         self._ragas = None
         self._ragas_ids: dict[str, set[str]] = {}
+
+    @classmethod
+    def report_inputs(cls, config: ExperimentConfig, folder: RunFolder) -> Any:
+        from xlrag.evals.report import read_inputs
+
+        return read_inputs(config, folder)
 
     def retriever(self, ds: DatasetConfig):
         if ds.name not in self._retrievers:
