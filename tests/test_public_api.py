@@ -124,6 +124,8 @@ def test_evaluation_suite_names_are_exported():
                          "PanelVerdict", "default_panel", "judge_reply_schema", "model_family", "parse_judge_reply"],
         "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
         "evals.runner": ["ExperimentRunner"],
+        "evals.records": ["AnswerMetrics", "CitationRecord", "GridRecord", "JudgesRecord", "LanguageRecord",
+                          "PassageRecord", "RagasScore", "Record", "RetrievedPassage"],
         "evals.run_folder": ["RECORDS", "RunFolder", "RunSummary", "concurrency", "read_records", "versions"],
         "evals.report": ["GridInputs", "build_report", "grid_report", "read_inputs"],
         "evals.studies": ["GRID", "STUDIES", "Study", "load_run_config", "make_runner", "study_of", "write_reports"],

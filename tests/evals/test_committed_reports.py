@@ -1,5 +1,6 @@
-"""Every committed run folder rebuilds to the report.json committed beside it: the run engine
-and the report may be refactored, the figures may not move."""
+"""Every committed run folder rebuilds to the report.json committed beside it (the run engine
+and the report may be refactored, the figures may not move), and each of its records fits
+its kind's model."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from xlrag.evals.studies import write_reports
+from xlrag.evals.run_folder import RunFolder
+from xlrag.evals.studies import load_run_config, study_of, write_reports
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -45,3 +47,14 @@ def test_committed_run_rebuilds_its_report(run, tmp_path):
     rebuilt = json.loads(write_reports(out)["json"].read_text(encoding="utf-8"))
     committed = json.loads((run / "report.json").read_text(encoding="utf-8"))
     assert _figures(rebuilt) == _figures(committed)
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[str(r.relative_to(RESULTS)) for r in RUNS])
+def test_every_committed_record_fits_its_model(run, tmp_path):
+    out = _copy(run, tmp_path)
+    model = study_of(load_run_config(out / "experiment.yaml")).get("runner").record_model
+    records = RunFolder(out).records(model)  # raises on the first record that does not fit
+    assert len(records) == len((run / "records.jsonl").read_text(encoding="utf-8").splitlines())
+    # and the model loses nothing: what it read, it dumps back as it was on disk
+    for rec in records:
+        assert model.model_validate(rec).model_dump(mode="json", exclude_unset=True) == rec

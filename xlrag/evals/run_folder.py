@@ -81,6 +81,20 @@ def concurrency(models: Sequence[LLMConfig], api: int) -> int:
     return 1 if all(m.provider == "local" for m in models) else api
 
 
+def _check(model: type[BaseModel], rec: dict, where: str) -> None:
+    from pydantic import ValidationError
+
+    from xlrag.errors import XlragError
+
+    try:
+        model.model_validate(rec)
+    except ValidationError as e:
+        first = e.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "record"
+        raise XlragError(f"{where}: not a {model.__name__}: {field}: {first['msg']} ({e.error_count()} problems); "
+                         f"a producer's record and the model in xlrag/evals/records.py must agree") from None
+
+
 class RunSummary(dict):
     """``written``, ``skipped`` (already present), ``failed`` and ``llm_calls`` (cache misses)."""
 
@@ -141,9 +155,14 @@ class RunFolder:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def records(self) -> list[dict]:
-        """The complete records (a run still going may have a torn last line: it is left alone)."""
-        return read_records(self.records_path)
+    def records(self, model: type[BaseModel] | None = None) -> list[dict]:
+        """The complete records (a run still going may have a torn last line: it is left alone),
+        each checked against ``model`` when given."""
+        records = read_records(self.records_path)
+        if model is not None:
+            for line, rec in enumerate(records, 1):
+                _check(model, rec, f"{self.records_path}:{line}")
+        return records
 
     def versions(self) -> dict[str, Any]:
         """``versions.json``, or empty for a folder made before it was written."""
@@ -159,11 +178,13 @@ class RunFolder:
 
     async def append_records(self, work: Sequence[W], key: Callable[[W], str],
                              make: Callable[[W], Awaitable[dict]], identify: Callable[[W], dict], *,
-                             timeout: float, concurrency: int, progress: Progress | None = None) -> RunSummary:
+                             timeout: float, concurrency: int, progress: Progress | None = None,
+                             model: type[BaseModel] | None = None) -> RunSummary:
         """Make the record of each of ``work`` whose ``key`` is not in the file yet (at most
         ``concurrency`` at once, each within ``timeout``) and append it as it completes. One
         that fails is written as ``identify(w)`` plus its ``error``, and counted, so the
-        report can count it too."""
+        report can count it too. With ``model``, a record that does not fit it fails (and an
+        error record that does not is a bug, raised): the dict is written as it was made."""
         done = {r["key"] for r in read_records(self.records_path, repair=True)}
         todo = [w for w in work if key(w) not in done]
         summary = RunSummary(written=0, skipped=len(done), failed=0)
@@ -178,9 +199,13 @@ class RunFolder:
                 async with sem:
                     try:
                         rec = await asyncio.wait_for(make(w), timeout)
+                        if model is not None:
+                            model.model_validate(rec)
                     except Exception as e:  # written with its error, not skipped
                         rec = {**identify(w), "error": f"{type(e).__name__}: {e}"[:500]}
                         summary["failed"] += 1
+                        if model is not None:
+                            _check(model, rec, f"the error record of {key(w)}")
                 async with lock:
                     fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
                     fh.flush()

@@ -25,6 +25,7 @@ from xlrag.evals.experiment import (
     llm_label,
     sample_queries,
 )
+from xlrag.evals.records import GridRecord
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
 from xlrag.evals.studies.base import StudyRun
 
@@ -46,6 +47,8 @@ def _load_queries(ds: DatasetConfig) -> list[dict]:
 
 class ExperimentRunner(StudyRun):
     """Runs ``config`` into ``out``; call :meth:`run` again after a kill to resume."""
+
+    record_model = GridRecord
 
     def __init__(self, config: ExperimentConfig, out: str | Path, progress: Progress | None = None):
         super().__init__(config, out, progress, cache=config.cache)

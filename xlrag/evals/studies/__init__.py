@@ -92,6 +92,7 @@ def write_reports(run_dir: str | Path) -> dict[str, Path]:
     folder = RunFolder(run_dir)
     cfg = load_run_config(folder.config_path)
     study = study_of(cfg)
-    report = study.get("report")(cfg, folder.records(), study.get("runner").report_inputs(cfg, folder))
+    runner = study.get("runner")
+    report = study.get("report")(cfg, folder.records(runner.record_model), runner.report_inputs(cfg, folder))
     md = study.get("markdown")(report)
     return folder.write_reports(report, md, html_document(report["experiment"], md, study.get("figures")(report)))

@@ -9,10 +9,11 @@ import asyncio
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from xlrag.config import LLMConfig
 from xlrag.evals.cache import SQLiteLLMCache
+from xlrag.evals.records import Record
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary, concurrency
 
 __all__ = ["StudyRun", "cached_llm"]
@@ -36,6 +37,8 @@ def cached_llm(models: dict[str, Any], cfg: LLMConfig, cache: SQLiteLLMCache) ->
 class StudyRun(ABC):
     """Runs ``config`` into the run folder ``out``; call :meth:`run` again after a kill to resume.
     ``cache`` is the model-call cache (default: the folder's ``cache.sqlite``)."""
+
+    record_model: ClassVar[type[Record]]  # the model of the run's records: checked when written and when read
 
     def __init__(self, config: Any, out: str | Path, progress: Progress | None = None, *,
                  cache: Path | None = None):
@@ -66,7 +69,8 @@ class StudyRun(ABC):
         """The run folder's record loop over ``work``, ``api`` records at once unless every one
         of ``models`` is local."""
         return await self.folder.append_records(work, key, make, identify, timeout=timeout,
-                                                concurrency=concurrency(models, api), progress=self.progress)
+                                                concurrency=concurrency(models, api), progress=self.progress,
+                                                model=self.record_model)
 
     @abstractmethod
     async def make_records(self) -> RunSummary:

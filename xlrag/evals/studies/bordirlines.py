@@ -30,6 +30,7 @@ from pydantic import Field, field_validator, model_validator
 from xlrag.config import LLMConfig
 from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
+from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
@@ -148,7 +149,39 @@ def passage_grade(labels: dict[str, dict[str, int]], t: Territory, q: MCQuery, p
     return None
 
 
+class ShownPassage(PassageRecord):
+    relevance: int | None = None  # its grade, when the config has qrels
+
+
+class RetrievedCounts(_Strict):
+    n: int
+    unlabelled: int
+    kept: int
+
+
+class BordIRlinesRecord(Record):
+    """One (mode, territory, query language); a failed one has only its identity and error."""
+
+    mode: str
+    territory: str
+    query_lang: str
+    ir_mode: str | None = None  # absent from records made before relevance variants
+    relevance: Relevance | None = None
+    question: str | None = None
+    options: list[str] | None = None
+    retrieved: RetrievedCounts | None = None
+    skipped: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    raw_output: str | None = None
+    flags: list[str] | None = None
+    shown: list[ShownPassage] | None = None
+    citations: list[CitationRecord] | None = None
+
+
 class BordIRlinesRunner(StudyRun):
+    record_model = BordIRlinesRecord
+
     def __init__(self, config: BordIRlinesConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.judges import PanelConfig
+from xlrag.evals.records import AnswerMetrics, JudgesRecord, LanguageRecord, PassageRecord, Record
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
 from xlrag.modes import IRMode
@@ -82,7 +83,28 @@ def contexts(lang: str, n_distractors: int) -> dict[str, Context]:
     }
 
 
+class XRAGRecord(Record):
+    """One (condition, question); a failed one has only its identity and error."""
+
+    condition: str
+    query_id: str
+    lang: str
+    question: str | None = None
+    golds: list[str] | None = None
+    support_at: int | None = None
+    shown: list[PassageRecord] | None = None
+    answer: str | None = None
+    raw_output: str | None = None
+    flags: list[str] | None = None
+    answered: bool | None = None
+    language: LanguageRecord | None = None
+    metrics: AnswerMetrics | None = None
+    judges: JudgesRecord | None = None
+
+
 class XRAGRunner(StudyRun):
+    record_model = XRAGRecord
+
     def __init__(self, config: XRAGConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
