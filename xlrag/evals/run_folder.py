@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from xlrag.config import LLMConfig
+from xlrag.errors import XlragError
 
 __all__ = ["RECORDS", "RunFolder", "RunSummary", "concurrency", "read_records", "versions"]
 
@@ -82,10 +83,6 @@ def concurrency(models: Sequence[LLMConfig], api: int) -> int:
 
 
 def _check(model: type[BaseModel], rec: dict, where: str) -> None:
-    from pydantic import ValidationError
-
-    from xlrag.errors import XlragError
-
     try:
         model.model_validate(rec)
     except ValidationError as e:
