@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, HERE, RESULTS
 
-from xlrag.evals.runner import RECORDS
+from xlrag.evals.run_folder import RECORDS
 
 EXPERIMENTS = HERE.parent / "experiments"
 CALLS = "cache.sqlite"
@@ -45,12 +45,11 @@ def main() -> None:
         overrides[key] = yaml.safe_load(value)  # paths in them are taken from the current folder
     run_dir, dest = CACHE / "experiments" / args.name, RESULTS / "experiments" / args.name
     if args.publish:
-        from xlrag.evals.report import write_reports
-        from xlrag.evals.studies import is_study, write_study_reports
+        from xlrag.evals.studies import write_reports
 
         if not (run_dir / RECORDS).exists():
             sys.exit(f"error: no run in {run_dir}; run `python benchmarks/experiments.py {args.name}` first")
-        publish_run(run_dir, dest, write_study_reports if is_study(EXPERIMENTS / f"{args.name}.yaml") else write_reports)
+        publish_run(run_dir, dest, write_reports)
         return
     run_dir.mkdir(parents=True, exist_ok=True)
     if not (run_dir / RECORDS).exists() and (dest / RECORDS).exists():
@@ -62,28 +61,24 @@ def main() -> None:
 
 
 def run(path: Path, overrides: dict, run_dir: Path, dest: Path) -> None:
-    from xlrag.evals.experiment import load_experiment
-    from xlrag.evals.report import write_reports
-    from xlrag.evals.runner import ExperimentRunner
-    from xlrag.evals.studies import STUDIES, is_study, load_study, write_study_reports
+    from xlrag.evals.studies import load_run_config, make_runner, write_reports
 
-    study = is_study(path)
-    cfg = load_study(path) if study else load_experiment(path)
+    cfg = load_run_config(path)
     if overrides:
         cfg = type(cfg).model_validate({**cfg.model_dump(), **overrides})
-        if study:
+        if hasattr(cfg, "resolved"):  # a study's paths; a grid's datasets keep theirs
             cfg = cfg.resolved(Path.cwd())
     t0 = time.perf_counter()
 
     def progress(_: str, done: int, total: int) -> None:
         print(f"\rrecords {done}/{total} {time.perf_counter() - t0:.0f}s", end="", flush=True)
 
-    runner = STUDIES[cfg.study].get("runner")(cfg, run_dir, progress) if study else ExperimentRunner(cfg, run_dir, progress)
+    runner = make_runner(cfg, run_dir, progress)
     try:
         print(f"\n{runner.run()} in {time.perf_counter() - t0:.0f}s")
     finally:
         runner.close()
-        publish_run(run_dir, dest, write_study_reports if study else write_reports)
+        publish_run(run_dir, dest, write_reports)
 
 
 def publish_run(run_dir: Path, dest: Path, write: Callable[[Path], dict[str, Path]]) -> None:

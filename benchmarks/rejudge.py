@@ -20,8 +20,8 @@ from pathlib import Path
 
 from xlrag.evals.experiment import load_experiment
 from xlrag.evals.judges import JudgePanel
-from xlrag.evals.report import write_reports
-from xlrag.evals.runner import RECORDS
+from xlrag.evals.run_folder import RECORDS
+from xlrag.evals.studies import write_reports
 
 
 async def rejudge(run_dir: Path) -> tuple[int, int]:

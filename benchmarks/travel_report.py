@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CACHE, HERE, RESULTS
 
 from xlrag.evals.experiment import load_experiment
-from xlrag.evals.report import write_reports
-from xlrag.evals.runner import RECORDS, ExperimentRunner
+from xlrag.evals.run_folder import RECORDS
+from xlrag.evals.runner import ExperimentRunner
+from xlrag.evals.studies import write_reports
 
 CALLS = "cache.sqlite"  # every model call of the run: a resumed run makes none of them again
 

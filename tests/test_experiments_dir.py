@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
-from xlrag.evals.experiment import load_experiment
-from xlrag.evals.studies import is_study, load_study
+from xlrag.evals.experiment import ExperimentConfig, load_experiment
+from xlrag.evals.studies import load_run_config
 
 EXPERIMENTS = sorted((Path(__file__).resolve().parent.parent / "experiments").glob("*.yaml"))
 
@@ -18,9 +19,11 @@ def test_there_are_experiments():
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
 def test_each_experiment_loads_and_runs_locally_by_default(path):
-    cfg = load_study(path) if is_study(path) else load_experiment(path)
-    llms = ([cfg.llm, *(m for m in (getattr(cfg, "checker", None), getattr(cfg, "rerank_checker", None)) if m)]
-            if is_study(path) else cfg.llms)
+    cfg = load_run_config(path)
+    grid = isinstance(cfg, ExperimentConfig)
+    assert grid == ("study" not in yaml.safe_load(path.read_text(encoding="utf-8")))
+    llms = (cfg.llms if grid else
+            [cfg.llm, *(m for m in (getattr(cfg, "checker", None), getattr(cfg, "rerank_checker", None)) if m)])
     assert llms and all(m.provider == "local" for m in llms)  # offline by default: one line to change
 
 

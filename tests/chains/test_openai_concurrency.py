@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from xlrag.evals.experiment import load_experiment
-from xlrag.evals.runner import RECORDS, ExperimentRunner, read_records
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.runner import ExperimentRunner
 
 
 class CountingProxy:

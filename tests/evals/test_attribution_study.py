@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from xlrag.evals.runner import RECORDS, read_records
-from xlrag.evals.studies import load_study, write_study_reports
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.studies import load_run_config, write_reports
 from xlrag.evals.studies.attribution import (
     AttributionRunner,
     attribution_report,
@@ -23,7 +23,7 @@ A, N = "attributable", "not_attributable"
 def _cfg(tmp_path, **over):
     path = tmp_path / "a.yaml"
     path.write_text(yaml.safe_dump({"study": "attribution", "name": "t", "llm": GEMMA, **over}), encoding="utf-8")
-    return load_study(path)
+    return load_run_config(path)
 
 
 def _rec(qid, em, shown, votes, cited_before, top, flag="attribution_reranked"):
@@ -113,7 +113,7 @@ def test_a_real_run_scores_every_shown_passage(tmp_path):
     if rec["ais"]:  # a reply with an answer: every shown passage has a vote (valid or invalid)
         assert set(rec["ais"]["in_language"]) == {p["passage_id"] for p in rec["shown"]}
         assert rec["rerank"]["flag"].startswith("attribution_")
-    report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    report = json.loads(write_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert report["records"] == 1 and report["rerank_scored_by"] == {"in_language": "own votes"}
     md = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
     assert "## Published figures (other models, other data)" in md and "| avg | 25.8 | 41.3 | 36.8 |" in md

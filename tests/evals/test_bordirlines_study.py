@@ -10,8 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from xlrag.errors import ConfigError
-from xlrag.evals.runner import RECORDS, read_records
-from xlrag.evals.studies import is_study, load_study, write_study_reports
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.studies import load_run_config, write_reports
 from xlrag.evals.studies.bordirlines import BordIRlinesRunner
 
 GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 24}
@@ -25,7 +25,7 @@ def _write(tmp_path, data, name="study.yaml"):
 
 @pytest.mark.slow
 def test_modes_route_by_claimant_languages_and_rerun_is_free(tmp_path, xquad_index):
-    cfg = load_study(_write(tmp_path, {
+    cfg = load_run_config(_write(tmp_path, {
         "study": "bordirlines", "name": "t", "only": ["Ceuta", "Gibraltar"], "llm": GEMMA, "k": 2,
         "modes": ["no_ir", "rel_langs", "swap_docs"], "index_dir": str(xquad_index), "corpus_name": "XQuAD (6)"}))
     runner = BordIRlinesRunner(cfg, tmp_path / "run")
@@ -51,7 +51,7 @@ def test_modes_route_by_claimant_languages_and_rerun_is_free(tmp_path, xquad_ind
     # rel_langs: within the query's language, English and the claimants' languages
     assert shown["rel_langs|Ceuta|ar"] <= {"ar", "en", "es"} and shown["rel_langs|Ceuta|ar"]
 
-    report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    report = json.loads(write_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert list(report["modes"]) == ["no_ir", "rel_langs", "swap_docs"]
     assert report["corpus"] == "XQuAD (6)" and report["modes_not_run"] == {}
     for m in report["modes"].values():
@@ -66,7 +66,7 @@ def test_relevance_variants_answer_over_the_labelled_passages_only(tmp_path, xqu
     qrels = tmp_path / "qrels.jsonl"
     qrels.write_text("".join(json.dumps({"query_id": "Ceuta", "doc_id": d.id, "relevance": int(d.lang == "es")}) + "\n"
                              for d in xquad_docs if d.lang in ("es", "ar")), encoding="utf-8")
-    cfg = load_study(_write(tmp_path, {
+    cfg = load_run_config(_write(tmp_path, {
         "study": "bordirlines", "name": "t", "only": ["Ceuta"], "llm": GEMMA, "k": 2, "modes": ["no_ir", "qlang"],
         "index_dir": str(xquad_index), "qrels": str(qrels)}))
     runner = BordIRlinesRunner(cfg, tmp_path / "run")
@@ -87,7 +87,7 @@ def test_relevance_variants_answer_over_the_labelled_passages_only(tmp_path, xqu
                      ("qlang:relevant|Ceuta|en", "no relevant passage among the 2 retrieved")):
         assert recs[key]["skipped"] == why and recs[key]["answer"] is None and "raw_output" not in recs[key]
     assert recs["qlang:relevant|Ceuta|en"]["retrieved"] == {"n": 2, "unlabelled": 2, "kept": 0}
-    report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    report = json.loads(write_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert list(report["modes"]) == ["no_ir", "qlang", "qlang:relevant", "qlang:non_relevant"]
     rel = report["modes"]["qlang:relevant"]
     assert (rel["records"], rel["answers"], rel["skipped"]) == (3, 1, 2)
@@ -99,11 +99,11 @@ def test_relevance_variants_need_labels_and_a_label_is_looked_up_most_specific_f
     from xlrag.evals.studies.bordirlines import passage_grade
 
     with pytest.raises(ConfigError, match="relevance relevant needs passage labels: give qrels:") as e:
-        load_study(_write(tmp_path, {"study": "bordirlines", "name": "x", "relevance": ["all", "relevant"]}))
+        load_run_config(_write(tmp_path, {"study": "bordirlines", "name": "x", "relevance": ["all", "relevant"]}))
     assert "\n" not in str(e.value)
-    labelled = load_study(_write(tmp_path, {"study": "bordirlines", "name": "x", "qrels": "q.jsonl"}))
+    labelled = load_run_config(_write(tmp_path, {"study": "bordirlines", "name": "x", "qrels": "q.jsonl"}))
     assert labelled.variants() == ["all", "relevant", "non_relevant"] and labelled.qrels == tmp_path / "q.jsonl"
-    assert load_study(_write(tmp_path, {"study": "bordirlines", "name": "x"})).variants() == ["all"]
+    assert load_run_config(_write(tmp_path, {"study": "bordirlines", "name": "x"})).variants() == ["all"]
     (t,) = load_territories(None, names=["Ceuta"])
     q = t.queries["ar"]
     labels = {"Ceuta_ar": {"p1": 0}, "Ceuta": {"p1": 1, "d2": 1, "p3": 0}}
@@ -141,8 +141,8 @@ def test_the_shipped_study_yaml_loads():
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[2] / "experiments" / "bordirlines.yaml"
-    assert is_study(path)
-    cfg = load_study(path)
+    cfg = load_run_config(path)
+    assert cfg.study == "bordirlines"
     assert cfg.modes == ["no_ir", "qlang", "qlang_en", "en_only", "rel_langs", "swap_docs"]
     assert cfg.llm.provider == "local"
 
@@ -154,7 +154,7 @@ def test_the_shipped_study_yaml_loads():
 ])
 def test_bad_study_files_fail_in_one_line(tmp_path, data, message):
     with pytest.raises(ConfigError, match=message) as e:
-        load_study(_write(tmp_path, data))
+        load_run_config(_write(tmp_path, data))
     assert "\n" not in str(e.value)
 
 

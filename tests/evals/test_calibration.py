@@ -38,7 +38,7 @@ from xlrag.evals.lexical_judge import (
     gold_recall,
     in_other_language,
 )
-from xlrag.evals.runner import read_records
+from xlrag.evals.run_folder import read_records
 
 
 @pytest.fixture(scope="module")
@@ -262,10 +262,10 @@ def test_panel_config_takes_the_lexical_judge_beside_llm_judges():
 
 
 def test_the_shipped_panels_still_load():
-    from xlrag.evals.studies import load_study
+    from xlrag.evals.studies import load_run_config
 
     root = CALIBRATION_FILE.parents[2]
-    for cfg in (load_study(root / "experiments/xrag.yaml"), load_experiment(root / "benchmarks/experiments/travel_offline.yaml")):
+    for cfg in (load_run_config(root / "experiments/xrag.yaml"), load_experiment(root / "benchmarks/experiments/travel_offline.yaml")):
         assert len(cfg.judges.llm_judges) == 3 == len(cfg.judges.judges)
     # the Travel report is judged by the calibrated panel
     travel = load_experiment(root / "experiments/travel_retrieval.yaml")

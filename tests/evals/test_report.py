@@ -6,10 +6,12 @@ import json
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from xlrag.errors import CorpusRowError
 from xlrag.evals.experiment import ExperimentConfig
-from xlrag.evals.report import build_report, markdown, write_reports
+from xlrag.evals.report import build_report, markdown
+from xlrag.evals.studies import write_reports
 
 
 def _vote(judge, verdict):
@@ -117,6 +119,25 @@ def test_qrels_without_the_runs_inventory_say_why_retrieval_is_not_scored(run_di
     (run_dir / "inventory-travel.json").write_text(json.dumps({"doc_langs": {"d1": "en"}, "counts": {"en": 1}}))
     rep = build_report(run_dir)
     assert rep["retrieval"]["travel/qlang"]["metrics"]["summary"] and not any("inventory" in n for n in rep["notes"])
+
+
+def test_the_grid_report_reads_no_file(run_dir):
+    # the inputs come in memory; the files the config names are gone, so a read would fail
+    from xlrag.evals.report import GridInputs, grid_report
+    from xlrag.evals.run_folder import read_records
+
+    cfg = ExperimentConfig.model_validate(yaml.safe_load((run_dir / "experiment.yaml").read_text())
+                                          | {"datasets": [{"name": "travel", "qrels": str(run_dir / "gone.jsonl")}]})
+    records = read_records(run_dir / "records.jsonl")
+    (run_dir / "labels.jsonl").unlink()
+    inputs = GridInputs(versions={"python": "3.x"}, inventories={"travel": {"doc_langs": {"d1": "en"}, "counts": {"en": 1}}},
+                        qrels={"travel": {"q1": {"d1": 1}}}, human={"q1": "correct", "q2": "incorrect"})
+    rep = grid_report(cfg, records, inputs)
+    assert rep["versions"] == {"python": "3.x"}
+    assert rep["retrieval"]["travel/qlang"]["metrics"]["summary"]
+    assert rep["cells"]["travel/qlang/local:default/localized"]["agreement"]["human_labelled_items"] == 2
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        GridInputs(labels={})
 
 
 def _with_modes(run_dir, modes, **extra):

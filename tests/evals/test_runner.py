@@ -9,8 +9,9 @@ import yaml
 
 from xlrag.errors import ConfigError
 from xlrag.evals.experiment import load_experiment
-from xlrag.evals.report import write_reports
-from xlrag.evals.runner import RECORDS, ExperimentRunner, read_records
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.runner import ExperimentRunner
+from xlrag.evals.studies import write_reports
 
 GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 48}
 EXPERIMENT = {

@@ -15,8 +15,8 @@ import yaml
 from tests.chains.test_tool_agent_openai import completion
 from tests.replay import serve
 from xlrag.evals.borderlines import load_territories
-from xlrag.evals.runner import RECORDS, read_records
-from xlrag.evals.studies import STUDIES, load_study
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.studies import STUDIES, load_run_config
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -44,7 +44,7 @@ def _swap(name: str, tmp_path: Path, url: str, **slice_: Any) -> Any:
         data["judges"] = {"judges": [{**vendor, "name": f"gpt-{i}", "seed": i} for i in range(3)]}
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump({**data, **slice_}), encoding="utf-8")
-    return load_study(path)
+    return load_run_config(path)
 
 
 def _run(cfg: Any, out: Path) -> dict:

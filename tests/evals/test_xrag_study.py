@@ -7,8 +7,8 @@ import json
 import pytest
 import yaml
 
-from xlrag.evals.runner import RECORDS, read_records
-from xlrag.evals.studies import load_study, write_study_reports
+from xlrag.evals.run_folder import RECORDS, read_records
+from xlrag.evals.studies import load_run_config, write_reports
 from xlrag.evals.studies.xrag import ABLATIONS, SETTINGS, XRAGRunner, contexts
 
 GEMMA = {"provider": "local", "model": "gemma-3-270m", "max_tokens": 32}
@@ -18,7 +18,7 @@ def _cfg(tmp_path, **over):
     data = {"study": "xrag", "name": "t", "llm": GEMMA, **over}
     path = tmp_path / "xrag.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return load_study(path)
+    return load_run_config(path)
 
 
 def test_each_condition_changes_only_what_it_names():
@@ -70,7 +70,7 @@ def test_a_run_is_judged_reported_and_free_to_rerun(tmp_path):
     assert {p["lang"] for p in mono["shown"]} == {"en"} and mono["question"] != ed["question"]
     assert mono["judges"]["final"] in ("correct", "incorrect", "invalid")
     assert mono["language"]["status"] in ("correct", "wrong", "undetected", "not_applicable")
-    report = json.loads(write_study_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
+    report = json.loads(write_reports(tmp_path / "run")["json"].read_text(encoding="utf-8"))
     assert report["conditions"]["+ED"]["es"]["n"] == 1 and report["conditions"]["+ED"]["all"]["n"] == 1
     assert "Response-language error rate" in (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
 

@@ -1,4 +1,4 @@
-"""``xlrag eval run`` and ``xlrag eval report``: experiment grids and their reports."""
+"""``xlrag eval run`` and ``xlrag eval report``: experiment grids, seed studies and their reports."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def eval_run(
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder: records, cache, reports")],
     no_report: Annotated[bool, typer.Option("--no-report", help="skip writing the reports at the end")] = False,
 ) -> None:
-    """Run the grid; rerun the same command to resume after a kill (nothing redone, nothing lost)."""
+    """Run the grid or study; rerun the same command to resume after a kill (nothing redone, nothing lost)."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -29,14 +29,10 @@ def eval_run(
         TimeRemainingColumn,
     )
 
-    from xlrag.evals.experiment import load_experiment
-    from xlrag.evals.report import write_reports
-    from xlrag.evals.runner import ExperimentRunner
-    from xlrag.evals.studies import STUDIES, is_study, load_study, write_study_reports
+    from xlrag.evals.studies import load_run_config, make_runner, write_reports
 
     try:
-        study = is_study(experiment)
-        cfg = load_study(experiment) if study else load_experiment(experiment)
+        cfg = load_run_config(experiment)
         if out.exists() and not out.is_dir():
             raise XlragError(f"--out {out} is a file; give a folder for the run")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -47,20 +43,19 @@ def eval_run(
             def progress(_: str, done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total)
 
-            runner = (STUDIES[cfg.study].get("runner")(cfg, out, progress=progress) if study
-                      else ExperimentRunner(cfg, out, progress=progress))
+            runner = make_runner(cfg, out, progress)
             try:
                 summary = runner.run()
             finally:
                 runner.close()
         echo(f"{summary['written']} records written, {summary['skipped']} already present, "
              f"{summary['failed']} failed, {summary['llm_calls']} model calls (the rest from the cache)")
-        for part, why in (STUDIES[cfg.study].get("runner").not_run(cfg) if study else {}).items():
+        for part, why in runner.not_run(cfg).items():
             warn(f"{part} not run: {why}")
         if summary["failed"]:
-            warn(f"{summary['failed']} records failed; their errors are in {out / 'records.jsonl'}")
+            warn(f"{summary['failed']} records failed; their errors are in {runner.folder.records_path}")
         if not no_report:
-            paths = write_study_reports(out) if study else write_reports(out)
+            paths = write_reports(out)
             echo(f"reports: {paths['md']} {paths['html']} {paths['json']}")
     except XlragError as e:
         _fail(e)
@@ -72,16 +67,15 @@ def eval_report(
     as_json: Annotated[bool, typer.Option("--json", help="print report.json to stdout as well")] = False,
 ) -> None:
     """Rebuild report.json, report.md and report.html from the run's records."""
-    from xlrag.evals.report import write_reports
-    from xlrag.evals.runner import RECORDS
+    from xlrag.evals.run_folder import RunFolder
+    from xlrag.evals.studies import write_reports
 
     try:
-        if not (run_dir / RECORDS).exists() or not (run_dir / "experiment.yaml").exists():
-            raise XlragError(f"{run_dir} is not a run folder (no {RECORDS} and experiment.yaml); "
-                             f"make one with `xlrag eval run EXPERIMENT.yaml --out {run_dir}`")
-        from xlrag.evals.studies import is_study, write_study_reports
-
-        paths = write_study_reports(run_dir) if is_study(run_dir / "experiment.yaml") else write_reports(run_dir)
+        folder = RunFolder(run_dir)
+        if not folder.is_run():
+            raise XlragError(f"{run_dir} is not a run folder (no {folder.records_path.name} and "
+                             f"{folder.config_path.name}); make one with `xlrag eval run EXPERIMENT.yaml --out {run_dir}`")
+        paths = write_reports(run_dir)
     except XlragError as e:
         _fail(e)
     if as_json:

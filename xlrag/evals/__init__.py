@@ -61,14 +61,14 @@ _LAZY = {
     "ragas_embeddings": "xlrag.evals.ragas_adapter",
     "ragas_llm": "xlrag.evals.ragas_adapter",
     "rank_queries": "xlrag.evals.retrieval_run",
-    "read_records": "xlrag.evals.runner",
+    "read_records": "xlrag.evals.run_folder",
     "recall_at": "xlrag.evals.retrieval",
     "relevant_langs": "xlrag.evals.retrieval",
     "retrieval_report": "xlrag.evals.retrieval",
     "score_rows": "xlrag.evals.ragas_metrics",
     "token_f1": "xlrag.evals.answers",
     "trec_run": "xlrag.evals.retrieval",
-    "write_reports": "xlrag.evals.report",
+    "write_reports": "xlrag.evals.studies",
     "write_trec_run": "xlrag.evals.retrieval",
 }
 

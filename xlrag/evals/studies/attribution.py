@@ -30,11 +30,14 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from xlrag.checks.attribution import Setting
+from xlrag.checks.attribution import Vote as AISVote
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
-from xlrag.evals.studies.base import RecordLog, StudyRun
+from xlrag.evals.records import PassageRecord, Record
+from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
-from xlrag.schema import GroundedAnswer, Passage
+from xlrag.schema import CitationSource, GroundedAnswer, Passage
 
 __all__ = ["PUBLISHED", "AttributionConfig", "AttributionRunner", "attribution_figures", "attribution_markdown",
            "attribution_report", "rerank_record", "string_match"]
@@ -104,7 +107,40 @@ def rerank_record(answer: GroundedAnswer, supporting: set[str]) -> dict[str, Any
             "top": top and top.passage_id, "source_top": top and top.source, "flag": after.flags[-1]}
 
 
+class RankedPassage(PassageRecord):
+    rank: int
+    string_match: bool
+
+
+class RerankRecord(_Strict):
+    """:func:`rerank_record`."""
+
+    cited_before: str | None
+    source_before: CitationSource | None
+    top: str | None
+    source_top: CitationSource | None
+    flag: str
+
+
+class AttributionRecord(Record):
+    """One question; a failed one has only its identity and error."""
+
+    query_id: str
+    lang: str
+    question: str | None = None
+    golds: list[str] | None = None
+    answer: str | None = None
+    raw_output: str | None = None
+    flags: list[str] | None = None
+    em: float | None = None
+    shown: list[RankedPassage] | None = None
+    ais: dict[Setting, dict[str, AISVote]] | None = None  # setting -> passage id -> verdict
+    rerank: RerankRecord | None = None
+
+
 class AttributionRunner(StudyRun):
+    record_model = AttributionRecord
+
     def __init__(self, config: AttributionConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
@@ -170,16 +206,12 @@ class AttributionRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
-        self.snapshot()
         chain = GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(self.config.llm),
                                           retriever=self.retriever())
         models = [m for m in (self.config.llm, self.config.checker, self.config.rerank_checker) if m is not None]
-        with RecordLog(self.out) as log:
-            todo = [q for q in self.questions if q["id"] not in log.done]
-            return await log.run(todo, lambda q: self.record(chain, q),
+        return await self.append(self.questions, lambda q: q["id"], lambda q: self.record(chain, q),
                                  lambda q: {"key": q["id"], "query_id": q["id"], "lang": q["lang"]},
-                                 timeout=self.config.timeout, concurrency=self.concurrency(models),
-                                 progress=self.progress)
+                                 timeout=self.config.timeout, models=models)
 
     def close(self) -> None:
         if self._retriever is not None:

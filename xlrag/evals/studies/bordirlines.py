@@ -30,8 +30,9 @@ from pydantic import Field, field_validator, model_validator
 from xlrag.config import LLMConfig
 from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
+from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
-from xlrag.evals.studies.base import RecordLog, StudyRun
+from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 
@@ -148,7 +149,39 @@ def passage_grade(labels: dict[str, dict[str, int]], t: Territory, q: MCQuery, p
     return None
 
 
+class ShownPassage(PassageRecord):
+    relevance: int | None = None  # its grade, when the config has qrels
+
+
+class RetrievedCounts(_Strict):
+    n: int
+    unlabelled: int
+    kept: int
+
+
+class BordIRlinesRecord(Record):
+    """One (mode, territory, query language); a failed one has only its identity and error."""
+
+    mode: str
+    territory: str
+    query_lang: str
+    ir_mode: str | None = None  # absent from records made before relevance variants
+    relevance: Relevance | None = None
+    question: str | None = None
+    options: list[str] | None = None
+    retrieved: RetrievedCounts | None = None
+    skipped: str | None = None
+    answer: str | None = None
+    option_index: int | None = None
+    raw_output: str | None = None
+    flags: list[str] | None = None
+    shown: list[ShownPassage] | None = None
+    citations: list[CitationRecord] | None = None
+
+
 class BordIRlinesRunner(StudyRun):
+    record_model = BordIRlinesRecord
+
     def __init__(self, config: BordIRlinesConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
@@ -238,7 +271,6 @@ class BordIRlinesRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
-        self.snapshot()
         fmt = AnswerFormat.MC if self.config.format == "mc" else AnswerFormat.CITATION
         llm = self.llm(self.config.llm)
         modes = self.modes()
@@ -246,14 +278,12 @@ class BordIRlinesRunner(StudyRun):
         chains = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
-        with RecordLog(self.out) as log:
-            todo = [w for w in self.work() if self.key(run_label(w[0], w[1]), w[2], w[3]) not in log.done]
-            return await log.run(todo, lambda w: self.record(chains, *w),
+        return await self.append(self.work(), lambda w: self.key(run_label(w[0], w[1]), w[2], w[3]),
+                                 lambda w: self.record(chains, *w),
                                  lambda w: {"key": self.key(run_label(w[0], w[1]), w[2], w[3]),
                                             "mode": run_label(w[0], w[1]), "territory": w[2].territory,
                                             "query_lang": w[3]},
-                                 timeout=self.config.timeout, concurrency=self.concurrency([self.config.llm]),
-                                 progress=self.progress)
+                                 timeout=self.config.timeout, models=[self.config.llm])
 
     def close(self) -> None:
         if self._retriever is not None:

@@ -30,7 +30,8 @@ from pydantic import BaseModel, Field
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.judges import PanelConfig
-from xlrag.evals.studies.base import RecordLog, StudyRun
+from xlrag.evals.records import AnswerMetrics, JudgesRecord, LanguageRecord, PassageRecord, Record
+from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
 from xlrag.modes import IRMode
 
@@ -82,7 +83,28 @@ def contexts(lang: str, n_distractors: int) -> dict[str, Context]:
     }
 
 
+class XRAGRecord(Record):
+    """One (condition, question); a failed one has only its identity and error."""
+
+    condition: str
+    query_id: str
+    lang: str
+    question: str | None = None
+    golds: list[str] | None = None
+    support_at: int | None = None
+    shown: list[PassageRecord] | None = None
+    answer: str | None = None
+    raw_output: str | None = None
+    flags: list[str] | None = None
+    answered: bool | None = None
+    language: LanguageRecord | None = None
+    metrics: AnswerMetrics | None = None
+    judges: JudgesRecord | None = None
+
+
 class XRAGRunner(StudyRun):
+    record_model = XRAGRecord
+
     def __init__(self, config: XRAGConfig, out: str | Path,
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
@@ -163,19 +185,15 @@ class XRAGRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
-        self.snapshot()
         # the passages are given with each question: no retriever, and no_ir until they are
         chain = GroundedChain.from_config(answering_config(3), llm=self.llm(self.config.llm), fmt="answer",
                                           mode=IRMode.NO_IR)
         work = [(c, q) for c in self.config.conditions for q in self.questions]
         models = [self.config.llm, *(self.config.judges.llm_judges if self.config.judges else [])]
-        with RecordLog(self.out) as log:
-            todo = [w for w in work if self.key(*w) not in log.done]
-            return await log.run(todo, lambda w: self.record(chain, *w),
+        return await self.append(work, lambda w: self.key(*w), lambda w: self.record(chain, *w),
                                  lambda w: {"key": self.key(*w), "condition": w[0], "query_id": w[1]["id"],
                                             "lang": w[1]["lang"]},
-                                 timeout=self.config.timeout, concurrency=self.concurrency(models),
-                                 progress=self.progress)
+                                 timeout=self.config.timeout, models=models)
 
 
 def _share(values: list[bool]) -> float | None:
