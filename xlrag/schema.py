@@ -10,7 +10,8 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "make_query"]
+__all__ = ["Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields",
+           "make_query"]
 
 # Who made a citation; the server's CitationOut reuses it (it once lacked "attribution")
 CitationSource = Literal["model", "post_hoc", "vendor", "attribution"]
@@ -46,8 +47,25 @@ class Passage(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class Query(BaseModel):
-    """A question, with what the IR modes may need to know about it.
+class QueryFields(BaseModel):
+    """What a caller may say about a question beyond its text, declared once: the chain's
+    input, the server's requests and the LangChain retriever take these fields, and the CLI's
+    options take their help from them (``tests/test_vocabulary.py`` holds every door to it).
+    As given, unchecked; :func:`make_query` validates them into a :class:`Query`."""
+
+    lang: str | None = Field(None, description="the question's language as an ISO 639 code, e.g. 'es'; "
+                                               "detected when omitted")
+    relevant_langs: list[str] | None = Field(None, description="languages whose sources matter for this "
+                                                               "question (mode rel_langs), e.g. es, ar")
+    target_lang: str | None = Field(None, description="the language for modes swap_docs and oracle_lang")
+
+    def query_fields(self) -> dict[str, Any]:
+        """The fields given (not None), for :func:`make_query`."""
+        return {name: v for name in QueryFields.model_fields if (v := getattr(self, name)) is not None}
+
+
+class Query(QueryFields):
+    """A question, with what the IR modes may need to know about it, validated.
 
     ``lang`` is detected when absent. ``relevant_langs`` feeds ``rel_langs``;
     ``target_lang`` feeds ``swap_docs`` and ``oracle_lang``.
@@ -55,9 +73,9 @@ class Query(BaseModel):
 
     id: str | None = None
     text: str
-    lang: str | None = None
-    relevant_langs: list[str] = Field(default_factory=list)
-    target_lang: str | None = None
+    # validated, never None: the policies iterate over it
+    relevant_langs: list[str] = Field(default_factory=list,
+                                      description=QueryFields.model_fields["relevant_langs"].description)
 
     @field_validator("text")
     @classmethod

@@ -13,24 +13,21 @@ from xlrag.chains.profiles import Request
 from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
-from xlrag.schema import Hit, Passage, Query
+from xlrag.schema import Hit, Passage, Query, QueryFields
 
 __all__ = ["GIVEN", "ChainInput", "ChainState"]
 
 GIVEN = "given"  # the mode, store and policy of passages the caller hands the chain
 
 
-class ChainInput(BaseModel):
+class ChainInput(QueryFields):
     """What one chain call takes. Unknown fields are an error, never ignored."""
 
     model_config = ConfigDict(extra="forbid")
 
     question: str
-    lang: str | None = None
     options: list[str] | None = None
     option_aliases: dict[int, list[str]] | None = None
-    relevant_langs: list[str] | None = None
-    target_lang: str | None = None
     mode: Mode | None = None
     id: str | None = None
     passages: list[Passage] | None = Field(
@@ -61,10 +58,8 @@ class ChainInput(BaseModel):
             raise ConfigError(f"bad chain input {where}: {err['msg']}") from None
 
     def query_fields(self) -> dict[str, Any]:
-        """The :class:`~xlrag.schema.Query` fields this input sets."""
-        fields = {"lang": self.lang, "relevant_langs": self.relevant_langs, "target_lang": self.target_lang,
-                  "id": self.id}
-        return {k: v for k, v in fields.items() if v is not None}
+        """The :class:`~xlrag.schema.Query` fields this input sets, its id included."""
+        return super().query_fields() | ({"id": self.id} if self.id is not None else {})
 
 
 class ChainState(BaseModel):

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from xlrag.modes import IRMode
+from xlrag.schema import QueryFields
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cross-lingual RAG: index, retrieve, inspect.")
 out = Console(soft_wrap=True)
@@ -20,6 +21,12 @@ IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help="ind
 # the IR modes, as the help lists them (from the one owner, xlrag.modes)
 MODE_NAMES = ", ".join(m.value for m in IRMode)
 EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="embedder name: local, openai, cohere, mistral")]
+# a question's fields, their help from the one owner (xlrag.schema.QueryFields)
+_QF = QueryFields.model_fields
+LangOpt = Annotated[str | None, typer.Option("--lang", help=_QF["lang"].description)]
+RelevantLangsOpt = Annotated[str | None, typer.Option(
+    "--relevant-langs", help=f"comma-separated: {_QF['relevant_langs'].description}")]
+TargetLangOpt = Annotated[str | None, typer.Option("--target-lang", help=_QF["target_lang"].description)]
 
 
 def _fail(e: Exception) -> NoReturn:

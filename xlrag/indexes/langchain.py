@@ -23,7 +23,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from xlrag.schema import Hit
+from xlrag.schema import Hit, QueryFields
 from xlrag.validate import check_k, check_kwargs
 
 __all__ = ["XlragLangChainRetriever", "hit_to_document"]
@@ -76,7 +76,7 @@ def _per_call(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class XlragLangChainRetriever(BaseRetriever):
+class XlragLangChainRetriever(BaseRetriever, QueryFields):
     """``invoke("question")`` → ``list[Document]``; works in any LCEL chain.
 
     The fields set defaults; each call may override them, sync or async:
@@ -89,9 +89,6 @@ class XlragLangChainRetriever(BaseRetriever):
     retriever: Any = Field(description="an xlrag CrossLingualRetriever")
     mode: str | None = None
     k: int | None = None
-    lang: str | None = None
-    relevant_langs: list[str] | None = None
-    target_lang: str | None = None
 
     def __init__(self, **data: Any):
         # Checked before pydantic, so a misspelt field or a bad k is xlrag's one-line error

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.agents.chat import Source
 from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
-from xlrag.schema import CitationSource, GroundedAnswer, Hit
+from xlrag.schema import CitationSource, GroundedAnswer, Hit, QueryFields
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -25,9 +25,6 @@ __all__ = [
 ]
 
 QUESTION = "the question, in any language (the answer comes back in it)"
-LANG = "the question's language as an ISO 639 code, e.g. 'es'; detected when omitted"
-RELEVANT = "languages whose sources matter for this question (mode rel_langs), e.g. ['es', 'ar']"
-TARGET = "the language for modes swap_docs and oracle_lang"
 
 
 class _In(BaseModel):
@@ -41,14 +38,11 @@ class _Out(BaseModel):
 # -- requests ---------------------------------------------------------------------------------
 
 
-class AskRequest(_In):
+class AskRequest(_In, QueryFields):
     """One question for the agent: retrieve, answer with ``<docN>`` citations, verify, repair."""
 
     question: str = Field(min_length=1, description=QUESTION, examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
-    lang: str | None = Field(None, description=LANG)
     mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
-    relevant_langs: list[str] | None = Field(None, description=RELEVANT)
-    target_lang: str | None = Field(None, description=TARGET)
 
 
 class ChatRequest(_In):
@@ -58,21 +52,19 @@ class ChatRequest(_In):
     session_id: str | None = Field(
         None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
         description="the conversation to continue; omitted: a new one, whose id comes back in the reply")
-    lang: str | None = Field(None, description=LANG)
+    # a follow-up's sources come from the conversation, so only the language is the caller's
+    lang: str | None = Field(None, description=QueryFields.model_fields["lang"].description)
     mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     stream: bool = Field(
         True, description="true: a text/event-stream of token, answer and done events; false: one JSON ChatResponse")
 
 
-class RetrieveRequest(_In):
+class RetrieveRequest(_In, QueryFields):
     """Retrieval only: the passages an IR mode finds for a question, no generation."""
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
     mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
     k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
-    lang: str | None = Field(None, description=LANG)
-    relevant_langs: list[str] | None = Field(None, description=RELEVANT)
-    target_lang: str | None = Field(None, description=TARGET)
 
 
 # -- answers ----------------------------------------------------------------------------------
