@@ -184,6 +184,7 @@ class ExperimentRunner(StudyRun):
         if cell.llm is not None:
             ans = await chains[(cell.dataset, cell.llm, cell.variant)].ainvoke(
                 {"question": q["question"], "lang": q["lang"], "mode": cell.mode, "id": q["id"]})
+            # no golds, nothing to judge: the judges' models are not even built
             score = await score_answer(ans, q["question"], q["answers"], q["lang"],
                                        self.panel() if q["answers"] else None)
             sections = score.sections()

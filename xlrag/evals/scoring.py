@@ -1,7 +1,7 @@
 """One generated answer scored against its gold: the one place the runs compute it.
 
 The experiment grid, the XRAG study and the benchmarks all score an answer the same way:
-the language of the reply (lingua, XRAG's rule), EM / token F1 / char 3-gram recall of the
+the language of the reply (lingua), EM / token F1 / char 3-gram recall of the
 answer, and the judge panel's verdict with ``final`` (a wrong-language reply is incorrect).
 :class:`AnswerScore` holds those sections as the records hold them
 (:mod:`xlrag.evals.records`), so a record is built from it and cannot score differently.
