@@ -19,6 +19,7 @@ Writes benchmarks/results/agent.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, bootstrap_ci, read_jsonl, write_json
 
-from xlrag.checks.language import judge_language, response_text
+from xlrag.evals.scoring import score_answer
 
 LANGS = ("ar", "de", "en", "es", "ru", "zh")
 TARGET = 0.98
@@ -51,8 +52,7 @@ def questions(per_lang: int) -> list[dict]:
 
 
 def row(kind: str, q: dict, answer, seconds: float, trace=None) -> dict:
-    answered = bool(answer.answer) and "prompt_echo" not in answer.flags
-    verdict = judge_language(response_text(answer) if answered else "", q["lang"])
+    verdict = asyncio.run(score_answer(answer, q["question"], q["answers"], q["lang"])).language
     return {"kind": kind, "id": q["id"], "lang": q["lang"], "seconds": seconds, "answer": answer.answer,
             "explanation": answer.explanation, "flags": answer.flags, "language": verdict.status,
             "detected": verdict.detected, "lang_correct": verdict.correct,

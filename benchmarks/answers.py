@@ -29,6 +29,7 @@ Writes benchmarks/results/answers.json (rows and summary).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import random
 import sys
@@ -40,9 +41,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, HERE, RESULTS, bootstrap_ci, read_jsonl, write_json
 
-from xlrag.checks.language import judge_language, response_text
+from xlrag.checks.language import response_text
 from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
-from xlrag.evals.answers import char3_recall, token_f1
+from xlrag.evals.answers import char3_recall
+from xlrag.evals.scoring import score_answer
+from xlrag.schema import GroundedAnswer
 
 ROOT = HERE.parent
 XQUAD_LANGS = ("ar", "de", "en", "es", "ru", "zh")
@@ -170,8 +173,8 @@ class Answerer:
 
 
 def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
+    score = asyncio.run(score_answer(answer, q["question"], q["gold"], q["lang"]))  # the panel: judge_rows
     said = answer.answer if answer.answered else response_text(answer)
-    verdict = judge_language(response_text(answer) if answer.answered else "", q["lang"])
     top = answer.passages[0].passage.text if answer.passages else None
     says_nothing = not (non_answer(said, q["question"], q["lang"]).passed
                         and refusal_despite_evidence(said, q["question"], top, q["lang"]).passed)
@@ -179,11 +182,11 @@ def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
     return {"arm": arm, "id": q["id"], "lang": q["lang"], "source": q["source"], "seconds": seconds,
             "question": q["question"], "gold": q["gold"], "answer": answer.answer,
             "explanation": answer.explanation, "flags": list(answer.flags),
-            "language": verdict.status, "lang_correct": verdict.correct,
+            "language": score.language.status, "lang_correct": score.language.correct,
             "non_answer": says_nothing, "non_answer_verified": says_nothing and not flagged,
-            "char3": char3_recall(answer.answer or "", q["gold"]),
+            "char3": score.metrics.char3_recall,
             "char3_response": char3_recall(response_text(answer), q["gold"]),
-            "f1": token_f1(answer.answer or "", q["gold"], q["lang"]),
+            "f1": score.metrics.f1,
             "model_cited": any(c.valid and c.source == "model" for c in answer.citations),
             "invalid_citation": any(not c.valid for c in answer.citations),
             "shown_langs": [h.lang for h in answer.passages],
@@ -260,7 +263,15 @@ def paired(rows: list[dict]) -> dict:
     return out
 
 
-def judge_rows(rows: list[dict], again: bool = False) -> None:
+def stored_answer(r: dict) -> GroundedAnswer:
+    """A row's answer as :func:`score_answer` reads it: the answer and the explanation are all
+    it scores (the raw output only stands in for a reply that holds no answer, scored empty)."""
+    mode = ARMS[r["arm"]][1]
+    return GroundedAnswer(question=r["question"], lang=r["lang"], format="citation", mode=mode, model=MODEL,
+                          answer=r["answer"], explanation=r["explanation"])
+
+
+async def judge_rows(rows: list[dict], again: bool = False) -> None:
     """The calibrated default panel's verdict on every row not judged yet (cached calls); with
     ``again``, on every row: a judge that changed need not make the answers again."""
     from xlrag.evals.cache import SQLiteLLMCache
@@ -273,11 +284,10 @@ def judge_rows(rows: list[dict], again: bool = False) -> None:
             m.cache = cache
     todo = [r for r in rows if again or "panel" not in r]
     for i, r in enumerate(todo, 1):
-        text = "\n".join(x for x in (r["answer"], r["explanation"]) if x) if r["answer"] else ""
-        pv = panel.judge(r["question"], r["gold"], text, r["lang"])
-        r["panel"] = pv.verdict
-        r["panel_final"] = pv.final(r["lang_correct"])
-        r["votes"] = [{"judge": v.judge, "vote": v.verdict} for v in pv.votes]
+        judges = (await score_answer(stored_answer(r), r["question"], r["gold"], r["lang"], panel)).judges
+        r["panel"] = judges.verdict
+        r["panel_final"] = judges.final
+        r["votes"] = [{"judge": v.judge, "vote": v.verdict} for v in judges.votes]
         print(f"\rjudged {i}/{len(todo)}", end="", flush=True)
     print()
 
@@ -321,7 +331,7 @@ def main() -> None:
         print()
         answerer.retriever.close()
     if args.judge or args.rejudge:
-        judge_rows(rows, again=args.rejudge)
+        asyncio.run(judge_rows(rows, again=args.rejudge))
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
               "arms": {a: dict(zip(("driver", "mode", "k", "variant"), ARMS[a], strict=True)) for a in ARMS},

@@ -124,6 +124,7 @@ def test_evaluation_suite_names_are_exported():
                          "PanelVerdict", "default_panel", "judge_reply_schema", "model_family", "parse_judge_reply"],
         "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
         "evals.runner": ["ExperimentRunner"],
+        "evals.scoring": ["AnswerScore", "score_answer", "scored_text"],
         "evals.records": ["AnswerMetrics", "CitationRecord", "GridRecord", "JudgesRecord", "LanguageRecord",
                           "PassageRecord", "RagasScore", "Record", "RetrievedPassage"],
         "evals.run_folder": ["RECORDS", "RunFolder", "RunSummary", "concurrency", "read_records", "versions"],
@@ -142,7 +143,7 @@ def test_evaluation_suite_names_are_exported():
         assert module.__all__ == names, short
     # the package re-exports the ones a notebook reaches for, from their one owner
     for name in ("char3_recall", "judge_language", "fleiss_kappa", "citation_summary", "JudgePanel",
-                 "load_experiment", "ExperimentRunner", "write_reports", "SQLiteLLMCache",
+                 "load_experiment", "ExperimentRunner", "score_answer", "write_reports", "SQLiteLLMCache",
                  "AttributionChecker", "AttributionResult"):
         owner = next(m for m, names in pinned.items() if name in names)
         assert getattr(xlrag.evals, name) is getattr(importlib.import_module(f"xlrag.{owner}"), name)

@@ -65,6 +65,7 @@ _LAZY = {
     "recall_at": "xlrag.evals.retrieval",
     "relevant_langs": "xlrag.evals.retrieval",
     "retrieval_report": "xlrag.evals.retrieval",
+    "score_answer": "xlrag.evals.scoring",
     "score_rows": "xlrag.evals.ragas_metrics",
     "token_f1": "xlrag.evals.answers",
     "trec_run": "xlrag.evals.retrieval",

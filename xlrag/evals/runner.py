@@ -12,10 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlrag.checks.language import judge_language, response_text
 from xlrag.config import LLMConfig
 from xlrag.errors import IndexNotFoundError
-from xlrag.evals.answers import char3_recall, exact_match, token_f1
 from xlrag.evals.experiment import (
     Cell,
     DatasetConfig,
@@ -27,6 +25,7 @@ from xlrag.evals.experiment import (
 )
 from xlrag.evals.records import GridRecord
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
+from xlrag.evals.scoring import score_answer, scored_text
 from xlrag.evals.studies.base import StudyRun
 
 __all__ = ["ExperimentRunner"]
@@ -185,29 +184,24 @@ class ExperimentRunner(StudyRun):
         if cell.llm is not None:
             ans = await chains[(cell.dataset, cell.llm, cell.variant)].ainvoke(
                 {"question": q["question"], "lang": q["lang"], "mode": cell.mode, "id": q["id"]})
-            text = response_text(ans)
-            answered = ans.answered
-            verdict = judge_language(text if answered else "", q["lang"])
+            # no golds, nothing to judge: the judges' models are not even built
+            score = await score_answer(ans, q["question"], q["answers"], q["lang"],
+                                       self.panel() if q["answers"] else None)
+            sections = score.sections()
+            # ragas goes between metrics and judges, where the records written so far hold it
+            judges = sections.pop("judges", None)
             rec.update(
                 answer=ans.answer, explanation=ans.explanation, raw_output=ans.raw_output, flags=ans.flags,
-                answered=answered,
+                answered=ans.answered,
                 shown=[{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang} for h in ans.passages],
                 citations=[c.model_dump(include={"marker", "passage_id", "doc_id", "lang", "valid", "source"})
                            for c in ans.citations],
-                language=verdict.model_dump(exclude={"text"}),
+                **sections,
             )
-            if q["answers"]:
-                a = ans.answer or ""
-                rec["metrics"] = {"em": exact_match(a, q["answers"], q["lang"]),
-                                  "f1": token_f1(a, q["answers"], q["lang"]),
-                                  "char3_recall": char3_recall(a, q["answers"])}
-                if self.config.ragas and q["id"] in self._ragas_ids[ds.name]:
-                    rec["ragas"] = await self._ragas_scores(q, text if answered else "", ans)
-                panel = self.panel()
-                if panel is not None:
-                    pv = await panel.ajudge(q["question"], q["answers"], text if answered else "", q["lang"])
-                    rec["judges"] = pv.model_dump()
-                    rec["judges"]["final"] = pv.final(verdict.correct)
+            if self.config.ragas and q["answers"] and q["id"] in self._ragas_ids[ds.name]:
+                rec["ragas"] = await self._ragas_scores(q, scored_text(ans), ans)
+            if judges is not None:
+                rec["judges"] = judges
         rec["seconds"] = time.perf_counter() - t0
         return rec
 

@@ -153,31 +153,22 @@ class XRAGRunner(StudyRun):
         return f"{condition}|{q['id']}"
 
     async def record(self, chain: Any, condition: str, q: dict) -> dict:
-        from xlrag.checks.language import judge_language, response_text
-        from xlrag.evals.answers import char3_recall, exact_match, token_f1
+        from xlrag.evals.scoring import score_answer
 
         ctx = contexts(q["lang"], self.config.distractors)[condition]
         question = q["question"] if ctx.question_lang == q["lang"] else self.english[q["id"]]["question"]
         shown, at = self.passages_for(q, ctx)
         t0 = time.perf_counter()
         ans = await chain.ainvoke({"question": question, "lang": q["lang"], "passages": shown, "id": q["id"]})
-        text = response_text(ans)
-        answered = ans.answered
-        verdict = judge_language(text if answered else "", q["lang"])
-        a = ans.answer or ""
+        # the judges see the question in its own language, whichever one the condition asked
+        score = await score_answer(ans, q["question"], q["answers"], q["lang"], self.panel)
         rec: dict[str, Any] = {
             "key": self.key(condition, q), "condition": condition, "query_id": q["id"], "lang": q["lang"],
             "question": question, "golds": q["answers"], "support_at": at,
             "shown": [{"passage_id": p.id, "lang": p.lang} for p in shown],
-            "answer": ans.answer, "raw_output": ans.raw_output, "flags": ans.flags, "answered": answered,
-            "language": verdict.model_dump(exclude={"text"}),
-            "metrics": {"em": exact_match(a, q["answers"], q["lang"]), "f1": token_f1(a, q["answers"], q["lang"]),
-                        "char3_recall": char3_recall(a, q["answers"])},
+            "answer": ans.answer, "raw_output": ans.raw_output, "flags": ans.flags, "answered": ans.answered,
+            **score.sections(),
         }
-        if self.panel is not None:
-            pv = await self.panel.ajudge(q["question"], q["answers"], text if answered else "", q["lang"])
-            rec["judges"] = pv.model_dump()
-            rec["judges"]["final"] = pv.final(verdict.correct)
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
 
