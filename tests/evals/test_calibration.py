@@ -182,6 +182,10 @@ def test_lexical_judge_on_hand_made_items(gold, response, lang, correct):
     assert verdict is correct, why
 
 
+PANTHERS = ("The Panthers defense gave up just 308 points, ranking sixth in the league, while also leading "
+            "the NFL in interceptions with 24 and boasting four Pro Bowl selections.")
+
+
 TONGA = "Constitutional Day in Tonga is celebrated on November 4 every year."
 
 
@@ -210,6 +214,10 @@ TONGA = "Constitutional Day in Tonga is celebrated on November 4 every year."
          "November 4\nBecause the constitution of 1875 was signed then <doc0>.", "en", True),
         # the rule is for sentence golds only: a short gold still has to be in the response
         ("When?", "November 4, 1875", "November", "en", False),
+        # words of the gold that answer another question stand away from what this one asks
+        ("How many points did the Panthers defense surrender?", PANTHERS, "308", "en", True),
+        ("How many points did the Panthers defense surrender?", PANTHERS, "24", "en", False),
+        ("How many interceptions did the Panthers defense have?", PANTHERS, "24", "en", True),
     ],
 )
 def test_a_concise_answer_to_a_sentence_gold(question, gold, response, lang, correct):
@@ -281,15 +289,19 @@ def test_calibration_of_the_lexical_judge(items):
     # within a language it reads nearly every item right; across scripts, by meaning, most
     # (and it does not take every answer in another script for correct)
     # words of a sentence gold that answer another question pass for an answer: measured, not hidden
-    hard = {"parallel_gold", "parallel_other_gold", "same_sentence_other_span"}
+    # a span of a sentence gold is placed by the question's words near it (NEAR_ASKED): it
+    # turns down about 2 in 5 spans that answer another question, and 1 in 6 right ones
+    hard = {"parallel_gold", "parallel_other_gold", "same_sentence_other_span", "span_of_sentence"}
     for kind in set(KINDS) - hard:
         assert lex["per_kind"][kind]["accuracy"]["mean"] > 0.95, kind
     assert lex["per_kind"]["parallel_gold"]["accuracy"]["mean"] > 0.6
     assert lex["per_kind"]["parallel_other_gold"]["accuracy"]["mean"] > 0.8
+    assert lex["per_kind"]["span_of_sentence"]["accuracy"]["mean"] > 0.8
+    assert lex["per_kind"]["same_sentence_other_span"]["accuracy"]["mean"] > 0.3
     assert lex["per_kind"]["same_sentence_other_span"]["n"] == 6 * XQUAD_PER_KIND
     assert all(g["accuracy"]["mean"] >= 0.85 for g in lex["per_language"].values())
     lo, hi = lex["accuracy"]["ci95"]
-    assert lo < lex["accuracy"]["mean"] < hi and lex["kappa"]["value"] > 0.8
+    assert lo < lex["accuracy"]["mean"] < hi and lex["kappa"]["value"] > 0.75
     mono = judge_items(PanelConfig(judges=[{"kind": "lexical", "cross_lingual": "off"}]),
                        [i for i in items if i.kind == "parallel_gold"])["lexical/monolingual"]["votes"]
     assert sum(v.verdict == "correct" for v in mono.values()) <= 0.2 * len(mono)
@@ -344,3 +356,19 @@ def test_report_shows_each_judges_calibration(tmp_path):
     md = markdown(report)
     assert "odd: voted correct 1.00 of 1 valid votes, 0 invalid; not calibrated" in md
     assert f"{labels[0]}: voted correct 1.00 of 1 valid votes, 0 invalid; calibrated accuracy" in md
+
+
+def test_a_judge_near_chance_is_left_out_of_the_shipped_panel():
+    from xlrag.evals.calibration import MIN_MEMBER_KAPPA, choose_panel
+
+    candidates = PanelConfig(judges=[{"kind": "lexical"}, {"name": "coin", "model": "qwen2.5-coder-0.5b-instruct"}])
+    fig = {"accuracy": {"mean": 0.9}, "per_language": {"en": {"accuracy": {"mean": 0.9}}}}
+    meets = {"accuracy": True, "invalid": True}
+    panels = {"lexical": {"members": ["lexical"], "figures": fig, "meets": meets, "shared_accuracy": 0.90},
+              "lexical + coin": {"members": ["lexical", "coin"], "figures": fig, "meets": meets,
+                                 "shared_accuracy": 0.92}}
+    # the better accuracy on the shared items wins while both members agree with the truth...
+    assert choose_panel(candidates, panels, {"lexical": 0.8, "coin": 0.5})[0] == "lexical + coin"
+    # ...but not through a member near chance on its own
+    best, why = choose_panel(candidates, panels, {"lexical": 0.8, "coin": MIN_MEMBER_KAPPA - 0.01})
+    assert best == "lexical" and "coin 0.39" in why

@@ -43,6 +43,10 @@ __all__ = [
 # The targets the default panel is chosen against (issue #20).
 TARGET_ACCURACY = 0.90
 TARGET_INVALID = 0.01
+# A judge that agrees with the truth no better than this on its own (Cohen's kappa; 0.4 is the
+# usual floor of "moderate") is not put in the shipped panel: beside a good judge it can only
+# tip ties by chance, and the panels' accuracies here are measured on the very items that choose.
+MIN_MEMBER_KAPPA = 0.4
 # The committed calibration the experiment reports read (absent from an installed wheel).
 CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "judges.json"
 
@@ -156,22 +160,32 @@ def _meets(fig: dict[str, Any], members_invalid: Sequence[dict[str, Any]]) -> di
                            for m in members_invalid for g in m["per_language"].values())}
 
 
-def choose_panel(candidates: PanelConfig, panels: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """The panel to ship and why: the one that meets both targets in every language (accuracy
-    >= TARGET_ACCURACY, every member's invalid votes <= TARGET_INVALID), else the most targets;
-    then the highest accuracy; then the fewest LLM judges (the cost of a vote)."""
+def choose_panel(candidates: PanelConfig, panels: dict[str, dict[str, Any]],
+                 kappas: dict[str, float] | None = None) -> tuple[str, str]:
+    """The panel to ship and why. Only panels whose every member reaches
+    :data:`MIN_MEMBER_KAPPA` on its own (``kappas``, by label) are eligible, unless none is;
+    among them, the one that meets both targets in every language (accuracy >=
+    TARGET_ACCURACY, every member's invalid votes <= TARGET_INVALID), else the most targets;
+    then the highest accuracy on the items every candidate voted on (``shared_accuracy``: the
+    same items for every panel); then the fewest LLM judges (the cost of a vote)."""
     llm = {j.label for j in candidates.llm_judges}
+    kappas = kappas or {}
+
+    def eligible(name: str) -> bool:
+        return all(kappas.get(m, 1.0) >= MIN_MEMBER_KAPPA for m in panels[name]["members"])
 
     def rank(name: str) -> tuple:
         p = panels[name]
         met = p["meets"]
-        return (met["accuracy"] and met["invalid"], met["invalid"], round(p["figures"]["accuracy"]["mean"], 6),
+        shared = p.get("shared_accuracy", p["figures"]["accuracy"]["mean"])
+        return (eligible(name), met["accuracy"] and met["invalid"], met["invalid"], round(shared, 6),
                 -sum(m in llm for m in p["members"]), -len(p["members"]))
 
     best = max(panels, key=rank)
     p = panels[best]
     acc = p["figures"]["accuracy"]
     langs = ", ".join(f"{k} {v['accuracy']['mean']:.2f}" for k, v in p["figures"]["per_language"].items())
+    left_out = sorted(m for m in kappas if kappas[m] < MIN_MEMBER_KAPPA)
     if p["meets"]["accuracy"] and p["meets"]["invalid"]:
         why = (f"meets both targets in every language (accuracy >= {TARGET_ACCURACY:.2f}: {langs}; invalid votes "
                f"<= {TARGET_INVALID:.0%} for each member), with the highest accuracy ({acc['mean']:.3f}) of the "
@@ -180,6 +194,9 @@ def choose_panel(candidates: PanelConfig, panels: dict[str, dict[str, Any]]) -> 
         missed = [t for t in ("accuracy", "invalid") if not p["meets"][t]]
         why = (f"no panel meets every target in every language; this one misses {' and '.join(missed)} "
                f"({langs}) and has the highest accuracy ({acc['mean']:.3f}) among those that miss the fewest")
+    if left_out and eligible(best):
+        why += (f"; left out of every panel as near chance on their own (kappa < {MIN_MEMBER_KAPPA}): "
+                + ", ".join(f"{m} {kappas[m]:.2f}" for m in left_out))
     return best, why
 
 
@@ -215,9 +232,14 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
             on_all = wide and all(m in free_votes for m in members)
             its, vv = (all_items, free_votes) if on_all else (items, votes)
             fig = figures(its, panel_votes(members, {m: vv[m]["votes"] for m in members}, its, candidates.tie_break))
+            shared = fig if its is items else figures(
+                items, panel_votes(members, {m: votes[m]["votes"] for m in members}, items, candidates.tie_break))
             panels[" + ".join(members)] = {"members": list(members), "figures": fig, "items": len(its),
+                                           "shared_accuracy": shared["accuracy"]["mean"],
                                            "meets": _meets(fig, [per_judge[m] for m in members])}
-    best, why = choose_panel(candidates, panels)
+    # an undefined kappa (one verdict for every item) tells nothing: as chance
+    kappas = {label: j["kappa"]["value"] or 0.0 for label, j in per_judge.items()}
+    best, why = choose_panel(candidates, panels, kappas)
     chosen = PanelConfig(judges=[j for j in candidates.judges if j.label in panels[best]["members"]],
                          tie_break=candidates.tie_break)
     return {
@@ -229,7 +251,9 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
         "truth": {"correct": sum(i.truth for i in items), "incorrect": sum(not i.truth for i in items)},
         "targets": {"accuracy": TARGET_ACCURACY, "invalid_rate": TARGET_INVALID},
         "judges": per_judge,
-        "panels": {name: {"members": p["members"], "meets": p["meets"], "items": p["items"], **p["figures"]}
+        "min_member_kappa": MIN_MEMBER_KAPPA,
+        "panels": {name: {"members": p["members"], "meets": p["meets"], "items": p["items"],
+                          "shared_accuracy": p["shared_accuracy"], **p["figures"]}
                    for name, p in panels.items()},
         "chosen": {"panel": best, "why": why,
                    "config": {"judges": [_portable(j) for j in chosen.judges], "tie_break": chosen.tie_break}},
