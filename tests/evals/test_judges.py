@@ -134,7 +134,7 @@ def test_a_lexical_judge_votes_without_a_model():
 async def test_a_mixed_panel_keeps_its_order():
     # a real OpenAI-compatible client against a port nothing listens on: its vote is invalid
     # with the reason, the lexical judge still votes, and the majority of valid votes decides
-    dead = {"provider": "openai", "model": "judge", "base_url": "http://127.0.0.1:9/v1", "retries": 0, "timeout": 5}
+    dead = {"provider": "openai", "model": "judge", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0, "timeout": 5}
     v = await JudgePanel(PanelConfig(judges=[dead, {"kind": "lexical"}])).ajudge("How many?", ["308"], "308", "en")
     assert [x.judge for x in v.votes] == ["openai:judge:seed0", "lexical"]
     assert v.votes[0].verdict == "invalid" and "Connection" in v.votes[0].reason
