@@ -102,10 +102,25 @@ def test_an_overlong_question_is_cut_to_the_window_with_a_warning(retriever):
                         for w in caught)
 
 
-def test_unknown_environment_variables_name_the_nearest():
-    with pytest.raises(ConfigError, match="XLRAG_RETREIVAL__K; did you mean XLRAG_RETRIEVAL__K"):
-        check_environment({"XLRAG_RETREIVAL__K": "3"})
-    check_environment({"XLRAG_RETRIEVAL__K": "3", "XLRAG_CACHE_DIR": "/tmp", "XLRAG_LLM": "{}", "PATH": "/bin"})
+def test_unknown_environment_variables_warn_with_the_nearest_and_never_abort(monkeypatch):
+    with pytest.warns(XlragWarning, match="XLRAG_RETREIVAL__K ignored; did you mean XLRAG_RETRIEVAL__K"):
+        assert check_environment({"XLRAG_RETREIVAL__K": "3"}) == ["XLRAG_RETREIVAL__K"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # known names and a platform's own variables: not a word
+        assert check_environment({"XLRAG_RETRIEVAL__K": "3", "XLRAG_CACHE_DIR": "/tmp", "XLRAG_LLM": "{}",
+                                  "PATH": "/bin"}) == []
+        # what Kubernetes injects into every pod for a Service named xlrag
+        k8s = {"XLRAG_PORT": "tcp://10.0.0.7:8000", "XLRAG_SERVICE_HOST": "10.0.0.7", "XLRAG_SERVICE_PORT": "8000",
+               "XLRAG_SERVICE_PORT_HTTP": "8000", "XLRAG_PORT_8000_TCP": "tcp://10.0.0.7:8000",
+               "XLRAG_PORT_8000_TCP_PROTO": "tcp", "XLRAG_PORT_8000_TCP_PORT": "8000",
+               "XLRAG_PORT_8000_TCP_ADDR": "10.0.0.7"}
+        assert check_environment(k8s) == []
+    # start-up goes on, the setting it meant is not applied, and the CLI says so in one line
+    monkeypatch.setenv("XLRAG_RETREIVAL__K", "3")
+    with pytest.warns(XlragWarning, match="XLRAG_RETREIVAL__K"):
+        assert load_config().retrieval.k == 5
+    res = runner.invoke(app, ["retrieve", "--index-dir", "/nonexistent-xlrag-index", "q"])
+    assert "warning: unknown environment variable XLRAG_RETREIVAL__K ignored; did you mean " in res.output
 
 
 def test_settings_the_local_embedder_ignores_are_errors(monkeypatch):

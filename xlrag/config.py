@@ -8,6 +8,8 @@ environment only.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from xlrag.errors import ConfigError
+from xlrag.errors import ConfigError, XlragWarning
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 
 __all__ = [
@@ -281,23 +283,38 @@ def _setting_paths(model: type[BaseModel], prefix: str = "") -> list[str]:
     return paths
 
 
-def check_environment(environ: dict[str, str] | None = None) -> None:
-    """Unknown ``XLRAG_*`` variables are a mistake (``XLRAG_RETREIVAL__K``), never ignored."""
+# What Kubernetes sets in every pod for a Service named "xlrag" (XLRAG_PORT, XLRAG_SERVICE_HOST,
+# XLRAG_PORT_8000_TCP_ADDR, ...): not settings, and not typos either
+_SERVICE_VARS = re.compile(r"SERVICE_(HOST|PORT(_[A-Z0-9_]+)?)|PORT(_\d+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?")
+
+
+def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Unknown ``XLRAG_*`` variables (``XLRAG_RETREIVAL__K``): each is warned about once, with the
+    setting it likely meant, and ignored; start-up never fails on one, since a platform may
+    set variables of that prefix itself (Kubernetes, for a Service named xlrag, which pass
+    silently). Returns the unknown names."""
     import difflib
     import os
+    import warnings
 
     env = os.environ if environ is None else environ
     valid = [f"{ENV_PREFIX}{p.upper()}" for p in _setting_paths(XlragConfig)]
     sections = {v.rsplit("__", 1)[0] for v in valid if "__" in v}
+    unknown = []
     for key in env:
         upper = key.upper()
         if not upper.startswith(ENV_PREFIX) or upper in OTHER_ENV_VARS or upper in valid:
             continue
         if upper in sections:
             continue  # a whole section as JSON, e.g. XLRAG_LLM='{"provider": "openai"}'
+        if _SERVICE_VARS.fullmatch(upper[len(ENV_PREFIX):]):
+            continue
+        unknown.append(key)
         close = difflib.get_close_matches(upper, valid + sorted(OTHER_ENV_VARS), n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]}?" if close else ""
-        raise ConfigError(f"unknown environment variable {key}{hint} (unset it, or see XlragConfig for the settings)")
+        warnings.warn(f"unknown environment variable {key} ignored{hint} (unset it, or see XlragConfig for "
+                      "the settings)", XlragWarning, stacklevel=2)
+    return unknown
 
 
 def load_config(path: str | Path | None = None, **overrides: Any) -> XlragConfig:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -40,6 +43,21 @@ def warn(message: str, label: str = "warning") -> None:
     err.print(f"[yellow]{escape(label)}:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
+@contextmanager
+def shown_warnings() -> Iterator[None]:
+    """xlrag's warnings (e.g. a question cut to the embedder's window) as one line each."""
+    from xlrag.errors import XlragWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", XlragWarning)
+        yield
+    for w in caught:
+        if issubclass(w.category, XlragWarning):
+            warn(str(w.message))
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
 def echo(message: str) -> None:
     """One line of dynamic text on stdout, verbatim: no markup, no highlighting."""
     out.print(message, markup=False, highlight=False, soft_wrap=True)
@@ -58,7 +76,8 @@ def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | N
     overrides: dict[str, Any] = {"index_dir": index_dir, "retrieval": retrieval,
                                  "embedder": {"name": embedder} if embedder else None,
                                  "splitter": {"chunk_size": chunk_size} if chunk_size else None}
-    cfg = load_config(config, **{key: v for key, v in overrides.items() if v})
+    with shown_warnings():  # an unknown XLRAG_* variable, an old setting name: one line each
+        cfg = load_config(config, **{key: v for key, v in overrides.items() if v})
     # provider:model on top of the llm section the file and environment gave
     return cfg.model_copy(update={"llm": LLMConfig.parse_spec(llm, cfg.llm)}) if llm else cfg
 

@@ -22,8 +22,9 @@ from xlrag.cli._app import (
     _fail,
     app,
     out,
+    shown_warnings,
 )
-from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
+from xlrag.cli.retrieving import retrieval_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
 

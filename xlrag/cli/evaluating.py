@@ -57,7 +57,8 @@ def eval_retrieval(
     """
     from rich.progress import Progress
 
-    from xlrag.cli.retrieving import retrieval_warnings, shown_warnings
+    from xlrag.cli._app import shown_warnings
+    from xlrag.cli.retrieving import retrieval_warnings
     from xlrag.evals.retrieval import load_qrels, trec_run, write_trec_run
     from xlrag.evals.retrieval_run import evaluate_retriever
     from xlrag.indexes.retriever import CrossLingualRetriever

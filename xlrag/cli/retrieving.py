@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,6 +25,7 @@ from xlrag.cli._app import (
     echo,
     err,
     out,
+    shown_warnings,
     warn,
 )
 from xlrag.errors import XlragError
@@ -90,21 +88,6 @@ def check_output_path(path: Path) -> None:
         raise ConfigError(f"--out {path} is a directory; give a file path such as {path / 'results.jsonl'}")
     if not path.parent.is_dir():
         raise ConfigError(f"--out {path}: the directory {path.parent} does not exist; create it first")
-
-
-@contextmanager
-def shown_warnings() -> Iterator[None]:
-    """xlrag's warnings (e.g. a question cut to the embedder's window) as one line each."""
-    from xlrag.errors import XlragWarning
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", XlragWarning)
-        yield
-    for w in caught:
-        if issubclass(w.category, XlragWarning):
-            warn(str(w.message))
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:
