@@ -112,3 +112,23 @@ def test_retrieve_table_keeps_brackets(bracket_index):
                               "--lang", "en", "How many points did the Panthers defense surrender?"])
     assert res.exit_code == 0, res.output
     assert "[openai]" in res.output
+
+
+def test_version_has_one_source_and_the_cli_prints_it():
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    import xlrag
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]  # read from xlrag.__version__
+    assert importlib.metadata.version("xlrag") == xlrag.__version__
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"xlrag {xlrag.__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["ask"], ["eval", "run"], ["index"]])
+def test_dash_h_is_help_everywhere(command):
+    short, long = runner.invoke(app, [*command, "-h"]), runner.invoke(app, [*command, "--help"])
+    assert short.exit_code == long.exit_code == 0 and short.output == long.output and "Usage:" in short.output

@@ -15,7 +15,22 @@ from rich.markup import escape
 from xlrag.modes import IRMode
 from xlrag.schema import QueryFields
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Cross-lingual RAG: index, retrieve, inspect.")
+app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
+                  help="Cross-lingual RAG: index, retrieve, inspect.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from xlrag import __version__
+
+        typer.echo(f"xlrag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True, help="print the version and exit")] = False) -> None:
+    """Cross-lingual RAG: index, retrieve, inspect."""
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
