@@ -183,3 +183,16 @@ def test_a_restated_question_with_the_answer_in_it_is_an_answer(answer, question
 ])
 def test_the_question_asked_back_or_rearranged_is_not_an_answer(answer, question, lang):
     assert not non_answer(answer, question, lang).passed
+
+
+@pytest.mark.parametrize(("question", "answer", "lang"), [
+    # seen from the default model on the README's first question: "لا" glued to the question's verb
+    ("هل أحتاج إلى تأشيرة لزيارة اليابان؟", "لاحتاج إلى تأشيرة لزيارة اليابان", "ar"),
+    ("هل أحتاج إلى تأشيرة لزيارة اليابان؟", "لا أحتاج إلى تأشيرة لزيارة اليابان.", "ar"),
+    ("Do I need a visa to visit Japan?", "You do not need a visa to visit Japan.", "en"),
+    ("¿Necesito un visado para visitar Japón?", "No necesito un visado para visitar Japón.", "es"),
+])
+def test_a_yes_or_no_made_of_the_questions_words_is_an_answer(question, answer, lang):
+    assert non_answer(answer, question, lang).passed
+    # the same words without the yes or the no still say nothing
+    assert not non_answer(question, question, lang).passed

@@ -89,16 +89,38 @@ def _inside(answer: str, reference: str, lang: str | None) -> tuple[float, float
     return _share(a, r), _share(r, a)
 
 
+# Words that answer a yes/no question by themselves: a restated question that gains one of
+# them ("لا أحتاج إلى تأشيرة" for "هل أحتاج إلى تأشيرة؟", "you do not need a visa") answers it.
+_POLARITY: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in {
+    "en": "yes no not never", "es": "sí si no nunca", "de": "ja nein nicht kein keine keinen",
+    "fr": "oui non pas jamais", "it": "sì no non mai", "pt": "sim não nunca", "ru": "да нет не никогда",
+    "ar": "نعم لا ليس ليست لست لن لم", "tr": "evet hayır değil", "hi": "हाँ हां नहीं", "el": "ναι όχι δεν",
+    "vi": "có không", "ro": "da nu", "uk": "так ні не", "fa": "بله نه", "he": "כן לא",
+}.items()}
+# Arabic writes "لا" before a verb, and a small model glues them: "لاحتاج" for "لا أحتاج"
+_AR_NEGATION_PREFIXES = ("لا", "لن", "لم")
+
+
+def _negates_asked(token: str, asked_tokens: set[str], lang: str | None) -> bool:
+    if lang != "ar" or len(token) < 4 or not token.startswith(_AR_NEGATION_PREFIXES):
+        return False
+    rest = token[2:]
+    return any(rest == t or t.endswith(rest) or rest.endswith(t[1:]) for t in asked_tokens if len(t) >= 3)
+
+
 def _adds_content(answer: str, question: str, lang: str | None) -> bool:
-    """Whether the answer has a word of its own: a number, or a word most of whose n-grams the
-    question lacks ("الطلاب" in a sentence that otherwise restates the question; an inflected
-    question word such as "توافدوا" for "توافد" is not one)."""
+    """Whether the answer has a word of its own: a number, a yes or a no the question lacks
+    (:data:`_POLARITY`), or a word most of whose n-grams the question lacks ("الطلاب" in a
+    sentence that otherwise restates the question; an inflected question word such as
+    "توافدوا" for "توافد" is not one)."""
     asked_tokens = set(tokenize(question, lang))
     asked = char_ngrams(question, lang)
     for token in tokenize(answer, lang):
         if token in asked_tokens:
             continue
         if _NUMBER.search(token) or has_no_space_script(token):
+            return True
+        if token in _POLARITY.get(lang or "", ()) or _negates_asked(token, asked_tokens, lang):
             return True
         grams = char_ngrams(token, lang)
         if len(token) >= 3 and len(grams - asked) * 2 > len(grams):
