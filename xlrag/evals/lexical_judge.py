@@ -31,7 +31,7 @@ calibration (:mod:`xlrag.evals.calibration`) measures the result on the
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Literal
 
@@ -175,11 +175,13 @@ def answer_in_gold(response: str, question: str, golds: Sequence[str], lang: str
 NEAR_ASKED = 4
 
 
-def _stands_where_asked(added: list[str], words: list[str], is_asked, no_spaces: bool) -> bool:
+def _stands_where_asked(added: list[str], words: list[str], is_asked: Callable[[str], bool],
+                        no_spaces: bool) -> bool:
     """Whether the response's words stand, in the gold sentence, within :data:`NEAR_ASKED`
     tokens of a word the question asks about. Words found by n-grams only (no token of the
     gold is theirs) have no place to judge, and pass."""
-    at = [i for i, w in enumerate(words) if w in set(added)]
+    said = set(added)
+    at = [i for i, w in enumerate(words) if w in said]
     if not at:
         return True
     reach = NEAR_ASKED * 3 if no_spaces else NEAR_ASKED
