@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
 GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
-          "xlrag.validate"}
+          "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
 
 
 def _graph() -> dict[str, set[str]]:

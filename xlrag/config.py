@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -329,21 +328,35 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> XlragConfig
     if path and not file.exists():
         raise ConfigError(f"config file {file} does not exist; create it or drop --config")
     if file.exists():
-        try:
-            loaded = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as e:
-            raise ConfigError(f"{file} is not valid YAML: {e}") from None
+        from xlrag.yamlio import read_yaml_file
+
+        loaded = read_yaml_file(file, "config file") or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{file} must hold a mapping of settings at top level")
         data = loaded
     try:
         # The environment must beat the file, so apply the file under it: build once from
         # env alone to learn which keys the environment sets, then merge.
-        env_only = XlragConfig().model_dump(exclude_defaults=True)
+        env_only = _from_environment().model_dump(exclude_defaults=True)
         merged = _deep_merge(_deep_merge(data, env_only), overrides)
         return XlragConfig(**merged)
     except ValidationError as e:
         raise ConfigError(_explain(e)) from None
+
+
+def _from_environment() -> XlragConfig:
+    """The config the ``XLRAG_*`` variables describe; a variable that cannot be parsed (a nested
+    setting's JSON, say) is a one-line error naming it, not pydantic-settings' traceback."""
+    from pydantic_settings import SettingsError
+
+    try:
+        return XlragConfig()
+    except SettingsError as e:
+        field = str(e).split('"')[1] if str(e).count('"') >= 2 else ""
+        var = f"{ENV_PREFIX}{field.upper()}" if field else f"an {ENV_PREFIX}* variable"
+        raise ConfigError(f"environment variable {var} cannot be read as the {field or 'a'} setting "
+                          f"(nested settings take JSON, e.g. {ENV_PREFIX}RETRIEVAL='{{\"k\": 5}}', or one "
+                          f"variable per key: {ENV_PREFIX}RETRIEVAL__K=5); fix or unset it") from None
 
 
 def _explain(e: ValidationError) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "CacheDamagedError",
     "ConfigError",
     "CorpusError",
     "CorpusRowError",
@@ -172,6 +173,18 @@ class IndexLockedError(IndexDirError):
         super().__init__(
             f"index {path} is being written by another process ({holder}); wait for it to finish "
             f"(drop --no-wait to queue behind it), or stop that process"
+        )
+
+
+class CacheDamagedError(XlragError):
+    """A cache file (LLM replies, embeddings) cannot be read; it holds nothing that cannot be
+    computed again."""
+
+    def __init__(self, what: str, path: Path | str, why: str):
+        self.what, self.path, self.why = what, Path(path), why
+        super().__init__(
+            f"{what} {path} is damaged ({why}); delete it and rerun: it only holds results "
+            f"that are computed again"
         )
 
 

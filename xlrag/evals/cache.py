@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Any
 from langchain_core.caches import RETURN_VAL_TYPE, BaseCache
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, Generation
+
+from xlrag.cachedb import open_cache
 
 __all__ = ["SQLiteLLMCache"]
 
@@ -73,11 +74,9 @@ class SQLiteLLMCache(BaseCache):
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_SCHEMA)
+        self._db = open_cache(self.path, "the LLM reply cache", "PRAGMA journal_mode=WAL", _SCHEMA, timeout=60,
+                              isolation_level=None)
         self.hits = 0
         self.misses = 0
 

@@ -25,7 +25,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from xlrag.config import LLMConfig, RerankConfig
@@ -290,12 +289,17 @@ def read_yaml(path: Path, what: str = "experiment file", hint: str = "pass the p
               shape: str = "must be a mapping with at least 'name' and 'datasets'") -> dict[str, Any]:
     """A YAML file (an experiment, a study, a panel) as a mapping, or a one-line error: ``what``
     names the file, ``hint`` says what to give instead, ``shape`` what a mapping must hold."""
+    from xlrag.yamlio import load_yaml
+
+    if Path(path).is_dir():
+        raise ConfigError(f"{what} {path} is a directory; {hint}")
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {path} does not exist; {hint}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path} is not valid YAML: {str(e).splitlines()[0]}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    data = load_yaml(text, str(path))
     if not isinstance(data, dict):
         raise ConfigError(f"{path} {shape}")
     return data

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from xlrag.cachedb import open_cache
 from xlrag.errors import XlragError
 from xlrag.indexes.embedders import Embedder, Role
 
@@ -87,9 +88,8 @@ class CachedEmbedder:
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         if cache_path is not None:
-            Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(str(cache_path), check_same_thread=False)
-            self._db.execute("CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB)")
+            self._db = open_cache(cache_path, "the embedding cache",
+                                  "CREATE TABLE IF NOT EXISTS emb (key TEXT PRIMARY KEY, vec BLOB)")
         self.hits = 0
         self.misses = 0
 

@@ -14,8 +14,6 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from xlrag.errors import ConfigError, EmptyQueryError, UnknownLanguageError
 from xlrag.formats import (
     ANSWER_HEADER,
@@ -171,10 +169,9 @@ class PromptLibrary:
 
     @staticmethod
     def _parse(text: str, where: str) -> dict[str, str]:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{where} is not valid YAML: {exc}") from None
+        from xlrag.yamlio import load_yaml
+
+        data = load_yaml(text, where)
         if data is None:
             return {}
         if not isinstance(data, dict):
