@@ -76,3 +76,20 @@ def test_damaged_cache_files_say_to_delete_them(tmp_path: Path, kind: str) -> No
     fresh = SQLiteLLMCache(path)  # deleting it is enough
     assert len(fresh) == 0
     fresh.close()
+
+
+@pytest.mark.parametrize("exc", [
+    __import__("sqlite3").OperationalError("database or disk is full"),
+    OSError(28, "No space left on device"),
+    RuntimeError("Error in compaction: Failed to apply logs to the hnsw segment writer: os error 28"),
+])
+def test_a_full_disk_is_named_as_such_not_as_damage(tmp_path: Path, exc: Exception) -> None:
+    from xlrag.errors import DiskFullError, IndexCorruptError
+    from xlrag.indexes.chroma import guard
+
+    with pytest.raises(DiskFullError, match=r"disk holding index .* is full .*free some space and rerun"):
+        with guard(tmp_path):
+            raise exc
+    with pytest.raises(IndexCorruptError, match="is damaged"):  # real damage still reads as damage
+        with guard(tmp_path):
+            raise __import__("sqlite3").DatabaseError("file is not a database")

@@ -13,6 +13,7 @@ __all__ = [
     "ConfigError",
     "CorpusError",
     "CorpusRowError",
+    "DiskFullError",
     "EmbedderMismatchError",
     "EmptyQueryError",
     "IndexCorruptError",
@@ -162,6 +163,17 @@ class IndexCorruptError(IndexDirError):
         super().__init__(
             f"index {path} is damaged ({why}); run 'xlrag check --repair --index-dir {path}' "
             f"or rebuild it with 'xlrag index --rebuild --corpus FILE --index-dir {path}'"
+        )
+
+
+class DiskFullError(IndexDirError):
+    """The disk holding the index filled up mid-write: not damage, and not lost work."""
+
+    def __init__(self, path: Path | str, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(
+            f"the disk holding index {path} is full ({why}); free some space and rerun the same "
+            f"command: indexing resumes where it stopped"
         )
 
 

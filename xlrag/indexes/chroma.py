@@ -17,6 +17,7 @@ files leave passages that are never found) before a client is opened.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import sqlite3
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.config import StoreConfig
-from xlrag.errors import IndexCorruptError, IndexDirError
+from xlrag.errors import DiskFullError, IndexCorruptError, IndexDirError
 
-__all__ = ["MANIFEST", "Backend", "guard", "missing_vector_dirs", "verify_files"]
+__all__ = ["MANIFEST", "Backend", "disk_full", "guard", "missing_vector_dirs", "verify_files"]
 
 MANIFEST = "xlrag-index.json"
 SQLITE = "chroma.sqlite3"
@@ -59,6 +60,8 @@ def guard(index_dir: Path | str, store: StoreConfig | None = None) -> Iterator[N
     except Exception as e:
         from chromadb.errors import ChromaError, NotFoundError
 
+        if disk_full(e):
+            raise DiskFullError(index_dir, _short(e)) from None
         if isinstance(e, NotFoundError):
             raise IndexCorruptError(index_dir, f"a store vanished while in use: {_short(e)}") from None
         if store is not None and store.kind == "http" and _is_connection_error(e):
@@ -69,6 +72,24 @@ def guard(index_dir: Path | str, store: StoreConfig | None = None) -> Iterator[N
         if isinstance(e, ChromaError | sqlite3.DatabaseError):
             raise IndexCorruptError(index_dir, f"Chroma failed: {_short(e)}") from None
         raise
+
+
+# sqlite's SQLITE_FULL, the OS's ENOSPC, and both as Chroma's Rust core words them
+_DISK_FULL = re.compile(r"disk is full|no space left on device|os error 28|\bENOSPC\b", re.IGNORECASE)
+
+
+def disk_full(e: BaseException) -> bool:
+    """Whether ``e`` (or what it wraps) says the disk is full rather than that a file is damaged."""
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
+            return True
+        if _DISK_FULL.search(str(cur)):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
 
 
 def _short(e: BaseException) -> str:
