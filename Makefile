@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xlrag-installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test docs lint bench clean
 
 DEMO_STAMP := $(VENV)/.xlrag-demo-installed
 
@@ -28,7 +28,11 @@ install: $(STAMP)
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/xlrag demo --index-dir .demo-index
 
-test: $(STAMP)
+# the site, strict: a broken link, a page missing from the nav or a failing API page stops it
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
+
+test: $(STAMP) docs
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
 	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q --durations=10
 

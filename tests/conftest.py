@@ -78,6 +78,17 @@ def retriever(xquad_index, embedder):
     r.close()
 
 
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory):
+    """The index `make demo` builds (the vendored Travel and XQuAD corpora, their vectors from
+    the shipped pack): the agent's CLI tests and the README's commands read it."""
+    from xlrag.demo import build_demo_index
+
+    path = tmp_path_factory.mktemp("demo") / "index"
+    build_demo_index(path)
+    return path
+
+
 def lose_vectors(index_dir: Path, lang: str) -> None:
     """Damage as two concurrent writers did: the ``lang`` store's HNSW folder deleted and its
     vectors purged from Chroma's log, the passages' rows left in sqlite."""

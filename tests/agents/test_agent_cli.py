@@ -13,15 +13,6 @@ from xlrag.cli import app
 GEMMA = "local:gemma-3-270m"
 
 
-@pytest.fixture(scope="module")
-def demo_index(tmp_path_factory):
-    from xlrag.demo import build_demo_index
-
-    path = tmp_path_factory.mktemp("demo") / "index"
-    build_demo_index(path)
-    return path
-
-
 @pytest.mark.slow
 def test_ask_agent_json_carries_the_trace(demo_index, monkeypatch):
     monkeypatch.setenv("XLRAG_LLM__MAX_TOKENS", "48")
