@@ -161,9 +161,9 @@ def print_answer(answer: Any) -> None:
     out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {escape(answer.model)}")
     if answer.chosen_option is not None:
         out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {escape(answer.chosen_option)}", highlight=False)
-    out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
+    out.print(f"[bold]answer:[/] {escape(terminal_text(answer.answer or '—'))}", highlight=False)
     if answer.explanation:
-        out.print(f"[bold]explanation:[/] {escape(answer.explanation)}", highlight=False)
+        out.print(f"[bold]explanation:[/] {escape(terminal_text(answer.explanation))}", highlight=False)
     print_unverified(answer)
     if answer.flags:
         out.print(f"[yellow]flags:[/] {escape(', '.join(answer.flags))}", highlight=False)
