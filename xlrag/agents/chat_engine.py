@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,11 +96,12 @@ class XlragStreamingChatResponse(StreamingAgentChatResponse):
     repair may change it), ``source_nodes`` its valid citations, ``metadata`` as ``chat``'s."""
 
     metadata: dict[str, Any] | None = None
+    checked: str | None = field(default=None, repr=False)  # the answer, once the stream has ended
 
     def _settle(self, out: dict[str, Any]) -> None:
         self.source_nodes[:] = citation_nodes(out["answer"])
         self.metadata = _metadata(out)
-        self._answer = _text(out)
+        self.checked = _text(out)
 
     def _deltas(self, items: Iterator[Any]) -> Generator[ChatResponse, None, None]:
         said = ""
@@ -124,12 +125,12 @@ class XlragStreamingChatResponse(StreamingAgentChatResponse):
     def response_gen(self) -> Generator[str, None, None]:
         yield from super().response_gen
         # LlamaIndex set response to the tokens joined; the answer is what the checks passed
-        self.response = getattr(self, "_answer", self.response)
+        self.response = self.checked if self.checked is not None else self.response
 
     async def async_response_gen(self) -> AsyncGenerator[str, None]:
         async for token in super().async_response_gen():
             yield token
-        self.response = getattr(self, "_answer", self.response)
+        self.response = self.checked if self.checked is not None else self.response
 
 
 class XlragChatEngine(BaseChatEngine):
