@@ -24,6 +24,7 @@ def test_all_is_pinned():
         "build_agent",
         "build_chain",
         "build_chat",
+        "build_chat_engine",
         "build_index",
         "build_llm",
         "build_query_engine",

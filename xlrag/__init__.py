@@ -32,6 +32,7 @@ __all__ = [
     "build_agent",
     "build_chain",
     "build_chat",
+    "build_chat_engine",
     "build_index",
     "build_llm",
     "build_query_engine",
@@ -49,6 +50,7 @@ _LAZY = {
     "build_query_engine": "xlrag.chains.query_engine",
     "build_agent": "xlrag.agents.build",
     "build_chat": "xlrag.agents.build",
+    "build_chat_engine": "xlrag.agents.chat_engine",
     "CrossLingualRetriever": "xlrag.indexes.retriever",
     "Document": "xlrag.schema",
     "Hit": "xlrag.schema",
@@ -67,6 +69,7 @@ _LAZY = {
 
 if TYPE_CHECKING:
     from xlrag.agents.build import build_agent, build_chat
+    from xlrag.agents.chat_engine import build_chat_engine
     from xlrag.chains.llms import build_llm
     from xlrag.chains.pipeline import Pipeline
     from xlrag.chains.query_engine import build_query_engine

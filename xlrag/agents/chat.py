@@ -33,8 +33,8 @@ from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
 
-__all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "achat_turn", "chat_graph",
-           "chat_turn", "open_checkpointer", "prune", "strict_serde"]
+__all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
+           "agent_run", "chat_graph", "chat_turn", "open_checkpointer", "prune", "strict_serde"]
 
 
 class Source(BaseModel):
@@ -208,13 +208,19 @@ class ChatToken:
     attempt: int
 
 
+# a run's output: the last root state holding all of these (the chat's after ``remember``, the
+# agent's after ``finish``), as invoke returns it
+CHAT_FINAL = tuple(ChatOutput.__annotations__)  # answer, trace, turns
+AGENT_FINAL = tuple(AgentOutput.__annotations__)  # answer, trace
+
+
 @dataclass
 class _Decoder:
-    """LangGraph's stream of a chat turn, read once for every front door: the answering model
-    runs inside the agent, a subgraph of the chat, so its tokens come only with
-    ``subgraphs=True``; the turn's output is the last root state holding ``answer`` and
-    ``turns`` (after ``remember``)."""
+    """LangGraph's stream of a chat turn or an agent run, read once for every front door: the
+    answering model runs inside the agent, a subgraph of the chat, so its tokens come only
+    with ``subgraphs=True``; the output is the last root state holding the ``final`` keys."""
 
+    final_keys: tuple[str, ...]
     calls: list[str] = field(default_factory=list)
     final: dict[str, Any] | None = None
 
@@ -229,19 +235,17 @@ class _Decoder:
             if not self.calls or self.calls[-1] != chunk.id:
                 self.calls.append(chunk.id)  # a new model call: the first answer, or a repair's
             return ChatToken(text=text, attempt=len(self.calls) - 1)
-        if not namespace and "answer" in data and "turns" in data:
-            self.final = data
+        if not namespace and all(k in data for k in self.final_keys):
+            self.final = {k: data[k] for k in self.final_keys}
         return None
-
 
 
 _STREAM = {"stream_mode": ["messages", "values"], "subgraphs": True}
 
 
-def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Iterator[ChatToken | dict[str, Any]]:
-    """One chat turn: the answering model's tokens as they come, then the turn's output
-    (``{"answer", "trace", "turns"}``) last, unless the graph ended without one."""
-    decoder = _Decoder()
+def _run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None, final: tuple[str, ...]
+         ) -> Iterator[ChatToken | dict[str, Any]]:
+    decoder = _Decoder(final)
     for namespace, mode, data in graph.stream(inputs, config, **_STREAM):
         if (token := decoder.read(namespace, mode, data)) is not None:
             yield token
@@ -249,10 +253,9 @@ def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Ite
         yield decoder.final
 
 
-async def achat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig
-                     ) -> AsyncIterator[ChatToken | dict[str, Any]]:
-    """:func:`chat_turn`, awaiting the graph."""
-    decoder = _Decoder()
+async def _arun(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None, final: tuple[str, ...]
+                ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+    decoder = _Decoder(final)
     async for namespace, mode, data in graph.astream(inputs, config, **_STREAM):
         if (token := decoder.read(namespace, mode, data)) is not None:
             yield token
@@ -260,12 +263,39 @@ async def achat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig
         yield decoder.final
 
 
+def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Iterator[ChatToken | dict[str, Any]]:
+    """One chat turn: the answering model's tokens as they come, then the turn's output
+    (``{"answer", "trace", "turns"}``) last, unless the graph ended without one."""
+    return _run(graph, inputs, config, CHAT_FINAL)
+
+
+def achat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig
+               ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+    """:func:`chat_turn`, awaiting the graph."""
+    return _arun(graph, inputs, config, CHAT_FINAL)
+
+
+def agent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None = None
+              ) -> Iterator[ChatToken | dict[str, Any]]:
+    """One run of the agent graph (:func:`~xlrag.agents.build.build_agent`): the answering
+    model's tokens as they come, then its output (``{"answer", "trace"}``) last."""
+    return _run(graph, inputs, config, AGENT_FINAL)
+
+
+def aagent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None = None
+               ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+    """:func:`agent_run`, awaiting the graph."""
+    return _arun(graph, inputs, config, AGENT_FINAL)
+
+
 def _allowed() -> list[tuple[str, str]]:
     from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing
     from xlrag.formats import AnswerFormat
+    from xlrag.modes import IRMode
     from xlrag.schema import Citation, Hit, Passage
 
-    extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, Citation, Hit, Passage)
+    # IRMode: a mode from the config is kept as the enum (a str) in the turn's state
+    extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, IRMode, Citation, Hit, Passage)
     return [*ALLOWED_TYPES, *((c.__module__, c.__name__) for c in extra)]
 
 

@@ -120,14 +120,15 @@ class XlragAgent:
             query = query.model_copy(update={"relevant_langs": choice.relevant_langs})
         return {"choice": choice, "query": query, "tried": [], "failed": []}
 
-    def retrieve(self, s: AgentState) -> dict:
+    # config: the node's, so that the retriever run is the node's child in a trace
+    def retrieve(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
-        hits = self.pipeline.retrieve(s["query"], s["choice"].mode)
+        hits = self.pipeline.retrieve(s["query"], s["choice"].mode, config)
         return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
-    async def aretrieve(self, s: AgentState) -> dict:
+    async def aretrieve(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
-        hits = await self.pipeline.aretrieve(s["query"], s["choice"].mode)
+        hits = await self.pipeline.aretrieve(s["query"], s["choice"].mode, config)
         return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     # -- generate -------------------------------------------------------------------------

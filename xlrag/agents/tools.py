@@ -128,7 +128,8 @@ class ToolCallingAgent(XlragAgent):
         return "act" if isinstance(last, AIMessage) and last.tool_calls else "answer"
 
     # -- act ------------------------------------------------------------------------------
-    def _call(self, s: ToolAgentState, call: dict, hits: list[Hit]) -> tuple[str, list[Hit]]:
+    def _call(self, s: ToolAgentState, call: dict, hits: list[Hit], config: RunnableConfig
+              ) -> tuple[str, list[Hit]]:
         schema = TOOLS.get(call["name"])
         if schema is None:
             return f"unknown tool {call['name']!r}; the tools are {', '.join(TOOLS)}", []
@@ -151,15 +152,15 @@ class ToolCallingAgent(XlragAgent):
             query = query.model_copy(update={"relevant_langs": [normalize_code(x) for x in args.languages]})
             mode = IRMode.REL_LANGS
         seen = {h.id for h in hits}
-        found = [h for h in self.pipeline.retrieve(query, mode) if h.id not in seen]
+        found = [h for h in self.pipeline.retrieve(query, mode, config) if h.id not in seen]
         return (_numbered(found, len(hits)) or "no new passages"), found
 
-    def act(self, s: ToolAgentState) -> dict:
+    def act(self, s: ToolAgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
         hits = list(s["hits"])
         messages, steps = [], []
         for call in s["messages"][-1].tool_calls:
-            text, found = self._call(s, call, hits)
+            text, found = self._call(s, call, hits, config)
             hits += found
             messages.append(ToolMessage(text, tool_call_id=call["id"]))
             steps.append(ToolStep(name=call["name"], args=call["args"],
@@ -167,8 +168,8 @@ class ToolCallingAgent(XlragAgent):
         return {"hits": hits, "messages": messages, "tool_calls": steps,
                 "timings": [Timing(step="act", seconds=time.perf_counter() - t0)]}
 
-    async def aact(self, s: ToolAgentState) -> dict:
-        return await asyncio.to_thread(self.act, s)
+    async def aact(self, s: ToolAgentState, config: RunnableConfig) -> dict:
+        return await asyncio.to_thread(self.act, s, config)
 
     # -- answer ---------------------------------------------------------------------------
     def answer(self, s: ToolAgentState) -> dict:

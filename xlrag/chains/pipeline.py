@@ -8,14 +8,17 @@
 writes each step once. The drivers are thin: :class:`~xlrag.chains.rag.GroundedChain` runs
 the steps straight through; the agent's nodes are the same steps plus verify and repair;
 the tool agent, the query engine, the CLI, the server and the eval runners get theirs from
-:meth:`Pipeline.from_config`. Only the LLM call has an async body of its own; the other
-steps reach the event loop through one thread bridge.
+:meth:`Pipeline.from_config`. Retrieval runs as a LangChain retriever
+(:class:`~xlrag.indexes.langchain.XlragLangChainRetriever`), so the ``config`` a step is
+given puts a retriever run, with its documents, into the caller's trace. The LLM call and
+retrieval have async bodies of their own (retrieval's blocking work runs in worker
+threads); the other steps reach the event loop through one thread bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,10 +27,10 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.chains.echo import echo_reference, strip_markup
-from xlrag.chains.finalize import parse_reply
+from xlrag.chains.finalize import message_text, parse_reply
 from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
 from xlrag.chains.profiles import ProviderProfile, configured_few_shot, profile_for
-from xlrag.chains.state import GIVEN, ChainInput, ChainState
+from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.errors import ConfigError
 from xlrag.formats import CITED_HEADER, AnswerFormat, parse_format
 from xlrag.indexes.retriever import CrossLingualRetriever
@@ -233,16 +236,27 @@ class Pipeline(BaseModel):
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
             raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
 
-    def retrieve(self, query: Query, mode: str) -> list[Hit]:
-        """The passages ``mode`` chooses for ``query`` (none without a retriever, or for no_ir)."""
-        if self.retriever is None or mode == IRMode.NO_IR:
-            return []
-        return self.retriever.retrieve(query, mode=mode, k=self.k)
+    def _search(self, query: Query, mode: str) -> tuple[Runnable, dict[str, Any]]:
+        """The retriever as a LangChain retriever, and its call's arguments for ``query``."""
+        from xlrag.indexes.langchain import XlragLangChainRetriever
 
-    async def aretrieve(self, query: Query, mode: str) -> list[Hit]:
+        args = {"k": self.k, "mode": mode, "lang": query.lang, "relevant_langs": query.relevant_langs or None,
+                "target_lang": query.target_lang}
+        return XlragLangChainRetriever(retriever=self.retriever), args
+
+    def retrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> list[Hit]:
+        """The passages ``mode`` chooses for ``query`` (none without a retriever, or for no_ir),
+        retrieved as a retriever run in ``config``'s callback tree."""
         if self.retriever is None or mode == IRMode.NO_IR:
             return []
-        return await self.retriever.aretrieve(query, mode=mode, k=self.k)
+        retriever, args = self._search(query, mode)
+        return retriever.invoke(query.text, config, **args).hits
+
+    async def aretrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> list[Hit]:
+        if self.retriever is None or mode == IRMode.NO_IR:
+            return []
+        retriever, args = self._search(query, mode)
+        return (await retriever.ainvoke(query.text, config, **args)).hits
 
     def request(self, inp: ChainInput, query: Query, hits: list[Hit], *, mode: str | None = None,
                 followup: list[tuple[str, str]] | None = None) -> ChainState:
@@ -267,18 +281,25 @@ class Pipeline(BaseModel):
         return state.model_copy(update={"request": request,
                                         "echo_reference": echo_reference(sent, docs, query.text, state.options)})
 
-    def prepare(self, value: Any) -> ChainState:
+    def prepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
         """Detect, retrieve and build the request: everything up to the LLM call."""
         inp = ChainInput.coerce(value)
         self.check(inp)
         query = self.query_for(inp)
         hits = self._given(inp)
         if hits is None:
-            hits = self.retrieve(query, self.mode_for(inp))
+            hits = self.retrieve(query, self.mode_for(inp), config)
         return self.request(inp, query, hits)
 
-    async def aprepare(self, value: Any) -> ChainState:
-        return await asyncio.to_thread(self.prepare, value)
+    async def aprepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
+        inp = ChainInput.coerce(value)
+        self.check(inp)
+        query = await asyncio.to_thread(self.query_for, inp)
+        hits = self._given(inp)
+        if hits is None:
+            # awaited here, not bridged: an async tracer (astream_events) sees the retriever run
+            hits = await self.aretrieve(query, self.mode_for(inp), config)
+        return await asyncio.to_thread(self.request, inp, query, hits)
 
     # -- generate, parse, postprocess --------------------------------------------------------
     def generate(self, state: ChainState, config: RunnableConfig | None = None) -> ChainState:
@@ -291,6 +312,40 @@ class Pipeline(BaseModel):
         assert state.request is not None  # noqa: S101
         message = await self.llm.ainvoke(state.request.messages, config, **state.request.kwargs)
         return state.model_copy(update={"message": message})
+
+    def generate_stream(self, state: ChainState, config: RunnableConfig | None = None
+                        ) -> Iterator[AnswerToken | ChainState]:
+        """:meth:`generate`, the reply's text yielded as the model writes it, then ``state``
+        with the whole reply."""
+        assert state.request is not None  # noqa: S101
+        if not self.profile.streams:
+            whole = self.generate(state, config)
+            if text := message_text(whole.message):
+                yield AnswerToken(text=text)
+            yield whole
+            return
+        chunks: list[Any] = []
+        for chunk in self.llm.stream(state.request.messages, config, **state.request.kwargs):
+            chunks.append(chunk)
+            if text := message_text(chunk):
+                yield AnswerToken(text=text)
+        yield state.model_copy(update={"message": _whole(chunks)})
+
+    async def agenerate_stream(self, state: ChainState, config: RunnableConfig | None = None
+                               ) -> AsyncIterator[AnswerToken | ChainState]:
+        assert state.request is not None  # noqa: S101
+        if not self.profile.streams:
+            whole = await self.agenerate(state, config)
+            if text := message_text(whole.message):
+                yield AnswerToken(text=text)
+            yield whole
+            return
+        chunks: list[Any] = []
+        async for chunk in self.llm.astream(state.request.messages, config, **state.request.kwargs):
+            chunks.append(chunk)
+            if text := message_text(chunk):
+                yield AnswerToken(text=text)
+        yield state.model_copy(update={"message": _whole(chunks)})
 
     def parse(self, state: ChainState) -> GroundedAnswer:
         return parse_reply(state, self.profile)
@@ -308,11 +363,53 @@ class Pipeline(BaseModel):
                 answer = await step.aprocess(answer)
         return answer
 
+    def finish(self, state: ChainState) -> GroundedAnswer:
+        """Parse the reply and postprocess it: every step after the LLM call."""
+        return self.postprocess(self.parse(state))
+
+    async def afinish(self, state: ChainState) -> GroundedAnswer:
+        return await self.apostprocess(await asyncio.to_thread(self.parse, state))
+
     # -- straight through ----------------------------------------------------------------------
     def answer(self, value: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
         """Every step in order: what :class:`~xlrag.chains.rag.GroundedChain` runs."""
-        return self.postprocess(self.parse(self.generate(self.prepare(value), config)))
+        return self.finish(self.generate(self.prepare(value, config), config))
 
     async def aanswer(self, value: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
-        state = await self.agenerate(await self.aprepare(value), config)
-        return await self.apostprocess(await asyncio.to_thread(self.parse, state))
+        return await self.afinish(await self.agenerate(await self.aprepare(value, config), config))
+
+    def stream_answer(self, value: Any, config: RunnableConfig | None = None) -> Iterator[AnswerChunk]:
+        """:meth:`answer`, with the reply's tokens first: AnswerTokens, then the GroundedAnswer."""
+        state = self.prepare(value, config)
+        for item in self.generate_stream(state, config):
+            if isinstance(item, AnswerToken):
+                yield item
+            else:
+                state = item
+        yield self.finish(state)
+
+    async def astream_answer(self, value: Any, config: RunnableConfig | None = None) -> AsyncIterator[AnswerChunk]:
+        state = await self.aprepare(value, config)
+        async for item in self.agenerate_stream(state, config):
+            if isinstance(item, AnswerToken):
+                yield item
+            else:
+                state = item
+        yield await self.afinish(state)
+
+
+def _whole(chunks: list[Any]) -> Any:
+    """A streamed reply's chunks as the one reply ``invoke`` would have returned."""
+    from functools import reduce
+    from operator import add
+
+    from langchain_core.messages import AIMessageChunk, BaseMessageChunk, message_chunk_to_message
+
+    if not chunks:
+        return ""
+    if not isinstance(chunks[0], BaseMessageChunk):  # a text-completion model streams strings
+        return "".join(message_text(c) for c in chunks)
+    if len(chunks) > 1 and all(isinstance(c, AIMessageChunk) for c in chunks):
+        # one merge of them all: adding them one by one re-parses tool-call arguments each time
+        return message_chunk_to_message(chunks[0] + chunks[1:])
+    return message_chunk_to_message(reduce(add, chunks))

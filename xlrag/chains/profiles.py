@@ -68,6 +68,9 @@ class ProviderProfile(BaseModel):
     # the response_metadata entry that says the reply stopped at max_tokens (LangChain's
     # OpenAI-style chat models, Mistral and llama.cpp report finish_reason "length")
     cut_off_at: tuple[str, str] = ("finish_reason", "length")
+    # whether a streamed reply carries all that the profile reads (its native citations):
+    # when not, a stream asks for the whole reply and yields its text at once
+    streams: bool = True
 
     def is_chat(self, llm: Any) -> bool:
         return True
@@ -146,6 +149,7 @@ class CohereProfile(ProviderProfile):
 
     name: str = "cohere"
     cut_off_at: tuple[str, str] = ("finish_reason", "MAX_TOKENS")
+    streams: bool = False  # langchain-cohere's stream drops the citations (its message-end chunk has none)
 
     def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
         base = super().request(messages, hits, stop)

@@ -6,12 +6,16 @@
 
 A thin driver of :class:`~xlrag.chains.pipeline.Pipeline`, which writes the steps. Input is
 a question string, a :class:`~xlrag.schema.Query`, a :class:`ChainInput` or a mapping with
-its fields. ``invoke``, ``ainvoke``, ``batch`` and ``stream`` all work; the async path
-awaits the LLM and runs retrieval and grounding in worker threads.
+its fields. ``invoke``, ``ainvoke`` and ``batch`` return a GroundedAnswer; ``stream`` and
+``astream`` yield the model's reply as :class:`AnswerToken` chunks while it is generated,
+then the GroundedAnswer ``invoke`` would have returned. Retrieval is a retriever run in the
+chain's callback tree (a tracer sees its query and documents); the async path awaits the
+LLM and runs retrieval's and grounding's blocking work in worker threads.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +26,7 @@ from pydantic import ConfigDict
 
 from xlrag.chains.finalize import finalize
 from xlrag.chains.pipeline import Pipeline, base_model_messages
-from xlrag.chains.state import ChainInput, ChainState
+from xlrag.chains.state import AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
 from xlrag.schema import GroundedAnswer, Query
@@ -38,7 +42,8 @@ if TYPE_CHECKING:
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.prompts import PromptLibrary
 
-__all__ = ["ChainInput", "ChainState", "GroundedChain", "base_model_messages", "build_chain", "finalize"]
+__all__ = ["AnswerChunk", "AnswerToken", "ChainInput", "ChainState", "GroundedChain", "base_model_messages",
+           "build_chain", "finalize"]
 
 
 class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
@@ -109,12 +114,12 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     def query_for(self, inp: ChainInput) -> Query:
         return self.pipeline.query_for(inp)
 
-    def prepare(self, value: Any) -> ChainState:
+    def prepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
         """Retrieve and build the request: everything up to the LLM call."""
-        return self.pipeline.prepare(value)
+        return self.pipeline.prepare(value, config)
 
-    async def aprepare(self, value: Any) -> ChainState:
-        return await self.pipeline.aprepare(value)
+    async def aprepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
+        return await self.pipeline.aprepare(value, config)
 
     # -- Runnable --------------------------------------------------------------------------
     def _run(self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> GroundedAnswer:
@@ -129,6 +134,31 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
         return await self._acall_with_config(self._arun, input, config, run_type="chain")
+
+    # The input is one value (a question, a mapping), never a stream of pieces: the first is it.
+    # LangChain's stream helpers open the chain run and hand the steps a config whose
+    # callbacks are its children, as _call_with_config does for invoke.
+    def _stream(self, inputs: Iterator[Any], config: RunnableConfig) -> Iterator[AnswerChunk]:
+        yield from self.pipeline.stream_answer(next(inputs), config)
+
+    async def _astream(self, inputs: AsyncIterator[Any], config: RunnableConfig) -> AsyncIterator[AnswerChunk]:
+        async for chunk in self.pipeline.astream_answer(await anext(inputs), config):
+            yield chunk
+
+    def stream(self, input: Any, config: RunnableConfig | None = None) -> Iterator[AnswerChunk]:  # type: ignore[override]
+        """The model's reply as :class:`AnswerToken` chunks while it is generated, then the
+        GroundedAnswer ``invoke`` would have returned."""
+        return self._transform_stream_with_config(iter([input]), self._stream, config)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None  # type: ignore[override]
+                      ) -> AsyncIterator[AnswerChunk]:
+        """:meth:`stream`, awaiting the model's own async stream."""
+
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async for chunk in self._atransform_stream_with_config(one(), self._astream, config):
+            yield chunk
 
 
 def build_chain(

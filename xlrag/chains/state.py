@@ -1,5 +1,7 @@
-"""What one answering call takes (:class:`ChainInput`) and what it knows step by step
-(:class:`ChainState`), shared by every driver of :class:`~xlrag.chains.pipeline.Pipeline`."""
+"""What one answering call takes (:class:`ChainInput`), what it knows step by step
+(:class:`ChainState`) and what a stream of it yields (:class:`AnswerToken`, then the
+:class:`~xlrag.schema.GroundedAnswer`), shared by every driver of
+:class:`~xlrag.chains.pipeline.Pipeline`."""
 
 from __future__ import annotations
 
@@ -13,9 +15,9 @@ from xlrag.chains.profiles import Request
 from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
-from xlrag.schema import Hit, Passage, Query, QueryFields
+from xlrag.schema import GroundedAnswer, Hit, Passage, Query, QueryFields
 
-__all__ = ["GIVEN", "ChainInput", "ChainState"]
+__all__ = ["GIVEN", "AnswerChunk", "AnswerToken", "ChainInput", "ChainState"]
 
 GIVEN = "given"  # the mode, store and policy of passages the caller hands the chain
 
@@ -79,3 +81,28 @@ class ChainState(BaseModel):
     message: Any = None
     complete: bool = True
     notes: list[str] = Field(default_factory=list)
+
+
+class AnswerToken(BaseModel):
+    """A piece of the model's reply as it is generated: the raw text, markers and format
+    labels included. The stream's last item is the parsed, checked
+    :class:`~xlrag.schema.GroundedAnswer`, which is what to show as the answer.
+
+    Tokens add up like LangChain's message chunks, and a GroundedAnswer added to them
+    replaces them: so LangChain's own accumulation of a stream (``on_chain_end``, a
+    ``RunnableLambda`` after the chain) ends with the answer, as ``invoke`` returns it.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+
+    def __add__(self, other: AnswerToken | GroundedAnswer) -> AnswerToken | GroundedAnswer:
+        if isinstance(other, AnswerToken):
+            return AnswerToken(text=self.text + other.text)
+        if isinstance(other, GroundedAnswer):
+            return other
+        return NotImplemented
+
+
+AnswerChunk = AnswerToken | GroundedAnswer  # what GroundedChain.stream/astream yield

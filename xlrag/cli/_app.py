@@ -73,6 +73,16 @@ def shown_warnings() -> Iterator[None]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
+# C0 and C1 control characters but tab and newline: a model's text must not move the cursor,
+# clear the screen or open an escape sequence on the user's terminal
+_CONTROLS = dict.fromkeys([*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0)])
+
+
+def terminal_text(text: str) -> str:
+    """``text`` without control characters, for printing a model's tokens as they come."""
+    return text.translate(_CONTROLS)
+
+
 def echo(message: str) -> None:
     """One line of dynamic text on stdout, verbatim: no markup, no highlighting."""
     out.print(message, markup=False, highlight=False, soft_wrap=True)

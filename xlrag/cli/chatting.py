@@ -9,7 +9,17 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from xlrag.cli._app import MODE_NAMES, ConfigOpt, IndexDirOpt, _config, _fail, app, echo, out
+from xlrag.cli._app import (
+    MODE_NAMES,
+    ConfigOpt,
+    IndexDirOpt,
+    _config,
+    _fail,
+    app,
+    echo,
+    out,
+    terminal_text,
+)
 from xlrag.errors import XlragError
 from xlrag.modes import AUTO
 
@@ -116,7 +126,7 @@ class _Repl:
         for item in chat_turn(self.graph, inputs, self.config):
             if isinstance(item, ChatToken):
                 streamed.append(item.text)
-                out.print(item.text, end="", markup=False, highlight=False)
+                out.print(terminal_text(item.text), end="", markup=False, highlight=False)
             else:
                 final = item
         if streamed:

@@ -6,6 +6,11 @@ when it takes nothing beyond ``query`` and ``run_manager`` ``invoke()`` silently
 every keyword (``invoke(q, k=1)`` returned the default k). The parameters below are
 therefore explicit, and ``tests/indexes/test_langchain_standard.py`` runs LangChain's
 own ``RetrieversIntegrationTests`` to keep it so.
+
+The documents come back as :class:`RetrievedDocuments`, a list that also keeps the
+retrieval they came from (``.hits``): the pipeline retrieves through this class, so a
+LangChain tracer sees a retriever run with the documents, and the pipeline still gets
+its hits, whether the index is complete, and the notes on stores not searched.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from pydantic import ConfigDict, Field
 from xlrag.schema import Hit, QueryFields
 from xlrag.validate import check_k, check_kwargs
 
-__all__ = ["XlragLangChainRetriever", "hit_to_document"]
+__all__ = ["RetrievedDocuments", "XlragLangChainRetriever", "hit_to_document"]
 
 # What ``invoke``/``ainvoke``/``batch``/``bind`` may set for one call; each defaults to the field.
 _CALL_ARGS = ("k", "mode", "lang", "relevant_langs", "target_lang")
@@ -50,6 +55,15 @@ def hit_to_document(hit: Hit) -> LCDocument:
             "title": hit.passage.title,
         },
     )
+
+
+class RetrievedDocuments(list[LCDocument]):
+    """The documents of one retrieval, best first; ``hits`` is the
+    :class:`~xlrag.indexes.retriever.RetrievalResult` they were made from."""
+
+    def __init__(self, hits: list[Hit]):
+        super().__init__(hit_to_document(h) for h in hits)
+        self.hits = hits
 
 
 def _per_call(fn: F) -> F:
@@ -107,14 +121,14 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, mode: str | None = None, lang: str | None = None,
                                 relevant_langs: list[str] | None = None,
-                                target_lang: str | None = None) -> list[LCDocument]:
-        hits = self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs, target_lang))
-        return [hit_to_document(h) for h in hits]
+                                target_lang: str | None = None) -> RetrievedDocuments:
+        return RetrievedDocuments(self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs,
+                                                                               target_lang)))
 
     @_per_call
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, mode: str | None = None, lang: str | None = None,
                                        relevant_langs: list[str] | None = None,
-                                       target_lang: str | None = None) -> list[LCDocument]:
-        hits = await self.retriever.aretrieve(query, **self._args(k, mode, lang, relevant_langs, target_lang))
-        return [hit_to_document(h) for h in hits]
+                                       target_lang: str | None = None) -> RetrievedDocuments:
+        return RetrievedDocuments(await self.retriever.aretrieve(query, **self._args(k, mode, lang, relevant_langs,
+                                                                                      target_lang)))

@@ -1,7 +1,9 @@
 """The FastAPI application: ``create_app(config)`` and its endpoints.
 
 One retriever and one chat model per server, shared by the agent (``/v1/ask``), the chat
-(``/v1/chat``) and retrieval (``/v1/retrieve``). Generations go through one
+(``/v1/chat``) and retrieval (``/v1/retrieve``). ``/v1/ask`` and ``/v1/chat`` answer with
+one JSON body or, with ``"stream": true`` in the request, server-sent events
+(:mod:`xlrag.server.streaming`). Generations go through one
 :class:`~xlrag.server.guards.GenerationLimiter`; retrieval alone does not wait for it.
 """
 
@@ -35,7 +37,6 @@ from xlrag.server.guards import (
     resolve_api_key,
 )
 from xlrag.server.models import (
-    AnswerOut,
     AskRequest,
     AskResponse,
     ChatRequest,
@@ -51,7 +52,14 @@ from xlrag.server.models import (
     TokenEvent,
 )
 from xlrag.server.sessions import Sessions, memory_checkpointer
-from xlrag.server.streaming import chat_events, chat_response, with_pings
+from xlrag.server.streaming import (
+    EVENTS,
+    ask_events,
+    ask_response,
+    chat_events,
+    chat_response,
+    with_pings,
+)
 
 __all__ = ["XlragServer", "create_app"]
 
@@ -133,30 +141,42 @@ Server = Annotated[XlragServer, Depends(_server)]
 router = APIRouter(prefix="/v1")
 
 
-@router.post("/ask", response_model=AskResponse, responses=_errors(401, 413, 422, 500, 503),
+def _sse_doc(answer: type, description: str) -> dict[str, Any]:
+    """The 200 response of an endpoint that may stream: each event's payload schema."""
+    payloads = (TokenEvent, answer, DoneEvent, ErrorResponse)  # in the order of EVENTS
+    events = {name: {"$ref": f"#/components/schemas/{model.__name__}"}
+              for name, model in zip(EVENTS, payloads, strict=True)}
+    return {"description": description,
+            "content": {"text/event-stream": {"schema": {"type": "string"}, "x-events": events}}}
+
+
+def _stream(events: AsyncIterator[str], headers: dict[str, str] | None = None) -> StreamingResponse:
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+
+
+@router.post("/ask", response_model=AskResponse, responses={
+                 200: _sse_doc(AskResponse, "`stream: false` (default): one AskResponse. `stream: true`: server-sent "
+                                            "events `token`*, `answer`, `done`, or `error` last (see x-events)."),
+                 **_errors(401, 413, 422, 500, 503)},
              summary="Answer a question with the agent",
              description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
                          "repair what failed. The trace says what was done.")
-async def ask(body: AskRequest, server: Server) -> AskResponse:
+async def ask(body: AskRequest, server: Server) -> Any:
     server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
-    async with server.limiter.slot():
-        out = await server.agent.ainvoke(body.model_dump(exclude_none=True))
-    return AskResponse(answer=AnswerOut.of(out["answer"]), trace=out["trace"])
+    if not body.stream:
+        async with server.limiter.slot():
+            return ask_response(await server.agent.ainvoke(body.agent_input()))
+    server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
+    return _stream(with_pings(partial(ask_events, server, body.agent_input()), server.ping_every, "ask stream"))
 
 
-_SSE_DOC = {
-    "description": "`stream: true` (default): server-sent events `token`*, `answer`, `done`, or `error` last "
-                   "(see x-events). `stream: false`: one ChatResponse. The session id is also in the "
-                   "`X-Session-Id` header.",
-    "content": {"text/event-stream": {"schema": {"type": "string"}, "x-events": {
-        "token": {"$ref": "#/components/schemas/TokenEvent"},
-        "answer": {"$ref": "#/components/schemas/ChatResponse"},
-        "done": {"$ref": "#/components/schemas/DoneEvent"},
-        "error": {"$ref": "#/components/schemas/ErrorResponse"}}}},
-}
+_CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events `token`*, `answer`, `done`, or "
+                                   "`error` last (see x-events). `stream: false`: one ChatResponse. The session id "
+                                   "is also in the `X-Session-Id` header.")
 
 
-@router.post("/chat", response_model=ChatResponse, responses={200: _SSE_DOC, **_errors(401, 413, 422, 500, 503)},
+@router.post("/chat", response_model=ChatResponse, responses={200: _CHAT_DOC, **_errors(401, 413, 422, 500, 503)},
              summary="One turn of a conversation, streamed",
              description="Follow-ups are condensed into a standalone question in the user's language. Turns of "
                          "one session run one at a time; sessions live in memory until the server stops.")
@@ -172,9 +192,7 @@ async def chat(body: ChatRequest, server: Server) -> Any:
         return response
     server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
     events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every)
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no",
-                                      "X-Session-Id": session_id})
+    return _stream(events, {"X-Session-Id": session_id})
 
 
 @router.delete("/chat/{session_id}", status_code=204, responses=_errors(401, 404),
@@ -225,7 +243,7 @@ def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
     schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
     components = schema.setdefault("components", {})
     defs = components.setdefault("schemas", {})
-    for model in (TokenEvent, DoneEvent, ChatResponse, ErrorResponse):  # the SSE events' payloads
+    for model in (TokenEvent, DoneEvent, AskResponse, ChatResponse, ErrorResponse):  # the SSE events' payloads
         js = model.model_json_schema(ref_template="#/components/schemas/{model}")
         defs.update(js.pop("$defs", {}))
         defs.setdefault(model.__name__, js)

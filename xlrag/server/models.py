@@ -43,6 +43,12 @@ class AskRequest(_In, QueryFields):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
     mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    stream: bool = Field(
+        False, description="true: a text/event-stream of token, answer and done events; false: one JSON AskResponse")
+
+    def agent_input(self) -> dict[str, Any]:
+        """The agent's input: the question's fields, not how the reply is sent."""
+        return self.model_dump(exclude_none=True, exclude={"stream"})
 
 
 class ChatRequest(_In):
@@ -149,7 +155,7 @@ class TokenEvent(_Out):
 class DoneEvent(_Out):
     """``event: done``: the last event of a stream that succeeded."""
 
-    session_id: str
+    session_id: str | None = Field(description="the conversation (/v1/chat); null for /v1/ask")
     seconds: float
 
 

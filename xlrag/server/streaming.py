@@ -1,10 +1,10 @@
-"""Server-sent events for ``POST /v1/chat``.
+"""Server-sent events for ``POST /v1/chat`` and ``POST /v1/ask`` (with ``"stream": true``).
 
 A stream is, in order::
 
     event: token    data: {"text": "...", "attempt": 0}      (zero or more)
-    event: answer   data: ChatResponse                        (the final, checked answer)
-    event: done     data: {"session_id": "...", "seconds": 1.2}
+    event: answer   data: ChatResponse or AskResponse         (the final, checked answer)
+    event: done     data: {"session_id": "..." or null, "seconds": 1.2}
 
 or ends with ``event: error  data: {"error": {"type", "message"}}`` instead of ``answer``
 and ``done``. Only the answering model's tokens are sent (the condense, translation and
@@ -30,13 +30,14 @@ from typing import Any
 
 from xlrag.errors import XlragError
 from xlrag.server.errors import ApiError, error_payload, internal_error, xlrag_status
-from xlrag.server.models import AnswerOut, ChatResponse, DoneEvent, TokenEvent
+from xlrag.server.models import AnswerOut, AskResponse, ChatResponse, DoneEvent, TokenEvent
 
-__all__ = ["EVENTS", "chat_events", "chat_response", "frame", "with_pings"]
+__all__ = ["EVENTS", "ask_events", "ask_response", "chat_events", "chat_response", "frame", "with_pings"]
 
 log = logging.getLogger("xlrag.server")
 
-EVENTS = ("token", "answer", "done", "error")
+EVENTS = ("token", "answer", "done", "error")  # the only event names a stream sends
+TOKEN, ANSWER, DONE, ERROR = EVENTS
 PING = ": ping\n\n"
 
 Emit = Callable[[str, Any], Awaitable[None]]
@@ -44,12 +45,16 @@ Emit = Callable[[str, Any], Awaitable[None]]
 
 def frame(event: str, data: Any) -> str:
     """One SSE event; ``data`` is a pydantic model or plain JSON data, on one line."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown SSE event {event!r}; the events are {', '.join(EVENTS)}")
     text = data.model_dump_json() if hasattr(data, "model_dump_json") else json.dumps(data, ensure_ascii=False)
     return f"event: {event}\ndata: {text}\n\n"
 
 
-async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float) -> AsyncIterator[str]:
-    """The frames ``produce`` emits, with a ping comment after each ``every`` seconds of silence."""
+async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float,
+                     where: str = "chat stream") -> AsyncIterator[str]:
+    """The frames ``produce`` emits, with a ping comment after each ``every`` seconds of silence.
+    ``where`` names the stream in the log of an unexpected failure."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def emit(event: str, data: Any) -> None:
@@ -61,7 +66,7 @@ async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float) -
         except asyncio.CancelledError:
             raise
         except Exception as e:  # produce reports what it expects; this is a bug
-            queue.put_nowait(frame("error", internal_error("chat stream", e)))
+            queue.put_nowait(frame(ERROR, internal_error(where, e)))
         finally:
             queue.put_nowait(None)
 
@@ -93,31 +98,63 @@ def chat_response(session_id: str, out: dict[str, Any]) -> ChatResponse:
                         trace=out["trace"], sources=list(turns[-1].sources) if turns else [])
 
 
-async def chat_events(server: Any, session_id: str, inputs: dict[str, Any], emit: Emit) -> None:
-    """Run one chat turn for ``session_id``, emitting token, answer and done (or error)."""
-    from xlrag.agents.chat import ChatToken, achat_turn
+def ask_response(out: dict[str, Any]) -> AskResponse:
+    return AskResponse(answer=AnswerOut.of(out["answer"]), trace=out["trace"])
 
-    t0 = time.perf_counter()
+
+async def _tokens(emit: Emit, items: AsyncIterator[Any], graph: str) -> dict[str, Any]:
+    """Emit each token of a graph's stream; the graph's output, which comes last."""
+    from xlrag.agents.chat import ChatToken
+
     final: dict[str, Any] | None = None
+    async for item in items:
+        if isinstance(item, ChatToken):
+            await emit(TOKEN, TokenEvent(text=item.text, attempt=item.attempt))
+        else:
+            final = item
+    if final is None:
+        raise RuntimeError(f"the {graph} graph ended without an answer")
+    return final
+
+
+async def _answered(emit: Emit, run: Callable[[], Awaitable[Any]], session_id: str | None, where: str) -> None:
+    """``run`` (which emits the tokens), then its answer and done, or the error it raised."""
+    t0 = time.perf_counter()
     try:
-        async with server.sessions.turn(session_id), server.limiter.slot():
-            async for item in achat_turn(server.chat, inputs, server.sessions.config(session_id)):
-                if isinstance(item, ChatToken):
-                    await emit("token", TokenEvent(text=item.text, attempt=item.attempt))
-                else:
-                    final = item
-            if final is None:
-                raise RuntimeError("the chat graph ended without an answer")
-            response = chat_response(session_id, final)
-            await server.sessions.compact(session_id)
+        response = await run()
     except ApiError as e:
-        await emit("error", error_payload(e.type, e.message))
+        await emit(ERROR, error_payload(e.type, e.message))
         return
     except XlragError as e:
         status, kind = xlrag_status(e)
         if status >= 500:
-            log.error("chat stream: %s: %s", type(e).__name__, e)
-        await emit("error", error_payload(kind, str(e)))
+            log.error("%s: %s: %s", where, type(e).__name__, e)
+        await emit(ERROR, error_payload(kind, str(e)))
         return
-    await emit("answer", response)
-    await emit("done", DoneEvent(session_id=session_id, seconds=round(time.perf_counter() - t0, 3)))
+    await emit(ANSWER, response)
+    await emit(DONE, DoneEvent(session_id=session_id, seconds=round(time.perf_counter() - t0, 3)))
+
+
+async def chat_events(server: Any, session_id: str, inputs: dict[str, Any], emit: Emit) -> None:
+    """Run one chat turn for ``session_id``, emitting token, answer and done (or error)."""
+    from xlrag.agents.chat import achat_turn
+
+    async def turn() -> ChatResponse:
+        async with server.sessions.turn(session_id), server.limiter.slot():
+            final = await _tokens(emit, achat_turn(server.chat, inputs, server.sessions.config(session_id)), "chat")
+            response = chat_response(session_id, final)
+            await server.sessions.compact(session_id)
+        return response
+
+    await _answered(emit, turn, session_id, "chat stream")
+
+
+async def ask_events(server: Any, inputs: dict[str, Any], emit: Emit) -> None:
+    """Answer one question with the agent, emitting token, answer and done (or error)."""
+    from xlrag.agents.chat import aagent_run
+
+    async def run() -> AskResponse:
+        async with server.limiter.slot():
+            return ask_response(await _tokens(emit, aagent_run(server.agent, inputs), "agent"))
+
+    await _answered(emit, run, None, "ask stream")
