@@ -202,6 +202,12 @@ class GroundedAnswer(BaseModel):
     def model_citations(self) -> list[Citation]:
         return [c for c in self.citations if c.valid and c.source != "post_hoc"]
 
+    @property
+    def post_hoc_only(self) -> bool:
+        """Its only valid citations are post hoc: xlrag's guess by similarity after the fact,
+        not grounding the model gave. Such an answer is never shown as verified."""
+        return not self.model_citations and any(c.valid and c.post_hoc for c in self.citations)
+
 
 _EXPECTED = {
     "text": "the question as text",

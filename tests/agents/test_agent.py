@@ -59,7 +59,10 @@ def test_every_repair_in_order_ends_with_post_hoc_citations(retriever):
     assert answer.answer == "La defensa de los Panthers permitió 308 puntos." and "translated" in answer.flags
     assert answer.citations and all(c.source == "post_hoc" and c.valid for c in answer.citations)
     assert "post_hoc_citations" in answer.flags
-    assert trace.unrepaired == []
+    # post-hoc citations are shown, flagged, and never pass: the answer they alone support is unrepaired
+    (last,) = [c for c in trace.checks if c.check == "citations" and c.attempt == 3]
+    assert not last.passed and "do not count" in last.detail
+    assert trace.unrepaired == ["citations"] and "unrepaired_citations" in answer.flags
 
 
 def test_a_translation_cut_off_at_max_tokens_keeps_the_whole_untranslated_answer(retriever):
@@ -100,7 +103,7 @@ def test_no_repair_budget_still_reaches_the_deterministic_fallback(retriever):
     out = agent(retriever, scripted(ENGLISH), max_repairs=0).invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]
     assert [r.repair for r in trace.repairs] == [Repair.POST_HOC]
-    assert trace.unrepaired == ["language"] and "unrepaired_language" in answer.flags
+    assert trace.unrepaired == ["language", "citations"] and "unrepaired_language" in answer.flags
 
 
 def test_a_graph_that_cannot_stop_hits_the_recursion_limit(retriever):

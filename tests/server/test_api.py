@@ -172,3 +172,18 @@ def test_without_a_key_the_app_refuses_to_start_and_no_auth_answers_loopback_onl
     with running(create_app(config(), llm=scripted(), retriever=retriever, no_auth=True)) as url:
         assert httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION}).status_code == 200
         assert "security" not in httpx.get(f"{url}/openapi.json").json()["paths"]["/v1/ask"]["post"]
+
+
+def test_an_answer_only_post_hoc_citations_support_is_not_verified(serve):
+    # the model never cites, even when asked again: xlrag attributes citations by similarity,
+    # shows them as post hoc, and the answer is not verified (the trace says citations failed)
+    uncited = SPANISH.replace("<doc0>", "").replace("Según , la", "La")
+    client = serve(scripted(uncited, repeat=True))
+    body = client.post("/v1/ask", json={"question": QUESTION}).json()
+    answer, trace = body["answer"], body["trace"]
+    assert answer["citations"] and all(c["source"] == "post_hoc" for c in answer["citations"])
+    assert answer["verified"] is False and "post_hoc_citations" in answer["flags"]
+    assert "citations" in trace["unrepaired"]
+    assert not [c for c in trace["checks"] if c["check"] == "citations" and c["passed"]]
+    cited = serve(scripted(SPANISH, repeat=True)).post("/v1/ask", json={"question": QUESTION}).json()
+    assert cited["answer"]["verified"] is True

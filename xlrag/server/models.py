@@ -111,9 +111,10 @@ class AnswerOut(_Out):
     passages: list[PassageOut] = Field(description="the passages shown to the model, <doc0> first")
     flags: list[str] = Field(description="what went wrong and what was done about it, e.g. translated, "
                                          "post_hoc_citations, unrepaired_language")
-    verified: bool = Field(description="false when the substance checks still fail after every repair: the "
-                                       "answer says nothing (flag not_an_answer) or nothing its passages "
-                                       "hold (flag unsupported)")
+    verified: bool = Field(description="false when the substance checks still fail after every repair (the "
+                                       "answer says nothing, flag not_an_answer, or nothing its passages "
+                                       "hold, flag unsupported), or when its only citations are post hoc "
+                                       "(attributed by similarity afterwards, not by the model)")
     index_complete: bool = Field(description="false while the index is half-built: passages may be missing")
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
 
@@ -128,7 +129,7 @@ class AnswerOut(_Out):
             passages=[PassageOut(marker=i, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title,
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
-            flags=list(a.flags), verified=not set(FLAGS.values()) & set(a.flags),
+            flags=list(a.flags), verified=not set(FLAGS.values()) & set(a.flags) and not a.post_hoc_only,
             index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
 
 
