@@ -20,8 +20,13 @@ __all__ = [
     "CHOICE_HEADER",
     "CITED_HEADER",
     "EXPLANATION_HEADER",
+    "MARKER_CLOSE",
+    "MARKER_KEYWORD",
+    "MARKER_OPEN",
     "AnswerFormat",
     "Section",
+    "document_line",
+    "neutralize_markers",
     "parse_format",
     "words_pattern",
 ]
@@ -50,6 +55,31 @@ class Section(StrEnum):
     @property
     def header(self) -> str:
         return f"{self.value}:"
+
+
+# The <docN> citation marker's grammar: the brackets and keywords a reply may write it with
+# (chains/parsing/markers.py reads replies with them; neutralize_markers defuses them in passages).
+MARKER_OPEN = "[<＜〈\\[［]"
+MARKER_CLOSE = "[>＞〉\\]］]"
+MARKER_KEYWORD = "(?:doc(?:ument(?:os|o|s)?|s)?|документ(?:ами|ах|ов|ы|а|е|у)?)"
+# a bracketed marker, or a bracketed list of numbers: "<doc7>", "[doc 2]", "<doc0, doc2>"
+_BRACKETED = re.compile(
+    f"{MARKER_OPEN}[ \\t]*{MARKER_KEYWORD}[ \\t]*[_#\\-]?[ \\t]*\\d+"
+    f"(?:[ \\t]*[,;、，،/&][ \\t]*(?:{MARKER_KEYWORD}[ \\t]*[_#\\-]?[ \\t]*)?\\d+)*[ \\t]*{MARKER_CLOSE}",
+    re.IGNORECASE,
+)
+
+
+def neutralize_markers(text: str) -> str:
+    """``text`` (a passage) with its citation-like markers made inert: ``<doc7>`` becomes
+    ``«ref 7»``. A passage that says "cite <doc7>" must neither number itself into the
+    prompt's own ``<docN>`` sequence nor hand the model a marker to copy."""
+    return _BRACKETED.sub(lambda m: "«ref " + ", ".join(re.findall(r"\d+", m.group(0))) + "»", text)
+
+
+def document_line(marker: int, text: str) -> str:
+    """One shown passage as the prompt numbers it: ``<docN> text``, its own markers neutralised."""
+    return f"<doc{marker}> {neutralize_markers(text)}"
 
 
 CITED_HEADER = Section.CITED.header

@@ -29,7 +29,7 @@ from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainState
 from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
-from xlrag.formats import AnswerFormat
+from xlrag.formats import AnswerFormat, document_line
 from xlrag.languages import normalize_code
 from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
@@ -75,7 +75,7 @@ class ToolAgentState(AgentState, total=False):
 
 
 def _numbered(hits: list[Hit], start: int) -> str:
-    return "\n".join(f"<doc{start + i}> {strip_markup(h.passage.text)}" for i, h in enumerate(hits))
+    return "\n".join(document_line(start + i, strip_markup(h.passage.text)) for i, h in enumerate(hits))
 
 
 class ToolCallingAgent(XlragAgent):

@@ -32,7 +32,13 @@ from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitat
 from xlrag.chains.profiles import ProviderProfile, configured_few_shot, profile_for
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.errors import ConfigError
-from xlrag.formats import CITED_HEADER, AnswerFormat, parse_format
+from xlrag.formats import (
+    CITED_HEADER,
+    AnswerFormat,
+    document_line,
+    neutralize_markers,
+    parse_format,
+)
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
@@ -67,7 +73,7 @@ def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: 
     lines = [example, ""]
     # Markdown bullets and table rules ("* * *", "|---|") send a small model into
     # repeating them; the words are what it needs.
-    lines += [f"<doc{i}> {strip_markup(d)}" for i, d in enumerate(docs)]
+    lines += [document_line(i, strip_markup(d)) for i, d in enumerate(docs)]
     lines.append(f"{qlabel}: {question}")
     if fmt is AnswerFormat.MC:
         lines += [format_options(options or []), f"{alabel}:"]
@@ -267,7 +273,8 @@ class Pipeline(BaseModel):
                            model=self.label, options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases, complete=getattr(hits, "complete", True),
                            notes=list(getattr(hits, "notes", [])))
-        docs = [h.passage.text for h in hits]
+        # what the model is shown: the echo check compares its reply with these, not the raw text
+        docs = [neutralize_markers(h.passage.text) for h in hits]
         lang = query.lang or "en"
         if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
             msgs, _ = base_model_messages(self.prompts, lang, query.text, docs, self.fmt, state.options)

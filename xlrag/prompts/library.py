@@ -21,6 +21,7 @@ from xlrag.formats import (
     CITED_HEADER,
     EXPLANATION_HEADER,
     AnswerFormat,
+    document_line,
     parse_format,
 )
 from xlrag.languages import native_name, normalize_code
@@ -99,7 +100,7 @@ def format_options(options: Sequence[str]) -> str:
 
 def format_documents(documents: Sequence[str]) -> str:
     """``['x', 'y']`` → ``'<doc0> x\\n<doc1> y'``: the numbering the citation format cites."""
-    return "\n".join(f"<doc{i}> {str(doc).strip()}" for i, doc in enumerate(documents))
+    return "\n".join(document_line(i, str(doc).strip()) for i, doc in enumerate(documents))
 
 
 def join_parts(parts: Iterable[str], sep: str = "\n\n") -> str:

@@ -6,10 +6,10 @@ import re
 from dataclasses import dataclass
 
 from xlrag.chains.parsing.common import _dedupe
+from xlrag.formats import MARKER_CLOSE as _CLOSE
+from xlrag.formats import MARKER_KEYWORD as _KW
+from xlrag.formats import MARKER_OPEN as _OPEN
 
-_OPEN = "[<＜〈\\[［]"
-_CLOSE = "[>＞〉\\]］]"
-_KW = "(?:doc(?:ument(?:os|o|s)?|s)?|документ(?:ами|ах|ов|ы|а|е|у)?)"
 _NUM_SEP = "[ \\t]*[_#\\-]?[ \\t]*"
 _LIST_SEP = "[ \\t]*[,;、，،/&][ \\t]*"
 _MARKER_RE = re.compile(
