@@ -187,3 +187,40 @@ def test_an_answer_only_post_hoc_citations_support_is_not_verified(serve):
     assert not [c for c in trace["checks"] if c["check"] == "citations" and c["passed"]]
     cited = serve(scripted(SPANISH, repeat=True)).post("/v1/ask", json={"question": QUESTION}).json()
     assert cited["answer"]["verified"] is True
+
+
+def test_health_when_the_index_vanishes_names_no_server_path(xquad_index, embedder, tmp_path):
+    import shutil
+
+    from tests.server.conftest import config, running
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+    from xlrag.server import create_app
+
+    index = tmp_path / "moved-index"
+    shutil.copytree(xquad_index, index)
+    retriever = CrossLingualRetriever(LanguageStores.open(index, embedder.name, embedder.dim), embedder, "qlang_en")
+    app = create_app(config(), llm=scripted(SPANISH), retriever=retriever, api_key=KEY)
+    with running(app) as url, httpx.Client(base_url=url, timeout=60) as client:
+        assert client.get("/v1/health").status_code == 200
+        shutil.rmtree(index)
+        res = client.get("/v1/health")
+        assert res.status_code == 503, res.text
+        error = res.json()["error"]
+        assert error["type"] == "index_unavailable" and "request id" in error["message"]
+        assert str(tmp_path) not in res.text and "moved-index" not in res.text
+        ask = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH)
+        assert ask.status_code == 503 and str(tmp_path) not in ask.text
+    retriever.close()
+
+
+@pytest.mark.parametrize("bad", [{"k": True}, {"k": "3"}, {"k": 2.0}, {"question": 7}, {"stream": "yes"}])
+def test_request_types_are_strict(serve, bad):
+    client = serve(scripted(SPANISH, repeat=True))
+    res = client.post("/v1/ask", json={"question": QUESTION, **bad})
+    assert res.status_code == 422, res.text
+    assert res.json()["error"]["type"] == "invalid_request"
+    field = next(iter(bad))
+    assert any(d["loc"][-1] == field for d in res.json()["error"]["details"])
+    res = client.post("/v1/retrieve", json={"question": QUESTION, **({"k": bad["k"]} if "k" in bad else {})})
+    assert res.status_code == (422 if "k" in bad else 200), res.text

@@ -77,7 +77,8 @@ _ERROR_TEXT = {401: "missing or wrong API key", 403: "a non-local client of a --
                404: "no such session", 413: "request body over the size limit",
                422: "invalid request: a malformed body, an unknown field, a question too long, an unknown language",
                500: "internal error (details in the server log, never in the reply)",
-               503: "busy (the generation queue is full) or the model provider is unavailable"}
+               503: "busy (the generation queue is full), the model provider is unavailable, or the index is "
+                    "(gone or damaged; the message names no server path)"}
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -224,7 +225,7 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
                             notes=list(getattr(hits, "notes", [])))
 
 
-@router.get("/health", response_model=HealthResponse, responses=_errors(500),
+@router.get("/health", response_model=HealthResponse, responses=_errors(500, 503),
             summary="Is the server up? (no key needed, no generation)")
 async def health(server: Server) -> HealthResponse:
     stores = server.retriever.stores

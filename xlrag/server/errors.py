@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from xlrag.errors import PolicyError, ProviderError, XlragError
+from xlrag.errors import IndexDirError, PolicyError, ProviderError, XlragError
 from xlrag.server.models import ErrorResponse
 
 __all__ = ["ApiError", "CatchAllMiddleware", "error_payload", "error_response", "install_handlers", "xlrag_status"]
@@ -57,7 +57,24 @@ def xlrag_status(e: XlragError) -> tuple[int, str]:
         return 503, "provider_unavailable"  # the model's API failed after its retries: try again later
     if isinstance(e, (ValueError, TypeError, PolicyError)):
         return 422, _snake(type(e).__name__)  # the request's content: an empty question, an unknown language...
-    return 500, _snake(type(e).__name__)  # the server's index or configuration
+    if isinstance(e, IndexDirError):
+        return 503, "index_unavailable"  # the server's index: gone, damaged, locked; readiness probes see 503
+    return 500, _snake(type(e).__name__)  # the server's configuration
+
+
+def xlrag_error(e: XlragError, where: str) -> tuple[int, dict[str, Any]]:
+    """Status and payload for one of xlrag's errors. The client's own mistakes (422) are told
+    as they are; the server's (its index, its config: messages that hold its file paths) are
+    logged under a request id and told only by kind, so no client, keyless /v1/health
+    included, learns the server's paths."""
+    status, kind = xlrag_status(e)
+    if status == 422 or isinstance(e, ProviderError):
+        return status, error_payload(kind, str(e))
+    rid = uuid.uuid4().hex[:12]
+    log.error("request %s (%s): %s: %s", rid, where, type(e).__name__, e)
+    what = "the server's index is unavailable" if kind == "index_unavailable" else "the server is misconfigured"
+    return status, error_payload(kind, f"{what} ({type(e).__name__}, request id {rid}); the server log has "
+                                       f"the details")
 
 
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -96,10 +113,8 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(XlragError)
     async def _xlrag(request: Request, exc: XlragError) -> JSONResponse:
-        status, kind = xlrag_status(exc)
-        if status >= 500:
-            log.error("%s %s: %s: %s", request.method, request.url.path, type(exc).__name__, exc)
-        return error_response(status, kind, str(exc))
+        status, payload = xlrag_error(exc, f"{request.method} {request.url.path}")
+        return JSONResponse(payload, status_code=status)
 
 
 def internal_error(where: str, exc: BaseException) -> dict[str, Any]:

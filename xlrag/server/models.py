@@ -28,7 +28,8 @@ QUESTION = "the question, in any language (the answer comes back in it)"
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON body says what it means; k: true or k: "3" is a client's bug, not a 1 or a 3
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Out(BaseModel):

@@ -29,7 +29,7 @@ from contextlib import suppress
 from typing import Any
 
 from xlrag.errors import XlragError
-from xlrag.server.errors import ApiError, error_payload, internal_error, xlrag_status
+from xlrag.server.errors import ApiError, error_payload, internal_error, xlrag_error
 from xlrag.server.models import AnswerOut, AskResponse, ChatResponse, DoneEvent, TokenEvent
 
 __all__ = ["EVENTS", "ask_events", "ask_response", "chat_events", "chat_response", "frame", "with_pings"]
@@ -126,10 +126,7 @@ async def _answered(emit: Emit, run: Callable[[], Awaitable[Any]], session_id: s
         await emit(ERROR, error_payload(e.type, e.message))
         return
     except XlragError as e:
-        status, kind = xlrag_status(e)
-        if status >= 500:
-            log.error("%s: %s: %s", where, type(e).__name__, e)
-        await emit(ERROR, error_payload(kind, str(e)))
+        await emit(ERROR, xlrag_error(e, where)[1])
         return
     await emit(ANSWER, response)
     await emit(DONE, DoneEvent(session_id=session_id, seconds=round(time.perf_counter() - t0, 3)))
