@@ -224,3 +224,18 @@ def test_request_types_are_strict(serve, bad):
     assert any(d["loc"][-1] == field for d in res.json()["error"]["details"])
     res = client.post("/v1/retrieve", json={"question": QUESTION, **({"k": bad["k"]} if "k" in bad else {})})
     assert res.status_code == (422 if "k" in bad else 200), res.text
+
+
+def test_docs_page_loads_nothing_from_outside(serve):
+    import re
+
+    client = serve(scripted(SPANISH))
+    page = httpx.get(f"{client.base_url}/docs")  # no key: the docs are public
+    assert page.status_code == 200 and "swagger-ui" in page.text
+    urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", page.text)
+    assert urls and not [u for u in urls if "://" in u or u.startswith("//")], urls
+    for url in urls:
+        assert httpx.get(f"{client.base_url}{url}").status_code == 200, url
+    assert httpx.get(f"{client.base_url}/docs-assets/swagger-ui-bundle.js").headers["content-type"].startswith(
+        ("application/javascript", "text/javascript"))
+    assert httpx.get(f"{client.base_url}/v1/ask").status_code == 401  # the prefix opened nothing else

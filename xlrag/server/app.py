@@ -26,6 +26,7 @@ from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
+from xlrag.server.docs_ui import install_docs
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
 from xlrag.server.guards import (
     API_KEY_ENV,
@@ -273,9 +274,11 @@ def create_app(config: XlragConfig | str | None = None, *, llm: Runnable | None 
     key = resolve_api_key(api_key, no_auth)  # before anything loads: a missing key fails fast
     limits = limits or ServerLimits()
     server = XlragServer(cfg, llm, retriever, limits)
-    app = FastAPI(title="xlrag", version=__version__, description=DESCRIPTION, lifespan=server.lifespan)
+    app = FastAPI(title="xlrag", version=__version__, description=DESCRIPTION, lifespan=server.lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.xlrag = server
     install_handlers(app)
+    install_docs(app)
     # added innermost first: CatchAll wraps Auth wraps BodyLimit wraps the routes
     app.add_middleware(BodyLimitMiddleware, limit=limits.max_body_bytes)
     app.add_middleware(AuthMiddleware, api_key=key)

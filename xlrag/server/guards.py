@@ -31,7 +31,9 @@ __all__ = ["API_KEY_ENV", "OPEN_PATHS", "AuthMiddleware", "BodyLimitMiddleware",
 
 API_KEY_ENV = "XLRAG_API_KEY"
 MIN_KEY_CHARS = 16
-OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
+OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
+# the docs page's scripts and styles (xlrag.server.docs_ui.ASSETS): public, like the page
+OPEN_PREFIXES = ("/docs-assets/",)
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
@@ -82,7 +84,7 @@ class AuthMiddleware:
         self._key = api_key.encode("utf-8") if api_key is not None else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
         if self._key is None:

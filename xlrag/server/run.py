@@ -35,6 +35,7 @@ def require_server() -> None:
 
     require("fastapi", "server", "xlrag serve")
     require("uvicorn", "server", "xlrag serve")
+    require("swagger_ui_bundle", "server", "xlrag serve")
 
 
 def _log_to_stderr(level: str) -> None:
