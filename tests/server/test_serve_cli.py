@@ -69,8 +69,8 @@ def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    # uvicorn shuts down gracefully, then re-raises the signal so supervisors see why it stopped
-    assert proc.returncode == -signal.SIGTERM, output
+    # a graceful shutdown that kept its promise exits 0 (uvicorn alone would re-raise the signal: 143)
+    assert proc.returncode == 0, output
     assert "xlrag server ready" in output and "xlrag server stopped" in output
     assert output.index("xlrag server stopped") < output.index("Application shutdown complete")
     assert "Traceback" not in output

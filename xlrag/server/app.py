@@ -27,6 +27,7 @@ from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
 from xlrag.server.docs_ui import install_docs
+from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
 from xlrag.server.guards import (
     API_KEY_ENV,
@@ -105,7 +106,8 @@ class XlragServer:
         self.saver = memory_checkpointer()
         self.chat = build_chat(config, pipeline=self.pipeline, checkpointer=self.saver)
         self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
-        self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout)
+        self.drain = Drain()
+        self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout, self.drain)
 
     @property
     def max_question_chars(self) -> int:
@@ -125,6 +127,7 @@ class XlragServer:
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
+        self.drain.bind(asyncio.get_running_loop())
         log.info("xlrag server ready: %d generation(s) at once, %d queued at most",
                  self.limits.max_concurrent, self.limits.max_queue)
         try:
@@ -168,9 +171,10 @@ async def ask(body: AskRequest, server: Server) -> Any:
     server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
     if not body.stream:
         async with server.limiter.slot():
-            return ask_response(await server.agent.ainvoke(body.agent_input()))
+            return ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input())))
     server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
-    return _stream(with_pings(partial(ask_events, server, body.agent_input()), server.ping_every, "ask stream"))
+    return _stream(with_pings(partial(ask_events, server, body.agent_input()), server.ping_every, "ask stream",
+                              server.drain))
 
 
 _CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events `token`*, `answer`, `done`, or "
@@ -188,12 +192,13 @@ async def chat(body: ChatRequest, server: Server) -> Any:
     inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
     if not body.stream:
         async with server.sessions.turn(session_id), server.limiter.slot():
-            out = await server.chat.ainvoke(inputs, server.sessions.config(session_id))
+            out = await server.drain.bounded(server.chat.ainvoke(inputs, server.sessions.config(session_id)))
             response = chat_response(session_id, out)
             await server.sessions.compact(session_id)
         return response
     server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
-    events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every)
+    events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every, "chat stream",
+                        server.drain)
     return _stream(events, {"X-Session-Id": session_id})
 
 
@@ -229,6 +234,8 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
 @router.get("/health", response_model=HealthResponse, responses=_errors(500, 503),
             summary="Is the server up? (no key needed, no generation)")
 async def health(server: Server) -> HealthResponse:
+    if server.drain.draining:  # a load balancer's probe: route new work elsewhere
+        raise server.drain.refusal()
     stores = server.retriever.stores
     counts = await asyncio.to_thread(stores.counts)
     lim = server.limiter

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from xlrag.errors import ConfigError
+from xlrag.server.drain import DEFAULT_GRACE_SECONDS, Drain
 from xlrag.server.errors import ApiError, error_response
 
 __all__ = ["API_KEY_ENV", "OPEN_PATHS", "AuthMiddleware", "BodyLimitMiddleware", "GenerationLimiter",
@@ -49,6 +50,9 @@ class ServerLimits(BaseModel):
     max_concurrent: int = Field(1, ge=1, description="generations at once (a local model answers one at a time)")
     max_queue: int = Field(16, ge=0, description="requests waiting for a generation slot; more get 503")
     queue_timeout: float = Field(300.0, gt=0, description="seconds a request may wait for a slot before 503")
+    grace_seconds: float = Field(DEFAULT_GRACE_SECONDS, gt=0, description=(
+        "on SIGTERM, seconds running answers may take to finish (no new one starts); a stream still "
+        "running then gets an error event"))
 
 
 def resolve_api_key(api_key: str | None, no_auth: bool) -> str | None:
@@ -166,8 +170,9 @@ class BodyLimitMiddleware:
 class GenerationLimiter:
     """At most ``max_concurrent`` generations; a bounded, timed queue behind them."""
 
-    def __init__(self, max_concurrent: int, max_queue: int, queue_timeout: float):
+    def __init__(self, max_concurrent: int, max_queue: int, queue_timeout: float, drain: Drain | None = None):
         self.max_concurrent, self.max_queue, self.queue_timeout = max_concurrent, max_queue, queue_timeout
+        self.drain = drain
         self._slots = asyncio.Semaphore(max_concurrent)
         self.active = 0
         self.queued = 0
@@ -177,7 +182,10 @@ class GenerationLimiter:
                         headers={"Retry-After": str(max(1, round(self.queue_timeout / 10)))})
 
     def check(self) -> None:
-        """503 now if a new request could not even queue (a stream checks before it starts)."""
+        """503 now if a new request could not even queue (a stream checks before it starts), or
+        if the server is shutting down."""
+        if self.drain is not None and self.drain.draining:
+            raise self.drain.refusal()
         if self._slots.locked() and self.queued >= self.max_queue:
             raise self._busy(f"{self.active} generation(s) running and {self.queued} waiting, the most this "
                              f"server queues")
@@ -195,6 +203,10 @@ class GenerationLimiter:
             raise self._busy(f"no generation slot came free within {self.queue_timeout:g} s") from None
         finally:
             self.queued -= 1
+        if self.drain is not None and self.drain.draining:
+            # queued before the signal: the slot came free, but no new answer starts now
+            self._slots.release()
+            raise self.drain.refusal()
         self.active += 1
         try:
             yield

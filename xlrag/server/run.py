@@ -1,18 +1,26 @@
 """``serve``: check the key and the address, build the app, run uvicorn until SIGTERM/SIGINT.
 
-uvicorn's shutdown is graceful: it stops accepting connections, lets running requests
-finish for up to ``graceful_seconds``, then runs the app's lifespan exit (which closes
-the retriever). Chat sessions live in memory and end with the process.
+The shutdown is graceful (:mod:`xlrag.server.drain`): on the signal uvicorn stops accepting
+connections and the app starts no new answer, while running ones get ``limits.grace_seconds``
+to finish (a stream cut at the deadline is told so); then the app's lifespan exit closes the
+retriever and the process exits 0. A second Ctrl-C quits at once. Chat sessions live in
+memory and end with the process.
 """
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
 
 if TYPE_CHECKING:
+    from xlrag.server.drain import Drain
     from xlrag.server.guards import ServerLimits
 
 __all__ = ["LOCAL_HOSTS", "check_bind", "require_server", "serve"]
@@ -53,21 +61,49 @@ def _log_to_stderr(level: str) -> None:
     logger.setLevel(level.upper() if level.upper() in known else "INFO")
 
 
+def _graceful_server(config: Any, drain: Drain, grace: float) -> Any:
+    import uvicorn
+
+    class GracefulServer(uvicorn.Server):
+        """uvicorn's server, telling the app when the grace period starts, and exiting 0 after
+        a shutdown that kept its promise (uvicorn re-raises the signal once it has shut down,
+        so the process would end 'killed by SIGTERM', exit 143)."""
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            drain.begin(grace)
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    return GracefulServer(config)
+
+
 def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_auth: bool = False,
-          api_key: str | None = None, limits: ServerLimits | None = None, log_level: str = "info",
-          graceful_seconds: float = 30.0) -> None:
-    """Run the server in the foreground until it is stopped."""
+          api_key: str | None = None, limits: ServerLimits | None = None, log_level: str = "info") -> None:
+    """Run the server in the foreground until it is stopped (SIGTERM or Ctrl-C: gracefully)."""
     require_server()
     import uvicorn
 
     from xlrag.server.app import create_app
-    from xlrag.server.guards import resolve_api_key
+    from xlrag.server.guards import ServerLimits, resolve_api_key
 
     bind = check_bind(host, no_auth)
     resolve_api_key(api_key, no_auth)  # fail before loading anything
 
     _log_to_stderr(log_level)
+    limits = limits or ServerLimits()
     app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits)
     options: dict[str, Any] = {"host": bind, "port": port, "log_level": log_level,
-                               "timeout_graceful_shutdown": graceful_seconds, "server_header": False}
-    uvicorn.Server(uvicorn.Config(app, **options)).run()
+                               "timeout_graceful_shutdown": limits.grace_seconds, "server_header": False}
+    _graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()

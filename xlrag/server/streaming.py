@@ -29,6 +29,7 @@ from contextlib import suppress
 from typing import Any
 
 from xlrag.errors import XlragError
+from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, error_payload, internal_error, xlrag_error
 from xlrag.server.models import AnswerOut, AskResponse, ChatResponse, DoneEvent, TokenEvent
 
@@ -52,9 +53,10 @@ def frame(event: str, data: Any) -> str:
 
 
 async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float,
-                     where: str = "chat stream") -> AsyncIterator[str]:
+                     where: str = "chat stream", drain: Drain | None = None) -> AsyncIterator[str]:
     """The frames ``produce`` emits, with a ping comment after each ``every`` seconds of silence.
-    ``where`` names the stream in the log of an unexpected failure."""
+    ``where`` names the stream in the log of an unexpected failure. Once ``drain`` begins, a
+    stream still running at its deadline ends with an ``error`` event (``shutting_down``)."""
     queue: asyncio.Queue[str | None] = asyncio.Queue()
 
     async def emit(event: str, data: Any) -> None:
@@ -72,12 +74,20 @@ async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float,
 
     task = asyncio.create_task(run())
     getter: asyncio.Task | None = None
+    draining = asyncio.ensure_future(drain.started()) if drain is not None else None
     try:
         while True:
             getter = getter or asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter}, timeout=every)
-            if not done:
-                yield PING
+            left = drain.remaining() if drain is not None else None
+            if left is not None and left <= 0:
+                yield frame(ERROR, drain.cut())
+                break
+            waiting = {getter} if draining is None or draining.done() else {getter, draining}
+            done, _ = await asyncio.wait(waiting, timeout=every if left is None else min(every, left),
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                if not done:
+                    yield PING
                 continue
             item, getter = getter.result(), None
             if item is None:
@@ -85,7 +95,7 @@ async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float,
             yield item
     finally:
         # the client left (or the stream ended): stop the graph, free its slot
-        for t in (task, getter):
+        for t in (task, getter, draining):
             if t is not None and not t.done():
                 t.cancel()
                 with suppress(asyncio.CancelledError):
