@@ -77,4 +77,35 @@ def test_damage_is_a_one_line_error_everywhere(damage, pristine, tmp_path):
         assert len(lines) == 1 and lines[0].startswith("error:"), (name, result.output)
         assert why in lines[0], (name, lines[0])
         if error is IndexCorruptError:
-            assert "xlrag check --repair" in lines[0] and "--rebuild" in lines[0]
+            # only what check --repair can mend sends the user there
+            assert ("xlrag check --repair" in lines[0]) == (damage not in LOSES_PASSAGES), lines[0]
+            assert "--rebuild" in lines[0]
+
+
+# Chroma's database holds the passages: no repair brings them back, only a rebuild
+LOSES_PASSAGES = {"sqlite deleted", "sqlite truncated", "sqlite garbage"}
+
+
+@pytest.mark.parametrize("damage", [d for d in DAMAGE if DAMAGE[d][1] is IndexCorruptError])
+def test_check_repair_repairs_or_says_what_to_run_instead(damage, pristine, tmp_path):
+    """check --repair never answers with the message that told the user to run it."""
+    ix = tmp_path / "ix"
+    shutil.copytree(pristine, ix)
+    before = runner.invoke(app, ["retrieve", "Wie viele Punkte?", "--lang", "de", "--json", "--index-dir", str(pristine)])
+    DAMAGE[damage][0](ix)
+    result = runner.invoke(app, ["check", "--repair", "--index-dir", str(ix)])
+    if damage in LOSES_PASSAGES:
+        (line,) = result.output.strip().splitlines()
+        assert result.exit_code == 2 and "cannot be repaired" in line and "--rebuild" in line, result.output
+        assert "check --repair" not in line
+        return
+    assert result.exit_code == 0, result.output
+    assert runner.invoke(app, ["check", "--index-dir", str(ix)]).exit_code == 0
+    after = runner.invoke(app, ["retrieve", "Wie viele Punkte?", "--lang", "de", "--json", "--index-dir", str(ix)])
+    assert after.exit_code == 0, after.output
+    import json
+
+    def ids(out):
+        return [h["id"] for h in json.loads(out)]
+
+    assert ids(after.output) == ids(before.output) and ids(after.output)

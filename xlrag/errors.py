@@ -156,13 +156,18 @@ class EmbedderMismatchError(IndexDirError):
 
 
 class IndexCorruptError(IndexDirError):
-    """The index's files are damaged or missing: never answered as an empty result."""
+    """The index's files are damaged or missing: never answered as an empty result.
+    ``repairable`` False: the damage took the passages with it (Chroma's database), so only a
+    rebuild from the corpus helps, and the message does not send the user to ``check --repair``."""
 
-    def __init__(self, path: Path | str, why: str):
-        self.path, self.why = Path(path), why
+    def __init__(self, path: Path | str, why: str, *, repairable: bool = True):
+        self.path, self.why, self.repairable = Path(path), why, repairable
+        rebuild = f"'xlrag index --rebuild --corpus FILE --index-dir {path}' (FILE: the corpus it was built from)"
         super().__init__(
-            f"index {path} is damaged ({why}); run 'xlrag check --repair --index-dir {path}' "
-            f"or rebuild it with 'xlrag index --rebuild --corpus FILE --index-dir {path}'"
+            f"index {path} is damaged ({why}); run 'xlrag check --repair --index-dir {path}' or rebuild it with "
+            f"{rebuild}" if repairable else
+            f"index {path} is damaged ({why}); the passages are stored in that file, so it cannot be repaired: "
+            f"rebuild it with {rebuild}"
         )
 
 

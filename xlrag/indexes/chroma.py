@@ -129,11 +129,11 @@ def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
     chroma_dir = index_dir / "chroma"
     db = chroma_dir / SQLITE
     if not db.is_file():
-        raise IndexCorruptError(index_dir, f"{db} is missing")
+        raise IndexCorruptError(index_dir, f"{db} is missing", repairable=False)
     with db.open("rb") as fh:
         magic = fh.read(16)
     if magic != _SQLITE_MAGIC:
-        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)")
+        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)", repairable=False)
     try:
         # mode=rw, not ro: like Chroma, roll back the hot journal a killed writer left behind.
         con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=60, isolation_level=None)
@@ -152,7 +152,7 @@ def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
             con.close()
     except sqlite3.DatabaseError as e:
         _check_length(index_dir, db)  # the likelier, clearer reason first
-        raise IndexCorruptError(index_dir, f"{db} is unreadable ({_short(e)})") from None
+        raise IndexCorruptError(index_dir, f"{db} is unreadable ({_short(e)})", repairable=False) from None
     return [(str(n), str(seg), int(c)) for n, seg, c, logged in rows
             if c and logged < c and not (chroma_dir / str(seg)).is_dir()]
 
@@ -180,13 +180,13 @@ def _check_length(index_dir: Path, db: Path) -> None:
     with db.open("rb") as fh:
         header = fh.read(100)
     if len(header) < 100:
-        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} bytes)")
+        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} bytes)", repairable=False)
     page_size = struct.unpack(">H", header[16:18])[0]
     page_size = 65536 if page_size == 1 else page_size
     pages = struct.unpack(">I", header[28:32])[0]
     # The in-header page count is valid when the change counter matches "version-valid-for".
     if header[24:28] == header[92:96] and pages * page_size > size:
-        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} of {pages * page_size} bytes)")
+        raise IndexCorruptError(index_dir, f"{db} is truncated ({size} of {pages * page_size} bytes)", repairable=False)
 
 
 def files_stamp(chroma_dir: Path) -> tuple[int, ...] | None:

@@ -26,7 +26,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from xlrag.config import EmbedderConfig, StoreConfig
-from xlrag.errors import EmbedderMismatchError
+from xlrag.errors import EmbedderMismatchError, IndexCorruptError
+from xlrag.indexes.chroma import missing_vector_dirs
 
 if TYPE_CHECKING:
     from xlrag.indexes.embedders import Embedder
@@ -185,9 +186,18 @@ def repair_index(
     from xlrag.indexes.store import LanguageStores
 
     with WriterLock(index_dir, wait=wait, on_wait=on_wait, create=store is not None and store.kind == "http"):
-        stores = LanguageStores.open(index_dir, store=store, verify=False)
-        before = check_index(stores, sample=sample)
         repaired: dict[str, int] = defaultdict(int)
+        if store is None or store.kind == "persistent":
+            # a damaged database took the passages with it: that error says to rebuild, not repair
+            missing_vector_dirs(Path(index_dir))
+        try:
+            stores = LanguageStores.open(index_dir, store=store, verify=False)
+        except IndexCorruptError as e:
+            if not e.repairable:
+                raise
+            stores = _recover_manifest(Path(index_dir), store or StoreConfig(), e)
+            repaired["manifest rebuilt from the stores' own metadata"] = 1
+        before = check_index(stores, sample=sample)
         broken = sorted({m.split(":", 1)[0] for m in before.missing_vectors} | set(before.lost_stores))
         if broken:
             embedder = _embedder_for(stores, embedder, embedder_config)
@@ -200,6 +210,27 @@ def repair_index(
         after = check_index(stores, sample=sample)
     after.repaired = {k: v for k, v in repaired.items() if v}
     return after
+
+
+def _recover_manifest(index_dir: Path, store: StoreConfig, damage: IndexCorruptError) -> LanguageStores:
+    """Write the manifest anew from what every store records of itself (its language, the
+    embedder and dimension that filled it). The splitter settings it held are not recorded
+    elsewhere: later additions split with the configured splitter."""
+    from xlrag.indexes.chroma import Backend, guard
+    from xlrag.indexes.store import IndexManifest, LanguageStores
+
+    backend = Backend(index_dir, store)
+    with guard(index_dir, store):
+        found = {(str(m["embedder"]), int(m["dim"]))
+                 for c in backend.client.list_collections()
+                 if c.name.startswith(backend.prefix) and "embedder" in (m := c.metadata or {}) and "dim" in m}
+    if len(found) != 1:
+        why = "no store says" if not found else f"the stores disagree ({sorted(found)})"
+        raise IndexCorruptError(index_dir, f"{damage.why}, and {why} which embedder built them",
+                                repairable=False) from None
+    ((embedder, dim),) = found
+    backend.write_manifest(IndexManifest(embedder=embedder, dim=dim, status="complete").model_dump_json(indent=2))
+    return LanguageStores.open(index_dir, store=store, verify=False)
 
 
 def _embedder_for(stores: LanguageStores, embedder: Embedder | None, config: EmbedderConfig | None) -> Embedder:
