@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -35,7 +35,10 @@ from xlrag.checks.lexical import char_ngrams, has_no_space_script, normalize_ans
 
 __all__ = [
     "FLAGS",
+    "POST_HOC_ONLY",
     "SUBSTANCE_CHECKS",
+    "UNCITED",
+    "UNVERIFIED_REASONS",
     "Finding",
     "evidence_in",
     "is_refusal",
@@ -43,6 +46,7 @@ __all__ = [
     "refusal_cues",
     "refusal_despite_evidence",
     "unsupported",
+    "unverified",
 ]
 
 SubstanceCheck = Literal["non_answer", "unsupported", "refusal"]
@@ -51,6 +55,22 @@ SUBSTANCE_CHECKS: tuple[str, ...] = get_args(SubstanceCheck)
 # the server and the chat show. A refusal while the evidence was there is no answer either.
 FLAGS: dict[str, str] = {"non_answer": "not_an_answer", "unsupported": "unsupported",
                          "refusal": "not_an_answer"}
+# Why an answer over passages may be grounded in none of them: it cites none that was shown
+# (an obeyed injection's "<doc7>", say), or only post-hoc citations, xlrag's guess by similarity.
+UNCITED, POST_HOC_ONLY = "uncited", "post_hoc_only"
+#: Every reason an answer is not shown as verified (the CLI has words for each, the server's
+#: ``verified`` is false for each).
+UNVERIFIED_REASONS: tuple[str, ...] = (*dict.fromkeys(FLAGS.values()), UNCITED, POST_HOC_ONLY)
+
+
+def unverified(answer: Any) -> list[str]:
+    """Why ``answer`` (a GroundedAnswer) must not be shown as verified; empty when it may be.
+    The substance flags, then the grounding: an answer over passages needs a valid citation
+    the model (or the vendor's API) gave itself."""
+    reasons = [f for f in dict.fromkeys(FLAGS.values()) if f in answer.flags]
+    if answer.passages and not answer.model_citations:
+        reasons.append(POST_HOC_ONLY if answer.post_hoc_only else UNCITED)
+    return reasons
 
 # An answer inside the question: most of its n-grams are the question's (ECHO_INSIDE) and it
 # repeats a good part of the question (ECHO_COVER); "France" for "France or Spain?" is not.

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from xlrag.checks.substance import FLAGS
+from xlrag.checks.substance import unverified as unverified_reasons
 from xlrag.cli._app import (
     MODE_NAMES,
     ConfigOpt,
@@ -30,10 +30,13 @@ from xlrag.cli.retrieving import retrieval_warnings
 from xlrag.errors import XlragError
 from xlrag.formats import AnswerFormat, parse_format
 
-# what each substance flag means to a reader, keyed by the flag (xlrag.checks.substance.FLAGS)
+# what each reason an answer is not verified means to a reader (xlrag.checks.substance.UNVERIFIED_REASONS)
 _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repeats the question or the "
                                 "template, or refuses although the top passage holds the answer)",
-               "unsupported": "says things that none of its cited passages holds"}
+               "unsupported": "says things that none of its cited passages holds",
+               "uncited": "cites none of the passages it was shown",
+               "post_hoc_only": "cites no passage itself: its citations were attributed afterwards by "
+                                "similarity, and may not support it"}
 
 
 @app.command()
@@ -149,7 +152,7 @@ def print_trace(trace: Any) -> None:
 
 def print_unverified(answer: Any) -> None:
     """A red line when the substance checks still fail: such an answer is never shown as verified."""
-    unverified = [f for f in dict.fromkeys(FLAGS.values()) if f in answer.flags]
+    unverified = unverified_reasons(answer)
     if unverified:
         out.print(f"[bold red]not verified ({', '.join(unverified)}):[/] the checks found that this answer "
                   f"{_UNVERIFIED[unverified[0]]}; read the passages before relying on it", highlight=False)

@@ -114,14 +114,15 @@ class AnswerOut(_Out):
                                          "post_hoc_citations, unrepaired_language")
     verified: bool = Field(description="false when the substance checks still fail after every repair (the "
                                        "answer says nothing, flag not_an_answer, or nothing its passages "
-                                       "hold, flag unsupported), or when its only citations are post hoc "
-                                       "(attributed by similarity afterwards, not by the model)")
+                                       "hold, flag unsupported), or when it cites none of its passages "
+                                       "itself (none valid, or only post hoc: attributed by similarity "
+                                       "afterwards, not by the model)")
     index_complete: bool = Field(description="false while the index is half-built: passages may be missing")
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
 
     @classmethod
     def of(cls, a: GroundedAnswer) -> AnswerOut:
-        from xlrag.checks.substance import FLAGS
+        from xlrag.checks.substance import unverified
 
         return cls(
             answer=a.answer, explanation=a.explanation, lang=a.lang, mode=a.mode, model=a.model,
@@ -130,7 +131,7 @@ class AnswerOut(_Out):
             passages=[PassageOut(marker=i, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title,
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
-            flags=list(a.flags), verified=not set(FLAGS.values()) & set(a.flags) and not a.post_hoc_only,
+            flags=list(a.flags), verified=not unverified(a),
             index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
 
 
