@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/xlrag demo --index-dir .demo-index
+	$(VENV)/bin/xlrag demo
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
