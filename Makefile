@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml | $(PY)
 install: $(STAMP)
 
 demo: $(DEMO_STAMP)
-	$(VENV)/bin/xlrag demo --index-dir .demo-index
+	$(VENV)/bin/xlrag demo
 
 # the site, strict: a broken link, a page missing from the nav or a failing API page stops it
 docs: $(STAMP)

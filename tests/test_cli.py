@@ -137,7 +137,7 @@ def test_ask_json_with_local_model(xquad_index, monkeypatch):
 def test_ask_table_mc(xquad_index, monkeypatch):
     monkeypatch.setenv("XLRAG_LLM__MAX_TOKENS", "8")
     monkeypatch.setenv("XLRAG_LLM__N_THREADS", "1")
-    res = run("ask", "--index-dir", xquad_index, "--format", "mc", "-o", "308", "-o", "24", "-k", "2",
+    res = run("ask", "--index-dir", xquad_index, "--format", "mc", "--option", "308", "--option", "24", "-k", "2",
               "How many points did the Panthers defense surrender?")
     assert res.exit_code == 0, res.output
     assert "English" in res.output and "mode qlang_en" in res.output

@@ -23,6 +23,14 @@ def test_yaml_then_env_then_overrides(tmp_path, monkeypatch):
     assert cfg.retrieval.mode == "all" and cfg.retrieval.k == 7
 
 
+def test_a_variable_equal_to_the_default_still_beats_the_file(tmp_path, monkeypatch):
+    f = tmp_path / "xlrag.yaml"
+    f.write_text("retrieval:\n  k: 8\n")
+    monkeypatch.setenv("XLRAG_RETRIEVAL__K", "5")  # 5 is the default, and it is set
+    cfg = load_config(f)
+    assert cfg.retrieval.k == 5 and cfg.model_dump(exclude_unset=True)["retrieval"] == {"k": 5}
+
+
 def test_bad_config_is_explained(tmp_path):
     f = tmp_path / "xlrag.yaml"
     f.write_text("retrieval:\n  fusion: magic\n")

@@ -161,7 +161,7 @@ def test_k_zero_on_the_command_line_is_an_error_not_the_default(xquad_index, com
 def test_ask_refuses_overlong_questions_and_single_options(xquad_index):
     line = one_line_error(runner.invoke(app, ["ask", "-i", str(xquad_index), "x" * 2001]))
     assert "over the limit of 2000" in line
-    line = one_line_error(runner.invoke(app, ["ask", "-i", str(xquad_index), "-f", "mc", "-o", "España",
+    line = one_line_error(runner.invoke(app, ["ask", "-i", str(xquad_index), "-f", "mc", "--option", "España",
                                               "¿Quién controla Ceuta?"]))
     assert "at least two answer options" in line
 

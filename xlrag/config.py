@@ -336,8 +336,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> XlragConfig
         data = loaded
     try:
         # The environment must beat the file, so apply the file under it: build once from
-        # env alone to learn which keys the environment sets, then merge.
-        env_only = _from_environment().model_dump(exclude_defaults=True)
+        # env alone to learn which keys the environment sets, then merge. exclude_unset, not
+        # exclude_defaults: XLRAG_RETRIEVAL__K=5 is set even though 5 is the default.
+        env_only = _from_environment().model_dump(exclude_unset=True)
         merged = _deep_merge(_deep_merge(data, env_only), overrides)
         return XlragConfig(**merged)
     except ValidationError as e:

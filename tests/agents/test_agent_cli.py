@@ -60,7 +60,7 @@ def test_chat_repl_answers_and_takes_its_commands(demo_index, monkeypatch):
 
 def test_agent_rejects_other_formats_in_one_line(demo_index):
     line = error_line(run("ask", "¿Qué?", "--index-dir", demo_index, "--agent", "--format", "mc",
-                          "-o", "a", "-o", "b"))
+                          "--option", "a", "--option", "b"))
     assert "--agent answers in the citation format" in line
 
 

@@ -143,8 +143,22 @@ def test_bad_input_is_one_line(travel_index, tmp_path):
                                   for r in read_jsonl(QRELS)), encoding="utf-8")
     line = error_line(run(*base[:-1], unprefixed))
     assert "24 relevant document id(s) in the qrels are not in the index" in line and "travel-" in line
-    assert "give --queries FILE" in error_line(run("eval", "retrieval", "--index-dir", travel_index, "--qrels", QRELS))
     assert "-k must be a whole number >= 1" in error_line(run(*base, "-k", "0"))
     assert "is not an xlrag index" in error_line(run("eval", "retrieval", "--index-dir", tmp_path / "no-index",
                                                      "--queries", QUERIES, "--qrels", QRELS))
     assert "is a directory" in error_line(run(*base, "--trec", tmp_path))
+
+
+def test_fusion_and_config_reach_the_evaluation(travel_index, tmp_path):
+    base = ["eval", "retrieval", "--index-dir", travel_index, "--queries", QUERIES, "--qrels", QRELS, "--json"]
+    report = json.loads(run(*base, "--fusion", "score", "-k", "5").stdout)
+    assert (report["fusion"], report["k"]) == ("score", 5)
+    # the list scored is retrieval.retrieve_k deep unless -k says otherwise; options beat the file
+    cfg = tmp_path / "xlrag.yaml"
+    cfg.write_text("retrieval:\n  fusion: rrf\n  retrieve_k: 10\n  mode: qlang\n", encoding="utf-8")
+    report = json.loads(run(*base, "--config", cfg).stdout)
+    assert (report["fusion"], report["k"], report["mode"]) == ("rrf", 10, "qlang")
+    assert "hit@10" in report["summary"]["same_lang"]
+    report = json.loads(run(*base, "--config", cfg, "--fusion", "minmax", "--top-k", "3").stdout)
+    assert (report["fusion"], report["k"]) == ("minmax", 3)
+    assert "unknown fusion 'zcore'" in error_line(run(*base, "--fusion", "zcore"))

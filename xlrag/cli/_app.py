@@ -15,8 +15,13 @@ from rich.markup import escape
 from xlrag.modes import IRMode
 from xlrag.schema import QueryFields
 
+# the help of the root and of each group names every one of its commands (tests/test_cli_surface.py)
+ROOT_HELP = ("Cross-lingual RAG: index a corpus into language stores (info, check and delete manage it), "
+             "retrieve passages, ask and chat for cited answers in the question's language, serve them over "
+             "HTTP, eval retrieval and answers; demo builds a sample index and answers over it; models and "
+             "prompts list the local models and the prompt templates.")
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
-                  help="Cross-lingual RAG: index, retrieve, inspect.")
+                  help=ROOT_HELP)
 
 
 def _version(value: bool) -> None:
@@ -30,15 +35,41 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True, help="print the version and exit")] = False) -> None:
-    """Cross-lingual RAG: index, retrieve, inspect."""
+    pass  # the group's help is ROOT_HELP: a docstring here would replace it
+
+
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
 
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="xlrag.yaml to read (default: ./xlrag.yaml if present)")]
-IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help="index directory")]
+
+def config_default(setting: str) -> str:
+    """``(default: retrieval.k from config, 5)``: where an option left unset takes its value.
+    ``setting`` is the dotted path in :class:`~xlrag.config.XlragConfig`, the value its default
+    there (one owner: the help cannot drift from the config model)."""
+    from xlrag.config import XlragConfig
+
+    value: Any = XlragConfig.model_construct()
+    for part in setting.split("."):
+        value = getattr(value, part)
+    # parentheses: typer reads [...] in help as rich markup
+    return f"(default: {setting} from config, {value})"
+
+
+# Option names used by several commands, each with one meaning everywhere (tests/test_cli_surface.py)
+TOP_K = ("--top-k", "-k")
+OUT = ("--out", "-o")
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help=(
+    "xlrag.yaml to read (default: ./xlrag.yaml if present); XLRAG_* variables override it, options override both"))]
+IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help=f"index directory {config_default('index_dir')}")]
 # the IR modes, as the help lists them (from the one owner, xlrag.modes)
 MODE_NAMES = ", ".join(m.value for m in IRMode)
-EmbedderOpt = Annotated[str | None, typer.Option("--embedder", help="embedder name: local, openai, cohere, mistral")]
+EmbedderOpt = Annotated[str | None, typer.Option(
+    "--embedder", help=f"embedder name: local, openai, cohere, mistral {config_default('embedder.name')}")]
+LLMOpt = Annotated[str | None, typer.Option(
+    "--llm", help=f"provider:model, e.g. local, openai:gpt-4o-mini {config_default('llm.provider')}")]
+FusionOpt = Annotated[str | None, typer.Option(
+    "--fusion", help="how the rankings of several language stores merge (an unknown name lists the known ones) "
+                     f"{config_default('retrieval.fusion')}")]
 # a question's fields, their help from the one owner (xlrag.schema.QueryFields)
 _QF = QueryFields.model_fields
 LangOpt = Annotated[str | None, typer.Option("--lang", help=_QF["lang"].description)]

@@ -12,16 +12,19 @@ from rich.table import Table
 from xlrag.checks.substance import unverified as unverified_reasons
 from xlrag.cli._app import (
     MODE_NAMES,
+    TOP_K,
     ConfigOpt,
     EmbedderOpt,
     IndexDirOpt,
     LangOpt,
+    LLMOpt,
     RelevantLangsOpt,
     TargetLangOpt,
     _config,
     _csv,
     _fail,
     app,
+    config_default,
     out,
     shown_warnings,
     terminal_text,
@@ -43,11 +46,14 @@ _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repe
 def ask(
     question: Annotated[str, typer.Argument(help="the question, in any language")],
     index_dir: IndexDirOpt = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES} (no_ir answers closed-book)")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES} (no_ir answers closed-book) "
+                                             f"{config_default('retrieval.mode')}")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
-    options: Annotated[list[str] | None, typer.Option("--options", "-o", help="an answer option (repeat for each)")] = None,
-    k: Annotated[int | None, typer.Option("-k", help="passages shown to the LLM")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    # --options: its earlier name, kept working for the scripts that use it
+    options: Annotated[list[str] | None, typer.Option(
+        "--option", "--options", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
+    k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
+    llm: LLMOpt = None,
     lang: LangOpt = None,
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
@@ -65,13 +71,14 @@ def ask(
     try:
         fmt = parse_format(fmt)
         if fmt is AnswerFormat.MC and len(options or []) < 2:
-            raise ConfigError("--format mc needs at least two answer options: repeat -o, e.g. -o España -o Marruecos")
+            raise ConfigError("--format mc needs at least two answer options: repeat --option, e.g. "
+                              "--option España --option Marruecos")
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
         if agent:
             if fmt is not AnswerFormat.CITATION or options:
-                raise ConfigError("--agent answers in the citation format; drop --format and --options")
+                raise ConfigError("--agent answers in the citation format; drop --format and --option")
             _ask_agent(cfg, {"question": question, "lang": lang, "mode": mode,
                              "relevant_langs": _csv(relevant_langs) or None, "target_lang": target_lang}, as_json)
             return

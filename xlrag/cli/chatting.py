@@ -13,9 +13,11 @@ from xlrag.cli._app import (
     MODE_NAMES,
     ConfigOpt,
     IndexDirOpt,
+    LLMOpt,
     _config,
     _fail,
     app,
+    config_default,
     echo,
     out,
     terminal_text,
@@ -160,9 +162,10 @@ def chat(
     index_dir: IndexDirOpt = None,
     session: Annotated[str | None, typer.Option("--session", "-s", help="keep the conversation on disk under this "
                                                 "name; the next `xlrag chat --session NAME` goes on from it")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES}, or auto (default: agent.mode)")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", "-m", help=f"IR mode: {MODE_NAMES}, or auto {config_default('agent.mode')}")] = None,
     lang: Annotated[str | None, typer.Option(help="the language you write in (detected if omitted)")] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    llm: LLMOpt = None,
     db: Annotated[Path | None, typer.Option("--sessions-db", help="SQLite file of the sessions")] = None,
     config: ConfigOpt = None,
 ) -> None:

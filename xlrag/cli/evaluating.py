@@ -10,27 +10,41 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from xlrag.cli._app import MODE_NAMES, IndexDirOpt, _config, _fail, app, echo, err, out, warn
+from xlrag.cli._app import (
+    MODE_NAMES,
+    TOP_K,
+    ConfigOpt,
+    FusionOpt,
+    IndexDirOpt,
+    _config,
+    _fail,
+    app,
+    config_default,
+    echo,
+    err,
+    out,
+    warn,
+)
 from xlrag.errors import XlragError
 
-eval_app = typer.Typer(no_args_is_help=True, help="Evaluate retrieval against relevance judgements (qrels).")
+eval_app = typer.Typer(no_args_is_help=True, help=(
+    "Evaluate: retrieval scores an IR mode against relevance judgements (qrels); run makes an experiment grid "
+    "or a seed study and report rebuilds its report; judge grades answers with a judge panel and calibrate "
+    "measures the judges on items of known truth; cs scores BordIRlines concurrence."))
 app.add_typer(eval_app, name="eval")
 
 
-def _check_inputs(queries: Path | None, qrels: Path | None, mode: str | None, k: int, trec: Path | None) -> None:
+def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
     from xlrag.errors import ConfigError, InvalidArgumentError
     from xlrag.modes import parse_mode
 
-    if queries is None or qrels is None:
-        raise ConfigError("give --queries FILE (JSONL of {id, question, lang?}) and --qrels FILE "
-                          "(JSONL of {query_id, doc_id, relevance})")
     if mode is not None:
         try:
             parse_mode(mode)
         except ValueError as e:
             raise ConfigError(f"--mode: {e}") from None
-    if k < 1:
+    if k is not None and k < 1:
         raise InvalidArgumentError("-k", "a whole number >= 1", k)
     if trec is not None:
         if trec.is_dir():
@@ -41,19 +55,25 @@ def _check_inputs(queries: Path | None, qrels: Path | None, mode: str | None, k:
 
 @eval_app.command("retrieval")
 def eval_retrieval(
+    queries: Annotated[Path, typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")],
+    qrels: Annotated[Path, typer.Option("--qrels", help="JSONL of {query_id, doc_id, relevance}")],
     index_dir: IndexDirOpt = None,
-    queries: Annotated[Path | None, typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")] = None,
-    qrels: Annotated[Path | None, typer.Option("--qrels", help="JSONL of {query_id, doc_id, relevance}")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode to evaluate: {MODE_NAMES} (default: the configured one)")] = None,
-    k: Annotated[int, typer.Option("-k", help="passages retrieved per query (the metrics' largest cut-off)")] = 20,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", "-m", help=f"IR mode to evaluate: {MODE_NAMES} {config_default('retrieval.mode')}")] = None,
+    k: Annotated[int | None, typer.Option(*TOP_K, help=(
+        "passages ranked per query, the metrics' largest cut-off "
+        f"{config_default('retrieval.retrieve_k')}"))] = None,
+    fusion: FusionOpt = None,
     trec: Annotated[Path | None, typer.Option("--trec", help="also write the run as a TREC run file")] = None,
+    config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
 ) -> None:
     """Hit@k, MRR, nDCG and recall by query language -> document language, same- and
     cross-language means with 95% bootstrap CIs, and each query language's bias.
 
-    Fusion and the other retrieval settings come from xlrag.yaml / XLRAG_* variables
-    (e.g. XLRAG_RETRIEVAL__FUSION=score).
+    The list scored is retrieval.retrieve_k deep, not retrieval.k (the passages `retrieve`
+    returns and `ask` shows): the candidates a reranker or an answer would choose from, so
+    that hit@k and recall@k say whether the evidence was found at all.
     """
     from rich.progress import Progress
 
@@ -64,12 +84,15 @@ def eval_retrieval(
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
-        _check_inputs(queries, qrels, mode, k, trec)
+        _check_inputs(mode, k, trec)
         judged = load_qrels(qrels)
         from xlrag.queries import read_queries
 
         prepared = read_queries(queries)
-        cfg = _config(None, index_dir=index_dir, mode=mode, k=k)
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion)
+        if k is None:
+            k = cfg.retrieval.retrieve_k
+            cfg = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"k": k})})
         retriever = CrossLingualRetriever.from_config(cfg)
         try:
             with Progress(console=err, transient=True) as bar, shown_warnings():

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from xlrag.cli._app import _fail, echo, warn
+from xlrag.cli._app import OUT, ConfigOpt, _config, _fail, echo, warn
 from xlrag.cli.evaluating import eval_app
 from xlrag.errors import XlragError
 
@@ -16,10 +16,17 @@ from xlrag.errors import XlragError
 @eval_app.command("run")
 def eval_run(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML (datasets × modes × llms × variants)")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="run folder: records, cache, reports")],
+    out: Annotated[Path, typer.Option(*OUT, help="run folder: records, cache, reports")],
     no_report: Annotated[bool, typer.Option("--no-report", help="skip writing the reports at the end")] = False,
+    config: ConfigOpt = None,
 ) -> None:
-    """Run the grid or study; rerun the same command to resume after a kill (nothing redone, nothing lost)."""
+    """Run the grid or study; rerun the same command to resume after a kill (nothing redone, nothing lost).
+
+    What the experiment YAML leaves out of embedder, llm(s) and the retrieval settings (modes,
+    k, retrieve_k, fusion, rerank) comes from your xlrag config (xlrag.yaml, then XLRAG_*
+    variables) where you set it there, else from the experiment's defaults; a study takes only
+    its llm from there. The run folder's experiment.yaml keeps every value as run.
+    """
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -29,10 +36,15 @@ def eval_run(
         TimeRemainingColumn,
     )
 
+    from xlrag.evals.experiment import read_yaml, with_settings
     from xlrag.evals.studies import load_run_config, make_runner, write_reports
 
     try:
-        cfg = load_run_config(experiment)
+        settings = _config(config)
+        cfg = load_run_config(experiment, settings)
+        _, filled = with_settings(type(cfg), read_yaml(experiment), settings)
+        if filled:
+            warn(f"from the xlrag config (not set in {experiment}): {', '.join(filled)}", "note")
         if out.exists() and not out.is_dir():
             raise XlragError(f"--out {out} is a file; give a folder for the run")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -17,6 +17,7 @@ from xlrag.cli._app import (
     _config,
     _fail,
     app,
+    config_default,
     echo,
     err,
     out,
@@ -37,7 +38,8 @@ def index(
     index_dir: IndexDirOpt = None,
     embedder: EmbedderOpt = None,
     fields: Annotated[str | None, typer.Option("--fields", help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
-    chunk_size: Annotated[int | None, typer.Option(help="passage length in tokenizer units")] = None,
+    chunk_size: Annotated[int | None, typer.Option(
+        help=f"passage length in tokenizer units {config_default('splitter.chunk_size')}")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="skip malformed rows and report them")] = False,
     source: Annotated[str | None, typer.Option("--source", help="source name (default: the corpus file's path); re-indexing a source prunes documents gone from it")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,

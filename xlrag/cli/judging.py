@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from xlrag.cli._app import _csv, _fail, echo, err, warn
+from xlrag.cli._app import OUT, _csv, _fail, echo, err, warn
 from xlrag.cli.evaluating import eval_app
 from xlrag.errors import ConfigError, XlragError
 
@@ -33,10 +33,10 @@ def _progress():
 
 @eval_app.command("judge")
 def eval_judge(
-    items: Annotated[Path | None, typer.Option(
-        "--in", help='JSONL of {"id", "question", "lang", "answer", "gold": [...]} to judge')] = None,
-    out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="JSONL written row by row: each input row with verdict and votes")] = None,
+    items: Annotated[Path, typer.Option(
+        "--in", help='JSONL of {"id", "question", "lang", "answer", "gold": [...]} to judge')],
+    out: Annotated[Path, typer.Option(
+        *OUT, help="JSONL written row by row: each input row with verdict and votes")],
     panel: PanelOpt = None,
     cache: Annotated[Path | None, typer.Option(
         "--cache", help="SQLite cache of the LLM judges' calls (default: none; rows already in --out are "
@@ -47,9 +47,6 @@ def eval_judge(
     from xlrag.evals.judges import default_panel
 
     try:
-        if items is None or out is None:
-            raise ConfigError('give --in ITEMS.jsonl (rows of {"id", "question", "lang", "answer", "gold": [...]}) '
-                              "and --out VERDICTS.jsonl")
         cfg = load_panel(panel) if panel is not None else default_panel()
         llm_cache = None
         if cache is not None:
@@ -96,7 +93,7 @@ def _default_cache() -> Path:
 @eval_app.command("calibrate")
 def eval_calibrate(
     out: Annotated[Path | None, typer.Option(
-        "--out", "-o", help="write the calibration JSON here, its tables beside it (.md) and every vote "
+        *OUT, help="write the calibration JSON here, its tables beside it (.md) and every vote "
                             "(.votes.jsonl)")] = None,
     panel: Annotated[Path | None, typer.Option(
         "--panel", help="YAML whose judges: are the candidates (default: lexical and every catalogue model)")] = None,

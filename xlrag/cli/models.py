@@ -11,7 +11,7 @@ from rich.table import Table
 
 from xlrag.cli._app import app, out
 
-models_app = typer.Typer(no_args_is_help=True, help="The local GGUF models xlrag can run offline.")
+models_app = typer.Typer(no_args_is_help=True, help="List the local GGUF models xlrag can use offline.")
 app.add_typer(models_app, name="models")
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from xlrag.cli._app import _fail, app, out
 from xlrag.errors import XlragError
 
-prompts_app = typer.Typer(no_args_is_help=True, help="List, show and check the localized prompt templates.")
+prompts_app = typer.Typer(no_args_is_help=True, help="List and show the localized prompt templates.")
 app.add_typer(prompts_app, name="prompts")
 PromptsDirOpt = Annotated[Path | None, typer.Option("--overrides", help="folder of <lang>.yaml files overriding roles")]
 

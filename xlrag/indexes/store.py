@@ -228,6 +228,19 @@ class LanguageStores:
                 return
             offset += _PAGE
 
+    def other_source(self, sources: Sequence[str]) -> str | None:
+        """A source of this index's passages that is none of ``sources``, or None: one filtered
+        lookup per store, not a scan."""
+        for lang in self.languages():
+            col = self.collection(lang)
+            if col is None:
+                continue
+            with self._guard():
+                got = col.get(where={"source": {"$nin": list(sources)}}, limit=1, include=["metadatas"])
+            if got["ids"]:
+                return str(got["metadatas"][0]["source"])
+        return None
+
     def existing_ids(self, lang: str, ids: Sequence[str]) -> set[str]:
         col = self.collection(lang)
         if col is None or not ids:

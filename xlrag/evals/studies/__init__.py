@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from xlrag.errors import ConfigError
 
 if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
     from xlrag.evals.run_folder import Progress
 
 __all__ = ["GRID", "STUDIES", "Study", "load_run_config", "make_runner", "study_of", "write_reports"]
@@ -60,22 +61,32 @@ def study_of(config: Any) -> Study:
     return STUDIES[getattr(config, "study", GRID)]
 
 
-def load_run_config(path: str | Path) -> Any:
+def load_run_config(path: str | Path, settings: XlragConfig | None = None) -> Any:
     """The run config in the YAML at ``path`` (a grid when it has no ``study:`` key); relative
-    paths are taken from its folder."""
-    from xlrag.evals.experiment import load_experiment, read_yaml, validate_as
+    paths are taken from its folder. ``settings``: the user's xlrag config, whose explicitly set
+    values fill what the YAML leaves out of the run config's ``FROM_SETTINGS`` (``xlrag eval
+    run`` passes it; a run folder's snapshot is read without, as it was run)."""
+    from xlrag.evals.experiment import (
+        filled_from,
+        load_experiment,
+        read_yaml,
+        validate_as,
+        with_settings,
+    )
     from xlrag.validate import did_you_mean
 
     path = Path(path)
     data = read_yaml(path)
     if "study" not in data:
-        return load_experiment(path)
+        return load_experiment(path, settings)
     name = data["study"]
     studies = [s for s in STUDIES if s != GRID]
     if name not in studies:
         raise ConfigError(f"{path}: unknown study {name!r}{did_you_mean(str(name), studies)}; "
                           f"use one of: {', '.join(studies)}, or no study: key for an experiment grid")
-    return validate_as(STUDIES[name].get("config"), data, path).resolved(path.resolve().parent)
+    model = STUDIES[name].get("config")
+    data, filled = with_settings(model, data, settings)
+    return validate_as(model, data, filled_from(path, filled)).resolved(path.resolve().parent)
 
 
 def make_runner(config: Any, out: str | Path, progress: Progress | None = None) -> Any:

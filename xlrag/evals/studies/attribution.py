@@ -26,7 +26,7 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -56,6 +56,10 @@ SETTINGS = ("in_language", "in_english")
 
 class AttributionConfig(_Strict):
     """``experiments/attribution.yaml``. The ``llm`` line swaps the generator for a vendor's."""
+
+    # the generator from the user's xlrag config when the YAML has no llm: (its retrieval settings
+    # are the study's protocol, not the user's)
+    FROM_SETTINGS: ClassVar[dict[str, str]] = {"llm": "llm"}
 
     study: Literal["attribution"] = "attribution"
     name: str

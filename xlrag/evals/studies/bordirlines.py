@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
@@ -67,6 +67,10 @@ PUBLISHED = Published(
 
 class BordIRlinesConfig(_Strict):
     """``experiments/bordirlines.yaml``. Change ``llm`` to run it with a vendor model."""
+
+    # the generator from the user's xlrag config when the YAML has no llm: (its retrieval settings
+    # are the study's protocol, not the user's)
+    FROM_SETTINGS: ClassVar[dict[str, str]] = {"llm": "llm"}
 
     study: Literal["bordirlines"] = "bordirlines"
     name: str

@@ -23,7 +23,7 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +45,10 @@ Condition = Literal["monolingual", "multilingual", "+EQ", "+ES", "+ED"]
 
 class XRAGConfig(_Strict):
     """``experiments/xrag.yaml``. Change ``llm`` (and the judges) to run it with vendor models."""
+
+    # the generator from the user's xlrag config when the YAML has no llm: (its retrieval settings
+    # are the study's protocol, not the user's)
+    FROM_SETTINGS: ClassVar[dict[str, str]] = {"llm": "llm"}
 
     study: Literal["xrag"] = "xrag"
     name: str
