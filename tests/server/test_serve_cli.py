@@ -74,3 +74,16 @@ def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
     assert "xlrag server ready" in output and "xlrag server stopped" in output
     assert output.index("xlrag server stopped") < output.index("Application shutdown complete")
     assert "Traceback" not in output
+
+
+def test_serve_options_default_to_the_server_limits():
+    """The CLI's defaults are ServerLimits' (one owner: a changed default cannot drift)."""
+    import typer
+
+    from xlrag.cli import app
+    from xlrag.server.guards import ServerLimits
+
+    command = typer.main.get_command(app).commands["serve"]
+    defaults = {p.name: p.default for p in command.params}
+    for name in ("max_concurrent", "max_queue", "max_body_bytes", "grace_seconds"):
+        assert defaults[name] == ServerLimits.model_fields[name].default, name

@@ -80,13 +80,13 @@ TargetLangOpt = Annotated[str | None, typer.Option("--target-lang", help=_QF["ta
 
 def _fail(e: Exception) -> NoReturn:
     # escape(): messages carry pip extras like 'xlrag[openai]' that rich would eat as markup.
-    err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {shown(str(e))}", highlight=False, soft_wrap=True)
     raise typer.Exit(code=2)
 
 
 def warn(message: str, label: str = "warning") -> None:
     """One line on stderr; ``message`` is printed verbatim (corpus rows and notes hold ``[...]``)."""
-    err.print(f"[yellow]{escape(label)}:[/] {escape(message)}", highlight=False, soft_wrap=True)
+    err.print(f"[yellow]{escape(label)}:[/] {shown(message)}", highlight=False, soft_wrap=True)
 
 
 @contextmanager
@@ -109,6 +109,12 @@ def shown_warnings() -> Iterator[None]:
 _CONTROLS = dict.fromkeys([*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0)])
 
 
+def shown(text: str) -> str:
+    """Corpus or model text for a rich-markup line: controls stripped, markup escaped. Every
+    rendering of such text goes through here (or :func:`terminal_text` where markup is off)."""
+    return escape(terminal_text(text))
+
+
 def terminal_text(text: str) -> str:
     """``text`` without control characters, for printing a model's tokens as they come."""
     return text.translate(_CONTROLS)
@@ -116,7 +122,7 @@ def terminal_text(text: str) -> str:
 
 def echo(message: str) -> None:
     """One line of dynamic text on stdout, verbatim: no markup, no highlighting."""
-    out.print(message, markup=False, highlight=False, soft_wrap=True)
+    out.print(terminal_text(message), markup=False, highlight=False, soft_wrap=True)
 
 
 def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | None = None, k: int | None = None,

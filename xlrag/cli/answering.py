@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from xlrag.checks.substance import unverified as unverified_reasons
@@ -26,6 +25,7 @@ from xlrag.cli._app import (
     app,
     config_default,
     out,
+    shown,
     shown_warnings,
     terminal_text,
 )
@@ -142,16 +142,16 @@ def print_stream(items: Iterable[Any]) -> Any:
 
 def print_trace(trace: Any) -> None:
     """The agent's steps, one line each: what a user reads to trust (or not) the answer."""
-    out.print(f"[bold]mode[/] {trace.mode}: {escape(trace.mode_reason)}", highlight=False)
+    out.print(f"[bold]mode[/] {trace.mode}: {shown(trace.mode_reason)}", highlight=False)
     if trace.original_question:
-        out.print(f"[bold]searched as[/] {escape(trace.question)}", highlight=False)
+        out.print(f"[bold]searched as[/] {shown(trace.question)}", highlight=False)
     langs = ", ".join(f"{lang} {n}" for lang, n in sorted(trace.retrieved_langs.items())) or "none"
     out.print(f"[bold]retrieved[/] {langs}", highlight=False)
     for c in trace.checks:
         mark = "[green]pass[/]" if c.passed else "[red]fail[/]"
-        out.print(f"  check {c.check} (attempt {c.attempt}): {mark} {escape(c.detail)}", highlight=False)
+        out.print(f"  check {c.check} (attempt {c.attempt}): {mark} {shown(c.detail)}", highlight=False)
     for r in trace.repairs:
-        out.print(f"  repair {r.repair.value}: {escape(r.detail)} ({r.seconds:.1f}s)", highlight=False)
+        out.print(f"  repair {r.repair.value}: {shown(r.detail)} ({r.seconds:.1f}s)", highlight=False)
     if trace.unrepaired:
         out.print(f"[yellow]still failing:[/] {', '.join(trace.unrepaired)}", highlight=False)
     out.print(f"[dim]{trace.seconds:.1f}s in all[/]")
@@ -168,15 +168,15 @@ def print_unverified(answer: Any) -> None:
 def print_answer(answer: Any) -> None:
     from xlrag.languages import display_name
 
-    out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {escape(answer.model)}")
+    out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {shown(answer.model)}")
     if answer.chosen_option is not None:
-        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {escape(answer.chosen_option)}", highlight=False)
-    out.print(f"[bold]answer:[/] {escape(terminal_text(answer.answer or '—'))}", highlight=False)
+        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {shown(answer.chosen_option)}", highlight=False)
+    out.print(f"[bold]answer:[/] {shown(terminal_text(answer.answer or '—'))}", highlight=False)
     if answer.explanation:
-        out.print(f"[bold]explanation:[/] {escape(terminal_text(answer.explanation))}", highlight=False)
+        out.print(f"[bold]explanation:[/] {shown(terminal_text(answer.explanation))}", highlight=False)
     print_unverified(answer)
     if answer.flags:
-        out.print(f"[yellow]flags:[/] {escape(', '.join(answer.flags))}", highlight=False)
+        out.print(f"[yellow]flags:[/] {shown(', '.join(answer.flags))}", highlight=False)
     if not answer.citations:
         return
     table = Table(title="citations")
@@ -187,6 +187,6 @@ def print_answer(answer: Any) -> None:
     for c in answer.citations:
         hit = answer.passages[c.marker] if c.valid else None
         flat = " ".join(hit.passage.text.split()) if hit else "(no such document)"
-        table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", escape(c.doc_id or ""),
-                      escape(flat if len(flat) <= room else flat[: room - 1] + "…"))
+        table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", shown(c.doc_id or ""),
+                      shown(flat if len(flat) <= room else flat[: room - 1] + "…"))
     out.print(table)

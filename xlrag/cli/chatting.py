@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from xlrag.cli._app import (
     MODE_NAMES,
@@ -20,6 +19,7 @@ from xlrag.cli._app import (
     config_default,
     echo,
     out,
+    shown,
     terminal_text,
 )
 from xlrag.errors import XlragError
@@ -115,8 +115,8 @@ class _Repl:
         for s in turn.sources:
             flat = " ".join(s.text.split())
             tag = "" if s.source == "model" else f" ({s.source})"
-            out.print(f"[bold]<doc{s.marker}>[/] {escape(s.doc_id or '')} [{escape(s.lang or '?')}]{escape(tag)} "
-                      f"{escape(flat[:160])}", highlight=False)
+            out.print(f"[bold]<doc{s.marker}>[/] {shown(s.doc_id or '')} [{shown(s.lang or '?')}]{shown(tag)} "
+                      f"{shown(flat[:160])}", highlight=False)
 
     def ask(self, question: str) -> str:
         """Stream the answer to ``question``; returns the streamed text."""
@@ -141,15 +141,15 @@ class _Repl:
         if trace.repairs:
             # what streamed was the first try: show what the repairs made of it
             out.print(f"[bold]answer[/] (after {', '.join(r.repair.value for r in trace.repairs)}): "
-                      f"{escape(answer.answer or '—')}", highlight=False)
+                      f"{shown(answer.answer or '—')}", highlight=False)
         else:
-            out.print(f"[bold]answer:[/] {escape(answer.answer or '—')}", highlight=False)
+            out.print(f"[bold]answer:[/] {shown(answer.answer or '—')}", highlight=False)
         from xlrag.cli.answering import print_unverified
 
         print_unverified(answer)
         markers = " ".join(f"<doc{s.marker}>" for s in final["turns"][-1].sources)
         if markers:
-            out.print(f"[dim]sources {escape(markers)} (/sources to read them)[/]", highlight=False)
+            out.print(f"[dim]sources {shown(markers)} (/sources to read them)[/]", highlight=False)
         if self.saver is not None and hasattr(self.saver, "conn"):
             from xlrag.agents.chat import prune
 

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from xlrag.cli._app import (
@@ -29,6 +28,7 @@ from xlrag.cli._app import (
     echo,
     err,
     out,
+    shown,
     shown_warnings,
     warn,
 )
@@ -152,8 +152,8 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
     for h in hits:
         flat = " ".join(h.passage.text.split())
         snippet = flat if len(flat) <= room else flat[: room - 1] + "…"
-        table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", escape(h.doc_id),
-                      escape(snippet))
+        table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", shown(h.doc_id),
+                      shown(snippet))
     out.print(table)
 
 

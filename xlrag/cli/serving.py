@@ -21,6 +21,10 @@ def serve(
     max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once")] = 1,
     max_queue: Annotated[int, typer.Option(min=0, help="requests waiting for a generation; more get 503")] = 16,
     max_body_bytes: Annotated[int, typer.Option(min=256, help="larger request bodies get 413")] = 65_536,
+    grace_seconds: Annotated[float, typer.Option(min=1, help=(
+        "on SIGTERM, seconds running answers may take to finish; no new one starts, and a stream still "
+        "running then gets an error event (the default is over the longest answer measured on 2 cores)"))
+    ] = 300.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level: debug, info, warning, error")] = "info",
     config: ConfigOpt = None,
 ) -> None:
@@ -38,7 +42,8 @@ def serve(
         if no_auth and os.environ.get("XLRAG_API_KEY"):
             warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
         cfg = _config(config, index_dir=index_dir, llm=llm)
-        limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes)
+        limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes,
+                              grace_seconds=grace_seconds)
         run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level)
     except XlragError as e:
         _fail(e)
