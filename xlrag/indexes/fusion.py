@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from xlrag.indexes.store import StoreResult
 from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["Fused", "fuse", "normaliser"]
+__all__ = ["Fused", "Ranked", "fuse", "normaliser", "select"]
 
 _RRF_K = 60
 # Floor for a store's score spread: with a handful of near-identical scores the
@@ -74,32 +75,46 @@ def normaliser(method: str) -> Normaliser:
     return get("fusion", method)
 
 
-def _normalised(res: StoreResult, method: str) -> list[float]:
-    return normaliser(method)(res.scores) if res.scores else []
+class Ranked(Protocol):
+    """One store's ranking: a :class:`StoreResult`, or a :class:`StoreRanking` (ids only)."""
+
+    store: str
+    scores: list[float]
 
 
-def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None) -> list[Fused]:
-    """Merge per-store rankings into one list of at most ``k``.
+def select(results: Sequence[Ranked], method: str, k: int,
+           shares: dict[str, int] | None = None) -> list[tuple[int, int, float]]:
+    """The merged list of at most ``k``, as ``(result index, rank in that result, fused score)``.
 
     With ``shares`` (balanced mode) each store contributes exactly its share, or all
     it has; a shortfall is filled from the stores with the best leftover candidates.
     Ties are broken by raw score, so ``interleave`` puts the store with the higher
-    cosine first at each rank.
+    cosine first at each rank. Only scores are read: the passages of the chosen are
+    fetched afterwards (see :meth:`CrossLingualRetriever.retrieve`).
     """
-    pool: list[Fused] = []
-    for res in results:
-        for r, (p, raw, fused) in enumerate(zip(res.passages, res.scores, _normalised(res, method), strict=True), 1):
-            pool.append(Fused(p, fused, raw, res.store, res.query_text, r))
-    key = lambda f: (f.score, f.raw_score)  # noqa: E731
+    norm = normaliser(method)
+    # (fused, raw, result index, rank): sorting needs no key function
+    pool = [(f, raw, i, r) for i, res in enumerate(results) if res.scores
+            for r, (raw, f) in enumerate(zip(res.scores, norm(res.scores), strict=True))]
     if shares is None:
-        return sorted(pool, key=key, reverse=True)[:k]
-    chosen: list[Fused] = []
-    leftovers: list[Fused] = []
-    for store, share in shares.items():
-        mine = [f for f in pool if f.store == store]  # already in store-rank order
-        chosen.extend(mine[:share])
-        leftovers.extend(mine[share:])
-    deficit = k - len(chosen)
-    if deficit > 0:
-        chosen.extend(sorted(leftovers, key=key, reverse=True)[:deficit])
-    return sorted(chosen, key=key, reverse=True)[:k]
+        chosen = pool
+    else:
+        chosen, leftovers = [], []
+        for store, share in shares.items():
+            mine = [c for c in pool if results[c[2]].store == store]  # already in store-rank order
+            chosen.extend(mine[:share])
+            leftovers.extend(mine[share:])
+        deficit = k - len(chosen)
+        if deficit > 0:
+            chosen.extend(sorted(leftovers, key=_key, reverse=True)[:deficit])
+    return [(i, r, f) for f, _, i, r in sorted(chosen, key=_key, reverse=True)[:k]]
+
+
+def _key(c: tuple[float, float, int, int]) -> tuple[float, float]:
+    return c[0], c[1]
+
+
+def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None) -> list[Fused]:
+    """Merge per-store rankings into one list of at most ``k`` (see :func:`select`)."""
+    return [Fused(results[i].passages[r], f, results[i].scores[r], results[i].store, results[i].query_text, r + 1)
+            for i, r, f in select(results, method, k, shares)]

@@ -1,17 +1,18 @@
 """The composed cross-lingual retriever.
 
 question → detect language → policy plans stores → embed each distinct query
-text once → search the stores concurrently → fuse → rerank → hits.
+text once → rank the stores concurrently (ids and scores) → fuse → read the chosen
+passages → rerank → hits.
 """
 
 from __future__ import annotations
 
 import asyncio
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -19,15 +20,18 @@ from xlrag.config import XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector, question_language
 from xlrag.errors import XlragWarning
 from xlrag.indexes.embedders import Embedder, build_embedder
-from xlrag.indexes.fusion import fuse, normaliser
+from xlrag.indexes.fusion import Fused, fuse, normaliser, select
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
-from xlrag.indexes.store import LanguageStores, StoreResult
+from xlrag.indexes.store import LanguageStores
 from xlrag.indexes.translate import Translator
 from xlrag.schema import Hit, Query, make_query
 from xlrag.validate import check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class RetrievalResult(list[Hit]):
@@ -185,15 +189,43 @@ class CrossLingualRetriever:
         vecs = self.embedder.embed([self._fit(t) for t in texts], "query")
         return dict(zip(texts, vecs, strict=True))
 
-    def _result(self, query: Query, plan: RetrievalPlan, results: Sequence[StoreResult], k: int) -> RetrievalResult:
-        hits: list[Hit] = []
+    def _map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``fn`` over ``items`` on the search pool (Chroma releases the GIL while it searches)."""
+        if len(items) == 1:
+            return [fn(items[0])]
+        return [f.result() for f in [self._pool.submit(fn, x) for x in items]]
+
+    def _fused(self, plan: RetrievalPlan, vectors: dict[str, np.ndarray]) -> list[Fused]:
+        """The plan's merged list. Several stores: rank them all (ids and scores only), fuse,
+        then read just the chosen passages, one call per store that has any: reading the text
+        of every store's candidates cost more than the searches themselves. One store, or an
+        index being written (ids may lose their text meanwhile): one full search per store,
+        which drops deleted ids and asks deeper."""
+        searches = plan.searches
+        if len(searches) > 1 and self.stores.complete:
+            rankings = self._map(lambda s: self.stores.rank(s.store, vectors[s.text], s.quota, s.text), searches)
+            chosen = select(rankings, self.fusion, plan.k, plan.shares)
+            wanted: dict[str, list[str]] = {}
+            for i, r, _ in chosen:
+                wanted.setdefault(rankings[i].store, []).append(rankings[i].ids[r])
+            stores = list(wanted)
+            read = dict(zip(stores, self._map(lambda lang: self.stores.passages(lang, wanted[lang]), stores),
+                            strict=True))
+            try:
+                return [Fused(read[rankings[i].store][rankings[i].ids[r]], f, rankings[i].scores[r],
+                              rankings[i].store, rankings[i].query_text, r + 1) for i, r, f in chosen]
+            except KeyError:
+                pass  # a chosen id was deleted since the ranking (a write ended): search afresh
+        results = self._map(lambda s: self.stores.search(s.store, vectors[s.text], s.quota, s.text), searches)
+        return fuse(results, self.fusion, plan.k, plan.shares)
+
+    def _result(self, query: Query, plan: RetrievalPlan, fused: Sequence[Fused], k: int) -> RetrievalResult:
+        hits: list[Hit] = [
+            Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
+                policy=plan.policy, query_text=f.query_text)
+            for i, f in enumerate(fused, 1)
+        ]
         if plan.searches:
-            fused = fuse(results, self.fusion, plan.k, plan.shares)
-            hits = [
-                Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
-                    policy=plan.policy, query_text=f.query_text)
-                for i, f in enumerate(fused, 1)
-            ]
             hits = self.reranker.rerank(query.text, hits, k)
         notes = list(plan.notes)
         if plan.searches and not hits and not notes:
@@ -218,10 +250,7 @@ class CrossLingualRetriever:
         plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
         if not plan.searches:
             return self._result(q, plan, [], k)
-        vectors = self._embed_plan(plan)
-        futures = [self._pool.submit(self.stores.search, s.store, vectors[s.text], s.quota, s.text)
-                   for s in plan.searches]
-        return self._result(q, plan, [f.result() for f in futures], k)
+        return self._result(q, plan, self._fused(plan, self._embed_plan(plan)), k)
 
     @strict_kwargs
     async def aretrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None,
@@ -235,11 +264,8 @@ class CrossLingualRetriever:
         if not plan.searches:
             return self._result(q, plan, [], k)
         vectors = await asyncio.to_thread(self._embed_plan, plan)
-        results = await asyncio.gather(
-            *(asyncio.to_thread(self.stores.search, s.store, vectors[s.text], s.quota, s.text)
-              for s in plan.searches)
-        )
-        return await asyncio.to_thread(self._result, q, plan, results, k)
+        fused = await asyncio.to_thread(self._fused, plan, vectors)
+        return await asyncio.to_thread(self._result, q, plan, fused, k)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)

