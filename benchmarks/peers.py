@@ -16,7 +16,11 @@ measured in one run (issue #23's peer benchmarks).
 Every comparison interleaves its sides round by round (A B A B ...: load drift on a shared
 machine hits both) and reports the median of the per-round ratios with their spread.
 
-    python benchmarks/peers.py [--rounds 5] [--skip-ask]
+    python benchmarks/peers.py [--rounds 5] [--only retrieval,ingestion,rel_langs,ask] [--threads 2]
+
+The retrieval ratios grow with the cost of one question embedding (the naive peer pays it
+once per store), so read them beside ``breakdown_ms.embed_query``; the embed-once peer's
+ratio does not have that lever.
 
 The 6-store index is XQuAD (corpus + distractors, six real languages). The vendored data
 has no 20-language corpus, so the 20-store index is synthetic-but-real: the same XQuAD

@@ -93,7 +93,7 @@ def select(results: Sequence[Ranked], method: str, k: int,
     fetched afterwards (see :meth:`CrossLingualRetriever.retrieve`).
     """
     norm = normaliser(method)
-    # (fused, raw, result index, rank): sorting needs no key function
+    # (fused, raw, result index, rank), sorted on (fused, raw) only: ties keep store, then rank order
     pool = [(f, raw, i, r) for i, res in enumerate(results) if res.scores
             for r, (raw, f) in enumerate(zip(res.scores, norm(res.scores), strict=True))]
     if shares is None:
