@@ -184,7 +184,11 @@ def print_answer(answer: Any) -> None:
         table.add_column(col, no_wrap=True, min_width=width)
     table.add_column("snippet", no_wrap=True)
     room = max(20, out.width - 50)
+    # a citation per supported sentence: one row per passage and source is what a reader needs
+    rows: dict[tuple[int, str], Any] = {}
     for c in answer.citations:
+        rows.setdefault((c.marker, c.source), c)
+    for c in rows.values():
         hit = answer.passages[c.marker] if c.valid else None
         flat = " ".join(hit.passage.text.split()) if hit else "(no such document)"
         table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", shown(c.doc_id or ""),
