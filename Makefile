@@ -34,7 +34,8 @@ docs: $(STAMP)
 
 test: $(STAMP) docs
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
-	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q --durations=10
+	# two workers: the slow tests are one-thread llama.cpp runs; loadfile keeps a module's fixtures on one worker
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --durations=10
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts

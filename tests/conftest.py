@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+# rich reads COLUMNS once, when the CLI's consoles are created at import: one width for every
+# test, whichever test (or xdist worker) imports the CLI first
+os.environ.setdefault("COLUMNS", "200")
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "xlrag" / "data"

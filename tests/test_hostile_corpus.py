@@ -84,7 +84,7 @@ def test_retrieve_prints_no_control_characters(hostile_index):
     res = run("retrieve", QUESTION, "--index-dir", hostile_index, "--mode", "all", "-k", "5")
     assert res.exit_code == 0, res.output
     _clean(res.output)
-    assert "cleared the screen" in res.output  # the text around the sequences is kept
+    assert res.output.count("Ceuta") >= 3  # the rows are printed, whatever the width
     data = json.loads(run("retrieve", QUESTION, "--index-dir", hostile_index, "--mode", "all", "-k", "5",
                           "--json").output)
     # JSON carries the corpus text as it is, escaped by the encoder

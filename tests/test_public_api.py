@@ -135,8 +135,9 @@ def test_evaluation_suite_names_are_exported():
         "checks.attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
                                "AttributionResult", "PassageVote", "Setting", "any_attributable",
                                "parse_attribution_reply", "reply_schema"],
-        "checks.substance": ["FLAGS", "SUBSTANCE_CHECKS", "Finding", "evidence_in", "is_refusal", "non_answer",
-                             "refusal_cues", "refusal_despite_evidence", "unsupported"],
+        "checks.substance": ["FLAGS", "POST_HOC_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
+                             "Finding", "evidence_in", "is_refusal", "non_answer", "refusal_cues",
+                             "refusal_despite_evidence", "unsupported", "unverified"],
         "checks.lexical": ["char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer", "tokenize"],
     }
     for short, names in pinned.items():

@@ -247,6 +247,12 @@ def vendor_needed(args: tuple[str, ...]) -> str:
     return ""
 
 
+def _config_index_dir() -> str:
+    from xlrag.config import XlragConfig
+
+    return str(XlragConfig.model_fields["index_dir"].default)
+
+
 def demo_index_dir() -> Path:
     """Where ``make demo`` builds the demo index: its recipe's ``xlrag demo`` line, parsed by the
     typer app (so the command's own default applies when the recipe gives none)."""
@@ -258,7 +264,8 @@ def demo_index_dir() -> Path:
                 cmd, ctx, path, rest = resolve(tuple(tokens[i + 1:]))
                 params = cmd.make_context(path[-1], rest, parent=ctx.parent).params
                 [name] = [p.name for p in cmd.params if "--index-dir" in p.opts]
-                return Path(params[name])
+                # no --index-dir: the demo builds where every command looks, the config's index_dir
+                return Path(params[name] if params[name] is not None else _config_index_dir())
     raise ReadmeError("make demo runs no `xlrag demo`; tell tests/test_readme.py what it builds")
 
 
@@ -413,7 +420,7 @@ def test_the_demo_index_is_where_make_demo_builds_it():
     cmd, _, _, _ = resolve(("demo",))
     [default] = [p.default for p in cmd.params if "--index-dir" in p.opts]
     expected = re.search(r"xlrag demo .*--index-dir (\S+)", recipe)
-    assert demo_index_dir() == Path(expected[1] if expected else default)
+    assert demo_index_dir() == Path(expected[1] if expected else default or _config_index_dir())
 
 
 # -- the slow test: the README, run ------------------------------------------------------------

@@ -80,4 +80,5 @@ def test_fusion_methods_have_one_owner():
     with pytest.raises(ConfigError, match="unknown fusion"):
         load_config(retrieval={"fusion": "magic"})
     help_text = typing.get_type_hints(retrieve, include_extras=True)["fusion"].__metadata__[0].help
-    assert sorted(x.strip() for x in help_text.split(",")) == names
+    listed = help_text.split(": ", 1)[1].split(" (default")[0]
+    assert sorted(x.strip() for x in listed.split(",")) == names

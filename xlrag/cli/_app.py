@@ -67,8 +67,14 @@ EmbedderOpt = Annotated[str | None, typer.Option(
     "--embedder", help=f"embedder name: local, openai, cohere, mistral {config_default('embedder.name')}")]
 LLMOpt = Annotated[str | None, typer.Option(
     "--llm", help=f"provider:model, e.g. local, openai:gpt-4o-mini {config_default('llm.provider')}")]
+def _fusions() -> list[str]:
+    from xlrag.registry import available
+
+    return available("fusion")  # the registry is the one list of fusion methods
+
+
 FusionOpt = Annotated[str | None, typer.Option(
-    "--fusion", help="how the rankings of several language stores merge (an unknown name lists the known ones) "
+    "--fusion", help=f"how the rankings of several language stores merge: {', '.join(_fusions())} "
                      f"{config_default('retrieval.fusion')}")]
 # a question's fields, their help from the one owner (xlrag.schema.QueryFields)
 _QF = QueryFields.model_fields
