@@ -45,4 +45,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/retrieval.py
 
 clean:
-	rm -rf .demo-index .pytest_cache .ruff_cache
+	rm -rf .pytest_cache .ruff_cache .cache/site

@@ -115,6 +115,14 @@ def shown_warnings() -> Iterator[None]:
 _CONTROLS = dict.fromkeys([*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0)])
 
 
+def fit(text: str, cells: int) -> str:
+    """``text`` cut to ``cells`` terminal cells with an ellipsis: Chinese and Arabic characters
+    can take two cells each, so counting characters overflows a table and squeezes its columns."""
+    from rich.cells import cell_len, set_cell_size
+
+    return text if cell_len(text) <= cells else set_cell_size(text, cells - 1) + "…"
+
+
 def shown(text: str) -> str:
     """Corpus or model text for a rich-markup line: controls stripped, markup escaped. Every
     rendering of such text goes through here (or :func:`terminal_text` where markup is off)."""

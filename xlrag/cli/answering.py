@@ -24,6 +24,7 @@ from xlrag.cli._app import (
     _fail,
     app,
     config_default,
+    fit,
     out,
     shown,
     shown_warnings,
@@ -192,5 +193,5 @@ def print_answer(answer: Any) -> None:
         hit = answer.passages[c.marker] if c.valid else None
         flat = " ".join(hit.passage.text.split()) if hit else "(no such document)"
         table.add_row(f"<doc{c.marker}>", c.source, c.lang or "", shown(c.doc_id or ""),
-                      shown(flat if len(flat) <= room else flat[: room - 1] + "…"))
+                      shown(fit(flat, room)))
     out.print(table)

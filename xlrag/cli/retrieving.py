@@ -27,6 +27,7 @@ from xlrag.cli._app import (
     config_default,
     echo,
     err,
+    fit,
     out,
     shown,
     shown_warnings,
@@ -151,7 +152,7 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
     room = max(20, out.width - doc_w - 42)
     for h in hits:
         flat = " ".join(h.passage.text.split())
-        snippet = flat if len(flat) <= room else flat[: room - 1] + "…"
+        snippet = fit(flat, room)
         table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", shown(h.doc_id),
                       shown(snippet))
     out.print(table)

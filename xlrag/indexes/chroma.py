@@ -231,7 +231,9 @@ class Backend:
 
     @property
     def _chroma_dir(self) -> Path:
-        return self.index_dir / "chroma"
+        # absolute: Chroma's client cache (and ours) is keyed by this path's text, so a relative
+        # '.xlrag-index' opened from two working directories in one process would share a client
+        return (self.index_dir / "chroma").resolve()
 
     def outdated(self) -> bool:
         """True when another process wrote the local files after this client loaded them
