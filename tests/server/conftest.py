@@ -166,3 +166,21 @@ def sse_events(response: httpx.Response) -> list[tuple[str, Any]]:
         elif line.startswith("data:"):
             data.append(line[5:].strip())
     return events
+
+
+def wait_until_up(proc: Any, url: str, seconds: float = 180) -> None:
+    """Until ``url``'s /v1/health answers 200; fails with the server's output if it exits first."""
+    import subprocess
+    import time
+
+    assert isinstance(proc, subprocess.Popen)
+    deadline = time.monotonic() + seconds
+    while True:
+        assert proc.poll() is None, proc.communicate()[0]
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, "the server did not come up"
+        time.sleep(0.3)

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import QUESTION
+from tests.server.conftest import QUESTION, wait_until_up
 
 REPLY = ("Cited Documents: <doc0>\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
          "Explanation: Según <doc0>, la defensa solo permitió 308 puntos en toda la temporada.")
@@ -113,16 +113,7 @@ def server(index: Path, llm_url: str, grace: float, cwd: Path) -> Iterator[tuple
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, proc.communicate()[0]
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not come up"
-            time.sleep(0.3)
+        wait_until_up(proc, url)
         yield proc, url
     finally:
         if proc.poll() is None:

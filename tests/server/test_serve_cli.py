@@ -7,13 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from tests.clitools import error_line, run
-from tests.server.conftest import QUESTION
+from tests.server.conftest import QUESTION, wait_until_up
 
 
 def test_serve_without_a_key_fails_with_a_one_line_fix(xquad_index, monkeypatch):
@@ -51,16 +50,7 @@ def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
-        while True:
-            assert proc.poll() is None, proc.communicate()[0]
-            try:
-                if httpx.get(f"{url}/v1/health", timeout=5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "the server did not come up"
-            time.sleep(0.5)
+        wait_until_up(proc, url)
         hits = httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
         assert hits[0]["doc_id"] == "xquad-00-es"
         proc.send_signal(signal.SIGTERM)
