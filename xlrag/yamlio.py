@@ -57,16 +57,17 @@ def _describe(e: yaml.YAMLError) -> str:
     return f"{problem}{at}"
 
 
-def read_yaml_file(path: str | Path, what: str) -> Any:
+def read_yaml_file(path: str | Path, what: str, hint: str = "pass the path of a YAML file") -> Any:
     """The YAML file at ``path`` parsed; a missing file, a directory, unreadable bytes or bad
-    YAML is a one-line :class:`ConfigError` naming ``what`` and the path."""
+    YAML is a one-line :class:`ConfigError` naming ``what`` and the path (``hint``: what to
+    give instead)."""
     path = Path(path)
     if path.is_dir():
-        raise ConfigError(f"{what} {path} is a directory; pass the path of a YAML file")
+        raise ConfigError(f"{what} {path} is a directory; {hint}")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{what} {path} does not exist") from None
+        raise ConfigError(f"{what} {path} does not exist; {hint}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except OSError as e:

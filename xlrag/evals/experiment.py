@@ -305,17 +305,9 @@ def read_yaml(path: Path, what: str = "experiment file", hint: str = "pass the p
               shape: str = "must be a mapping with at least 'name' and 'datasets'") -> dict[str, Any]:
     """A YAML file (an experiment, a study, a panel) as a mapping, or a one-line error: ``what``
     names the file, ``hint`` says what to give instead, ``shape`` what a mapping must hold."""
-    from xlrag.yamlio import load_yaml
+    from xlrag.yamlio import read_yaml_file
 
-    if Path(path).is_dir():
-        raise ConfigError(f"{what} {path} is a directory; {hint}")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path} does not exist; {hint}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-    data = load_yaml(text, str(path))
+    data = read_yaml_file(path, what, hint)
     if not isinstance(data, dict):
         raise ConfigError(f"{path} {shape}")
     return data
