@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
@@ -43,6 +43,8 @@ class _Section(BaseModel):
 
 
 class EmbedderConfig(_Section):
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"batch_size", "timeout", "max_retries"})
+
     name: str = Field("local", description="registry name: local, openai, cohere, mistral")
     model: str | None = Field(None, description="vendor model id; None picks the provider default")
     batch_size: int = Field(32, ge=1, le=2048)
@@ -152,6 +154,9 @@ class StoreConfig(_Section):
 
 
 class LLMConfig(_Section):
+    # do not change what the model answers (xlrag.evals.fingerprint): a run keeps its records
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"timeout", "max_retries", "n_threads"})
+
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:

@@ -26,6 +26,7 @@ __all__ = [
     "PolicyError",
     "ProviderError",
     "QuestionTooLongError",
+    "RunFolderBusyError",
     "TranslationCutOffError",
     "UnknownArgumentError",
     "UnknownLanguageError",
@@ -190,6 +191,17 @@ class IndexLockedError(IndexDirError):
         super().__init__(
             f"index {path} is being written by another process ({holder}); wait for it to finish "
             f"(drop --no-wait to queue behind it), or stop that process"
+        )
+
+
+class RunFolderBusyError(XlragError):
+    """Another run is writing to the run folder: two at once would duplicate its records."""
+
+    def __init__(self, path: Path | str, holder: str):
+        self.path, self.holder = Path(path), holder
+        super().__init__(
+            f"run folder {path} is being written by another run ({holder}); wait for it to finish "
+            f"(rerun then: it resumes), or give this run another --out"
         )
 
 

@@ -20,7 +20,8 @@ HIT = {"passage_id": "p1", "doc_id": "d1", "lang": "en", "score": 0.5}
 
 def _append(folder: RunFolder, make) -> dict:
     return asyncio.run(folder.append_records(["a", "b"], str, make, lambda w: {"key": w, **IDENTITY},
-                                             timeout=5, concurrency=1, model=GridRecord))
+                                             fingerprint="f1", timeout=5, concurrency=1,
+                                             model=GridRecord))
 
 
 def test_a_record_that_does_not_fit_is_written_as_failed_and_a_good_one_unchanged(tmp_path):
@@ -31,7 +32,7 @@ def test_a_record_that_does_not_fit_is_written_as_failed_and_a_good_one_unchange
     summary = _append(folder, make)
     assert (summary["written"], summary["failed"]) == (2, 1)
     good, bad = read_records(folder.records_path)
-    assert good == {"key": "a", **IDENTITY, "retrieved": [HIT], "seconds": 1.0}
+    assert good == {"key": "a", **IDENTITY, "retrieved": [HIT], "seconds": 1.0, "fp": "f1"}
     assert bad["error"].startswith("ValidationError") and "retrieve" in bad["error"] and "Extra inputs" in bad["error"]
 
 
@@ -51,8 +52,8 @@ def test_an_error_record_that_does_not_fit_is_a_bug_raised(tmp_path):
 
     folder = RunFolder(tmp_path)
     with pytest.raises(XlragError, match="the error record of a: not a GridRecord: dataset: Field required"):
-        asyncio.run(folder.append_records(["a"], str, make, lambda w: {"key": w}, timeout=5, concurrency=1,
-                                          model=GridRecord))
+        asyncio.run(folder.append_records(["a"], str, make, lambda w: {"key": w}, fingerprint="f1", timeout=5,
+                                          concurrency=1, model=GridRecord))
 
 
 def test_the_judges_section_is_the_panel_verdict_plus_final():

@@ -57,7 +57,7 @@ def test_run_rerun_report(tmp_path):
     again = ExperimentRunner(cfg, out)
     second = again.run()
     again.close()
-    assert second == {"written": 0, "skipped": 4, "failed": 0, "llm_calls": 0}
+    assert second == {"written": 0, "skipped": 4, "failed": 0, "retried": 0, "other_settings": 0, "llm_calls": 0}
 
     # a fresh folder sharing the cache: every record again, not one model call
     cached = load_experiment(_write(tmp_path, {**exp, "cache": str(out / "cache.sqlite")}, "exp2.yaml"))

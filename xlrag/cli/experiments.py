@@ -18,9 +18,17 @@ def eval_run(
     experiment: Annotated[Path, typer.Argument(help="experiment YAML (datasets × modes × llms × variants)")],
     out: Annotated[Path, typer.Option(*OUT, help="run folder: records, cache, reports")],
     no_report: Annotated[bool, typer.Option("--no-report", help="skip writing the reports at the end")] = False,
+    retry_failed: Annotated[bool, typer.Option(
+        "--retry-failed/--no-retry-failed",
+        help="make the records that failed in an earlier run again (their errors stay in failures.jsonl)")] = True,
     config: ConfigOpt = None,
 ) -> None:
     """Run the grid or study; rerun the same command to resume after a kill (nothing redone, nothing lost).
+
+    Records are kept per fingerprint of the settings that shape them (datasets and their files,
+    retrieval, models, prompts, format, rerank): change one and the run makes new records,
+    leaving the old ones in records.jsonl and out of the report. One run writes a folder at a
+    time; a second one stops with an error. Exits 1 when records failed (rerun to retry them).
 
     What the experiment YAML leaves out of embedder, llm(s) and the retrieval settings (modes,
     k, retrieve_k, fusion, rerank) comes from your xlrag config (xlrag.yaml, then XLRAG_*
@@ -57,20 +65,26 @@ def eval_run(
 
             runner = make_runner(cfg, out, progress)
             try:
-                summary = runner.run()
+                summary = runner.run(retry_failed=retry_failed)
             finally:
                 runner.close()
-        echo(f"{summary['written']} records written, {summary['skipped']} already present, "
+        retried = f" ({summary['retried']} of them failed before)" if summary["retried"] else ""
+        echo(f"{summary['written']} records written{retried}, {summary['skipped']} already present, "
              f"{summary['failed']} failed, {summary['llm_calls']} model calls (the rest from the cache)")
+        if summary["other_settings"]:
+            warn(f"{runner.folder.records_path} also holds {summary['other_settings']} records made with other "
+                 f"settings: kept, and left out of this run's report", "note")
         for part, why in runner.not_run(cfg).items():
             warn(f"{part} not run: {why}")
-        if summary["failed"]:
-            warn(f"{summary['failed']} records failed; their errors are in {runner.folder.records_path}")
         if not no_report:
             paths = write_reports(out)
             echo(f"reports: {paths['md']} {paths['html']} {paths['json']}")
     except XlragError as e:
         _fail(e)
+    if summary["failed"]:
+        warn(f"{summary['failed']} records failed; their errors are in {runner.folder.failures_path}; "
+             f"rerun the same command to retry them")
+        raise typer.Exit(code=1)
 
 
 @eval_app.command("report")

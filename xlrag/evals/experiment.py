@@ -158,6 +158,9 @@ class Published(_Strict):
 
 
 class ExperimentConfig(_Strict):
+    # read by the report or the scheduler, never by a record (xlrag.evals.fingerprint)
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"name", "concurrency", "timeout", "published",
+                                                        "human_labels", "cache"})
     # field -> its xlrag config setting, filled from there when the YAML leaves it out
     FROM_SETTINGS: ClassVar[dict[str, str]] = {
         "embedder": "embedder", "llms": "llm", "modes": "retrieval.mode", "k": "retrieval.k",

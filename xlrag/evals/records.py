@@ -30,6 +30,8 @@ class Record(_Forbid):
     key: str
     error: str | None = None
     seconds: float | None = None
+    # the fingerprint of the settings that made it (xlrag.evals.fingerprint); absent before them
+    fp: str | None = None
 
 
 class RetrievedPassage(_Forbid):

@@ -13,6 +13,7 @@ from typing import Any, ClassVar, TypeVar
 
 from xlrag.config import LLMConfig
 from xlrag.evals.cache import SQLiteLLMCache
+from xlrag.evals.fingerprint import RunFingerprint, run_fingerprint
 from xlrag.evals.records import Record
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary, concurrency
 
@@ -43,6 +44,8 @@ class StudyRun(ABC):
     def __init__(self, config: Any, out: str | Path, progress: Progress | None = None, *,
                  cache: Path | None = None):
         self.config = config
+        self.retry_failed = True
+        self._fingerprint: RunFingerprint | None = None
         self.folder = RunFolder(out)
         self.out = self.folder.path
         self.progress = progress
@@ -68,33 +71,56 @@ class StudyRun(ABC):
                      api: int = 4) -> RunSummary:
         """The run folder's record loop over ``work``, ``api`` records at once unless every one
         of ``models`` is local."""
-        return await self.folder.append_records(work, key, make, identify, timeout=timeout,
-                                                concurrency=concurrency(models, api), progress=self.progress,
+        if self._fingerprint is None:
+            raise RuntimeError("append() runs inside arun(), which holds the run folder's lock")
+        return await self.folder.append_records(work, key, make, identify, fingerprint=self._fingerprint.fingerprint,
+                                                timeout=timeout, concurrency=concurrency(models, api),
+                                                retry_failed=self.retry_failed, progress=self.progress,
                                                 model=self.record_model)
 
     @abstractmethod
     async def make_records(self) -> RunSummary:
         """Make every record not yet in ``records.jsonl``: ``written``, ``skipped``, ``failed``."""
 
-    async def arun(self) -> RunSummary:
-        """The config snapshot, :meth:`make_records`, plus ``llm_calls``: the model calls the
-        cache could not answer."""
-        self.folder.snapshot(self.config)
-        before = self.cache.misses
-        summary = await self.make_records()
-        summary["llm_calls"] = self.cache.misses - before
-        return summary
+    def _legacy_fingerprint(self) -> str:
+        """The fingerprint of the snapshot a folder made before fingerprints was last run with."""
+        from xlrag.errors import XlragError
+        from xlrag.evals.studies import load_run_config
 
-    def run(self) -> RunSummary:
+        try:
+            return run_fingerprint(load_run_config(self.folder.config_path)).fingerprint
+        except (XlragError, OSError):
+            return "unknown"  # its settings cannot be read back: its records match no run
+
+    async def arun(self, *, retry_failed: bool = True) -> RunSummary:
+        """Under the run folder's lock: the config's fingerprint (a missing input file fails
+        here, before anything is written), the snapshot, :meth:`make_records` (records that
+        failed before are made again with ``retry_failed``), plus ``llm_calls``: the model
+        calls the cache could not answer."""
+        fingerprint = run_fingerprint(self.config)
+        self.retry_failed = retry_failed
+        with self.folder.lock():
+            self.folder.adopt_legacy(self._legacy_fingerprint)
+            self.folder.snapshot(self.config, fingerprint)
+            self._fingerprint = fingerprint
+            before = self.cache.misses
+            try:
+                summary = await self.make_records()
+            finally:
+                self._fingerprint = None
+            summary["llm_calls"] = self.cache.misses - before
+            return summary
+
+    def run(self, *, retry_failed: bool = True) -> RunSummary:
         """Run to the end (resuming a killed run); ``await arun()`` inside async code."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun())
+            return asyncio.run(self.arun(retry_failed=retry_failed))
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(1, thread_name_prefix="xlrag-run") as pool:  # a notebook's loop is running
-            return pool.submit(asyncio.run, self.arun()).result()
+            return pool.submit(asyncio.run, self.arun(retry_failed=retry_failed)).result()
 
     def close(self) -> None:
         self.cache.close()

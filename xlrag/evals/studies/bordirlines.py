@@ -71,6 +71,7 @@ class BordIRlinesConfig(_Strict):
     # the generator from the user's xlrag config when the YAML has no llm: (its retrieval settings
     # are the study's protocol, not the user's)
     FROM_SETTINGS: ClassVar[dict[str, str]] = {"llm": "llm"}
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"name", "timeout", "corpus_name"})
 
     study: Literal["bordirlines"] = "bordirlines"
     name: str

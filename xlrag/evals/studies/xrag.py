@@ -49,6 +49,7 @@ class XRAGConfig(_Strict):
     # the generator from the user's xlrag config when the YAML has no llm: (its retrieval settings
     # are the study's protocol, not the user's)
     FROM_SETTINGS: ClassVar[dict[str, str]] = {"llm": "llm"}
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"name", "timeout"})
 
     study: Literal["xrag"] = "xrag"
     name: str

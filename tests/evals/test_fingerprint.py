@@ -1,0 +1,75 @@
+"""The fingerprint moves with every setting that shapes a record and with the contents of
+the input files, and with nothing else; each config names its inert fields once."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlrag.config import EmbedderConfig, LLMConfig
+from xlrag.errors import ConfigError
+from xlrag.evals.experiment import ExperimentConfig
+from xlrag.evals.fingerprint import inert_fields, run_fingerprint
+from xlrag.evals.studies import STUDIES
+
+
+def _grid(tmp_path, **changes) -> ExperimentConfig:
+    corpus, queries = tmp_path / "corpus.jsonl", tmp_path / "queries.jsonl"
+    if not corpus.exists():
+        corpus.write_text(json.dumps({"id": "d", "lang": "en", "text": "t"}) + "\n", encoding="utf-8")
+        queries.write_text(json.dumps({"id": "1", "question": "q", "lang": "en"}) + "\n", encoding="utf-8")
+    data = {"name": "x", "datasets": [{"name": "mine", "corpus": str(corpus), "queries": str(queries)}], **changes}
+    return ExperimentConfig.model_validate(data)
+
+
+def _fp(tmp_path, **changes) -> str:
+    return run_fingerprint(_grid(tmp_path, **changes)).fingerprint
+
+
+def test_every_inert_name_is_a_field_of_its_model():
+    models = [LLMConfig, EmbedderConfig, *(s.get("config") for s in STUDIES.values())]
+    for model in models:
+        assert inert_fields(model), model.__name__
+        assert inert_fields(model) <= set(model.model_fields), model.__name__
+
+
+@pytest.mark.parametrize("change", [
+    {"retrieve_k": 7}, {"k": 2}, {"fusion": "rrf"}, {"modes": ["qlang"]}, {"rerank": {"name": "cohere"}},
+    {"llms": [{"provider": "local", "max_tokens": 64}]}, {"llms": [{"provider": "local", "temperature": 0.5}]},
+    {"variants": [{"name": "localized", "format": "answer"}]}, {"variants": [{"name": "en", "prompt_lang": "en"}]},
+    {"variants": [{"name": "localized", "rerank": "attribution"}]}, {"judges": {"judges": [{"seed": 0}]}},
+    {"ragas": ["faithfulness"]}, {"generate_sample": {"per_lang": 1}},
+])
+def test_a_setting_that_shapes_records_changes_it(tmp_path, change):
+    assert _fp(tmp_path, **change) != _fp(tmp_path)
+
+
+@pytest.mark.parametrize("change", [
+    {"name": "other"}, {"timeout": 5.0}, {"concurrency": 9}, {"cache": "/elsewhere/cache.sqlite"},
+    {"llms": [{"provider": "local", "timeout": 5.0, "max_retries": 0, "n_threads": 1}]},
+    {"embedder": {"name": "local", "batch_size": 8}},
+    {"published": {"source": "a paper", "findings": ["x"]}},
+])
+def test_a_setting_that_shapes_no_record_leaves_it(tmp_path, change):
+    assert _fp(tmp_path, **change) == _fp(tmp_path)
+
+
+def test_input_files_count_by_contents_not_by_place(tmp_path):
+    before = run_fingerprint(_grid(tmp_path))
+    assert set(before.inputs) == {str(tmp_path / "corpus.jsonl"), str(tmp_path / "queries.jsonl")}
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (moved / name).write_bytes((tmp_path / name).read_bytes())
+    assert run_fingerprint(_grid(moved)).fingerprint == before.fingerprint
+    with (tmp_path / "corpus.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"id": "e", "lang": "en", "text": "edited"}) + "\n")
+    assert run_fingerprint(_grid(tmp_path)).fingerprint != before.fingerprint
+
+
+def test_a_missing_input_is_one_line_naming_the_dataset(tmp_path):
+    cfg = _grid(tmp_path)
+    (tmp_path / "corpus.jsonl").unlink()
+    with pytest.raises(ConfigError, match=r"^datasets\['mine'\]\.corpus: .*corpus\.jsonl does not exist; fix the path"):
+        run_fingerprint(cfg)
