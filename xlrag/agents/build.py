@@ -26,7 +26,7 @@ def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable
     ``checkpointer`` is passed to LangGraph.
     """
     cfg = resolve_config(config)
-    return _agent(cfg, _pipeline(cfg, llm, retriever, pipeline), checkpointer)
+    return _agent(cfg, stack_for(cfg, llm, retriever, pipeline), checkpointer)
 
 
 def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -39,17 +39,20 @@ def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable 
     from xlrag.agents.chat import chat_graph, strict_serde
 
     cfg = resolve_config(config)
-    stack = _pipeline(cfg, llm, retriever, pipeline)
+    stack = stack_for(cfg, llm, retriever, pipeline)
     # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
     return chat_graph(_agent(cfg, stack, False), stack.llm, stack.prompts, cfg.agent.chat,
                       checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
 
-def _pipeline(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None) -> Pipeline:
+def stack_for(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None,
+              mode: str | None = None) -> Pipeline:
+    """``pipeline``, or the one ``cfg`` describes over ``llm`` and ``retriever`` (either may be
+    None), its calls defaulting to ``mode`` (default ``agent.mode``)."""
     from xlrag.chains.pipeline import Pipeline
 
     if pipeline is None:
-        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=cfg.agent.mode)
+        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode or cfg.agent.mode)
     if llm is not None or retriever is not None:
         from xlrag.errors import ConfigError
 
