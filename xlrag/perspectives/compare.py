@@ -171,14 +171,13 @@ def _groups(langs: Sequence[str], pairs: Sequence[PairAgreement]) -> list[list[s
 
 
 def _representative(members: list[Perspective], user_lang: str) -> tuple[Perspective, str]:
-    def key(p: Perspective) -> tuple[int, int]:
-        own = sum(c.source != "post_hoc" for c in p.citations)
-        return own, int(p.lang == user_lang)
+    def own(p: Perspective) -> int:
+        return sum(c.source != "post_hoc" for c in p.citations)
 
-    best = max(members, key=key)  # max keeps the first of equals: the order the languages were chosen in
-    own = sum(c.source != "post_hoc" for c in best.citations)
-    why = f"the {best.lang} answer cites {own} passage(s) itself, the most in the group"
-    if best.lang == user_lang and sum(key(p) == key(best) for p in members) > 1:
+    # max keeps the first of equals: the order the languages were chosen in
+    best = max(members, key=lambda p: (own(p), p.lang == user_lang))
+    why = f"the {best.lang} answer cites {own(best)} passage(s) itself, the most in the group"
+    if best.lang == user_lang and sum(own(p) == own(best) for p in members) > 1:
         why += "; of the answers citing as many, it is from sources in the user's language"
     return best, why
 
