@@ -26,7 +26,7 @@ def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable
     ``checkpointer`` is passed to LangGraph.
     """
     cfg = resolve_config(config)
-    return _agent(cfg, stack_for(cfg, llm, retriever, pipeline), checkpointer)
+    return _agent(cfg, _pipeline(cfg, llm, retriever, pipeline), checkpointer)
 
 
 def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -39,20 +39,17 @@ def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable 
     from xlrag.agents.chat import chat_graph, strict_serde
 
     cfg = resolve_config(config)
-    stack = stack_for(cfg, llm, retriever, pipeline)
+    stack = _pipeline(cfg, llm, retriever, pipeline)
     # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
     return chat_graph(_agent(cfg, stack, False), stack.llm, stack.prompts, cfg.agent.chat,
                       checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
 
-def stack_for(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None,
-              mode: str | None = None) -> Pipeline:
-    """``pipeline``, or the one ``cfg`` describes over ``llm`` and ``retriever`` (either may be
-    None), its calls defaulting to ``mode`` (default ``agent.mode``)."""
+def _pipeline(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None) -> Pipeline:
     from xlrag.chains.pipeline import Pipeline
 
     if pipeline is None:
-        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode or cfg.agent.mode)
+        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=cfg.agent.mode)
     if llm is not None or retriever is not None:
         from xlrag.errors import ConfigError
 
@@ -74,11 +71,18 @@ def _agent(cfg: XlragConfig, pipeline: Pipeline, checkpointer: Any) -> Any:
         from xlrag.errors import ConfigError
 
         raise ConfigError(f"agent.tools is on, but {pipeline.label} has no tool calling; set agent.tools to auto or off")
+    perspectives = None
+    if pipeline.retriever is not None:
+        from functools import partial
+
+        from xlrag.perspectives.view import view_over
+
+        perspectives = partial(view_over, cfg, pipeline)  # built when a caller first asks for perspectives
     if tools and pipeline.retriever is not None:
         from xlrag.agents.tools import ToolCallingAgent
 
         agent: XlragAgent = ToolCallingAgent(pipeline, cfg.agent, attribution=attribution,
-                                             max_rounds=cfg.agent.max_tool_rounds)
+                                             max_rounds=cfg.agent.max_tool_rounds, perspectives=perspectives)
     else:
-        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution)
+        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution, perspectives=perspectives)
     return agent.graph(checkpointer)

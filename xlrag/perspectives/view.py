@@ -46,7 +46,7 @@ from xlrag.perspectives.models import (
 )
 from xlrag.schema import Hit, Query
 
-__all__ = ["PerspectivesView", "build_perspectives"]
+__all__ = ["PerspectivesView", "build_perspectives", "view_over"]
 
 # one language's store alone: the mode whose plan is exactly the target language's store
 ONE_STORE = IRMode.ORACLE_LANG
@@ -236,20 +236,28 @@ def build_perspectives(config: XlragConfig | str | Path | None = None, *, llm: A
     for :func:`~xlrag.agents.build.build_agent`. ``territories`` (default: the vendored
     BorderLines excerpt) name the disputed territories whose claimants' languages are compared.
     """
-    from xlrag.agents.build import stack_for
+    cfg = resolve_config(config)
+    if pipeline is None:
+        pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=AUTO)  # each call names its stores
+    elif llm is not None or retriever is not None:
+        raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
+    return view_over(cfg, pipeline, territories)
+
+
+def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory] | None = None) -> PerspectivesView:
+    """The view over a stack already built (the agent's, when it routes a question here)."""
     from xlrag.agents.graph import XlragAgent
     from xlrag.evals.borderlines import load_territories
 
-    cfg = resolve_config(config)
-    stack = stack_for(cfg, llm, retriever, pipeline, mode=AUTO)  # each call names its stores
     attribution = None
     if cfg.agent.attribution:
         from xlrag.checks.attribution import AttributionChecker
 
-        attribution = AttributionChecker(stack.quiet_llm, prompts=stack.prompts)
+        attribution = AttributionChecker(pipeline.quiet_llm, prompts=pipeline.prompts)
     # the fixed graph: a tool-calling agent could search other languages' stores
-    agent = XlragAgent(stack, cfg.agent, attribution=attribution).graph()
-    return PerspectivesView(pipeline=stack, agent=agent, judge=AgreementJudge(stack.quiet_llm, prompts=stack.prompts),
+    agent = XlragAgent(pipeline, cfg.agent, attribution=attribution).graph()
+    return PerspectivesView(pipeline=pipeline, agent=agent,
+                            judge=AgreementJudge(pipeline.quiet_llm, prompts=pipeline.prompts),
                             rules=list(cfg.agent.rules),
                             territories=territories if territories is not None else load_territories(),
                             name="xlrag_perspectives")
