@@ -9,7 +9,12 @@ import asyncio
 import pytest
 
 from tests.perspectives.conftest import QUESTION
-from xlrag.errors import ConfigError, InvalidArgumentError, LanguageNotIndexedError, UnknownLanguageError
+from xlrag.errors import (
+    ConfigError,
+    InvalidArgumentError,
+    LanguageNotIndexedError,
+    UnknownLanguageError,
+)
 
 AGREE = {"en": ("308", "308 points."), "ru": ("308", "308 points."), "es": ("308", "308 points.")}
 DISAGREE = {**AGREE, "ru": ("24", "24 points.")}
@@ -78,6 +83,7 @@ def test_a_judge_reply_that_is_no_verdict_leaves_the_pair_unsure(view):
     (pair,) = out.pairs
     assert pair.agreement == "unsure" and pair.method == "judge" and "not a verdict" in pair.reason
     assert out.status == "unsure" and out.consensus == [] and out.disagreements == []
+    assert llm.calls == {"answer": 2, "judge": 1} and out.costs.judge_calls == 1
 
 
 def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
@@ -105,7 +111,7 @@ def test_one_language_is_a_single_perspective_that_says_why(view):
     assert out.status == "single" and [p.lang for p in out.perspectives] == ["ru"]
     assert "one language was chosen" in out.note and "nothing to compare" in out.note
     assert out.pairs == [] and out.consensus == [] and out.disagreements == []
-    assert out.costs.answers == 1 and out.costs.lexical_comparisons == 0
+    assert out.costs.answers == 1 and out.costs.lexical_comparisons == 0 and llm.calls == {"answer": 1}
 
 
 def test_the_languages_come_from_a_rule_with_the_users_language_first(view):

@@ -19,7 +19,6 @@ more still agrees.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Sequence
 from typing import Any, Literal

@@ -88,11 +88,11 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     territories: list[Territory]
 
     @property
-    def InputType(self) -> type[PerspectivesInput]:  # noqa: N802  (LangChain's name)
+    def InputType(self) -> type[PerspectivesInput]:
         return PerspectivesInput
 
     @property
-    def OutputType(self) -> type[Perspectives]:  # noqa: N802
+    def OutputType(self) -> type[Perspectives]:
         return Perspectives
 
     # -- choose -------------------------------------------------------------------------------
