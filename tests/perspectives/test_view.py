@@ -164,3 +164,19 @@ def test_a_store_with_no_passage_for_the_question_says_so_and_asks_no_model(tmp_
     assert es.status == "no_passages" and es.answer is None and es.note.startswith("no passages")
     assert llm.calls == {"answer": 2} and out.costs.answers == 2
     assert [(p.a, p.b) for p in out.pairs] == [("en", "ru")] and out.status == "disagreement"
+    assert out.note == "not compared: es (no passages)"
+
+
+def test_an_answer_its_passages_do_not_hold_is_shown_but_never_compared(view):
+    # an English answer whose words the Russian passage does not hold: the agent's checks
+    # fail it, the repairs (translation, asking again) cannot fix it, so it stays unverified
+    persp, llm = view({**AGREE, "ru": ("24", "Twenty-four interceptions by the linebackers.")})
+    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    ru = out.perspective("ru")
+    assert ru.status == "unverified" and "unsupported" in ru.note and ru.said is None
+    assert ru.shown == "Twenty-four interceptions by the linebackers." and ru.trace.repairs
+    assert [(p.a, p.b) for p in out.pairs] == [("en", "es")] and out.status == "consensus"
+    assert out.note == "not compared: ru (unverified)"
+    assert out.consensus[0].langs == ["en", "es"] and out.costs.answers == 3
+    assert out.costs.repairs == len(ru.trace.repairs) and llm.calls["answer"] == 3 + sum(
+        r.repair.value in ("extract", "regenerate_language", "recite") for r in ru.trace.repairs)

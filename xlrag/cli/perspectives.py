@@ -44,10 +44,9 @@ def print_perspectives(view: Any) -> None:
     table.add_column("citations")
     table.add_column("agrees with", no_wrap=True)
     for p in view.perspectives:
-        if p.said is not None:
-            answer = shown(p.said)
-        else:
-            answer = f"[yellow]{shown(p.note or p.status)}[/]"
+        answer = shown(p.shown) if p.answer is not None and p.answer.answered else f"[yellow]{shown(p.shown)}[/]"
+        if p.note and p.answer is not None and p.answer.answered:
+            answer += f"\n[yellow]{shown(p.note)}[/]"
         flags = [f for f in (p.answer.flags if p.answer is not None else []) if f]
         if flags:
             answer += f"\n[yellow]flags:[/] {shown(', '.join(flags))}"

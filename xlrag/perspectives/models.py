@@ -20,6 +20,7 @@ __all__ = [
     "AGREEMENTS",
     "LANGUAGE_SOURCES",
     "METHODS",
+    "PERSPECTIVE_STATUSES",
     "STATUSES",
     "Consensus",
     "Costs",
@@ -41,9 +42,13 @@ AGREEMENTS: tuple[str, ...] = get_args(Agreement)
 # lexical: the answers' own words decided; judge: the LLM was asked (the lexical signal was unsure)
 Method = Literal["lexical", "judge"]
 METHODS: tuple[str, ...] = get_args(Method)
-# answered: an answer to compare; no_passages: the store returned nothing, so no model was asked;
-# not_an_answer: the model's answer says nothing (or refuses) after the agent's repairs
-PerspectiveStatus = Literal["answered", "no_passages", "not_an_answer"]
+# answered: a verified answer, compared with the others; no_passages: the store returned nothing,
+# so no model was asked; not_an_answer: the answer says nothing (or refuses) after the agent's
+# repairs; unverified: it says something its cited passages do not hold, or cites none itself
+# (xlrag.checks.substance.unverified): shown, never compared, since a disagreement drawn from it
+# could be the model's and not the sources'
+PerspectiveStatus = Literal["answered", "no_passages", "not_an_answer", "unverified"]
+PERSPECTIVE_STATUSES: tuple[str, ...] = get_args(PerspectiveStatus)
 # consensus: every answered perspective agrees; disagreement: some pair disagrees; unsure: no
 # pair disagrees but some could not be decided; single: fewer than two answers to compare
 Status = Literal["consensus", "disagreement", "unsure", "single"]
@@ -85,8 +90,15 @@ class Perspective(BaseModel):
 
     @property
     def said(self) -> str | None:
-        """The answer line, when this perspective answered."""
+        """The answer line of a verified answer: what is compared."""
         return self.answer.answer if self.status == "answered" and self.answer is not None else None
+
+    @property
+    def shown(self) -> str:
+        """What a reader is shown: the answer line (verified or not), else why there is none."""
+        if self.answer is not None and self.answer.answered:
+            return self.answer.answer or ""
+        return self.note or self.status
 
     @property
     def citations(self) -> list[Citation]:

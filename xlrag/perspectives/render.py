@@ -35,7 +35,7 @@ def to_markdown(view: Perspectives) -> str:
     lines += [f"- {n}" for n in view.choice.notes]
     lines += ["", "| language | answer | citations | agrees with | flags |", "|---|---|---|---|---|"]
     for p in view.perspectives:
-        answer = p.said or (p.note or p.status)
+        answer = p.shown + (f" ({p.note})" if p.note and p.answer is not None and p.answer.answered else "")
         flags = ", ".join(p.answer.flags) if p.answer is not None else ""
         lines.append(f"| {display_name(p.lang)} ({p.lang}) | {_cell(answer)} | {_cell(_cites(p.citations))} | "
                      f"{', '.join(view.agrees_with(p.lang)) or '-'} | {_cell(flags)} |")

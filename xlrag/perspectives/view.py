@@ -125,14 +125,18 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     @staticmethod
     def _answered(lang: str, out: dict[str, Any]) -> Perspective:
-        from xlrag.checks.substance import FLAGS
+        from xlrag.checks.substance import FLAGS, unverified
 
         answer, trace = out["answer"], out["trace"]
-        said_nothing = not answer.answered or FLAGS["non_answer"] in answer.flags
-        note = "the answer says nothing the question did not (or refuses) after the agent's repairs" \
-            if said_nothing else None
-        return Perspective(lang=lang, status="not_an_answer" if said_nothing else "answered", answer=answer,
-                           trace=trace, note=note)
+        if not answer.answered or FLAGS["non_answer"] in answer.flags:
+            return Perspective(lang=lang, status="not_an_answer", answer=answer, trace=trace,
+                               note="the answer says nothing the question did not (or refuses) after the agent's "
+                                    "repairs")
+        reasons = unverified(answer)
+        if reasons:
+            return Perspective(lang=lang, status="unverified", answer=answer, trace=trace,
+                               note=f"not compared: the answer is not verified ({', '.join(reasons)})")
+        return Perspective(lang=lang, status="answered", answer=answer, trace=trace)
 
     # -- compare ------------------------------------------------------------------------------
     @staticmethod
@@ -155,10 +159,14 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         if len(perspectives) < 2:
             note = (f"one language was chosen ({choice.reason}): a single perspective, nothing to compare"
                     if perspectives else "no store returned a passage for this question: no perspective")
-        elif len(answered) < 2:
-            missing = [f"{p.lang} ({p.status.replace('_', ' ')})" for p in perspectives if p.status != "answered"]
-            note = f"only {len(answered)} of {len(perspectives)} perspectives answered; {', '.join(missing)}: " \
-                   f"nothing to compare"
+        else:
+            missing = ", ".join(f"{p.lang} ({p.status.replace('_', ' ')})" for p in perspectives
+                                if p.status != "answered")
+            if len(answered) < 2:
+                note = f"only {len(answered)} of {len(perspectives)} perspectives answered; {missing}: " \
+                       f"nothing to compare"
+            elif missing:
+                note = f"not compared: {missing}"
         by_lang = {p.lang: p for p in perspectives}
         costs = Costs(answers=sum(p.answer is not None for p in perspectives),
                       repairs=sum(len(p.trace.repairs) for p in by_lang.values() if p.trace is not None),
