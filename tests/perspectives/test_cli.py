@@ -17,7 +17,7 @@ GEMMA = "local:gemma-3-270m"
     (["--langs", "en,xx"], "unknown language code 'xx' in langs"),
     (["--langs", "en,Spanish"], "did you mean 'es'?"),
     (["--langs", "en,fi"], "the index has no 'fi' store"),
-    (["--langs", "en,es,de,ru"], "at most max_langs=3 languages"),
+    (["--langs", "en,es,de,ru", "--max-langs", "3"], "at most max_langs=3 languages"),
     (["--max-langs", "0"], "bad perspectives input max_langs"),
     (["--mode", "qlang"], "drop --mode (choose the languages with --langs)"),
     (["--format", "mc", "--option", "a", "--option", "b"], "--perspectives answers in the citation format"),

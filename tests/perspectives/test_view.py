@@ -88,7 +88,7 @@ def test_a_judge_reply_that_is_no_verdict_leaves_the_pair_unsure(view):
 
 def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
     persp, llm = view({**DISAGREE, "de": ("308", "308 points.")})
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es", "de"], "max_langs": 4})
+    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es", "de"]})  # named: all kept
     n = len(out.perspectives)
     assert n == 4 and out.costs.answers == n == llm.calls["answer"]
     assert out.costs.lexical_comparisons == len(out.pairs) == n * (n - 1) // 2
@@ -135,7 +135,7 @@ def test_without_a_rule_the_best_ranked_stores_are_compared(view, retriever):
     ({"langs": ["Russian"]}, UnknownLanguageError, "did you mean 'ru'?"),
     ({"langs": ["xx"]}, UnknownLanguageError, "unknown language code 'xx' in langs"),
     ({"langs": ["en", "fr"]}, LanguageNotIndexedError, "the index has no 'fr' store (its languages: ar, de, en"),
-    ({"langs": ["en", "ru", "es", "de"]}, InvalidArgumentError, "at most max_langs=3 languages"),
+    ({"langs": ["en", "ru", "es", "de"], "max_langs": 3}, InvalidArgumentError, "at most max_langs=3 languages"),
     ({"langs": []}, InvalidArgumentError, "one or more language codes"),
     ({"languages": ["en"]}, ConfigError, "unknown perspectives input 'languages'"),
     ({"max_langs": 0}, ConfigError, "bad perspectives input max_langs"),

@@ -27,7 +27,8 @@ def test_perspectives_returns_the_view_with_both_sides(serve):
 @pytest.mark.parametrize(("body", "status", "kind", "words"), [
     ({"question": QUESTION, "langs": ["en", "xx"]}, 422, "unknown_language", "unknown language code 'xx'"),
     ({"question": QUESTION, "langs": ["en", "fi"]}, 422, "language_not_indexed", "no 'fi' store"),
-    ({"question": QUESTION, "langs": ["en", "ru", "es", "de"]}, 422, "invalid_argument", "max_langs=3"),
+    ({"question": QUESTION, "langs": ["en", "ru", "es", "de"], "max_langs": 3}, 422, "invalid_argument",
+     "max_langs=3"),
     ({"question": QUESTION, "langs": []}, 422, "invalid_request", "langs"),
     ({"question": QUESTION, "languages": ["en"]}, 422, "invalid_request", "languages"),
     ({"question": QUESTION, "max_langs": "2"}, 422, "invalid_request", "max_langs"),

@@ -42,7 +42,14 @@ from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
 from xlrag.perspectives.models import Perspectives
-from xlrag.perspectives.route import PERSPECTIVES, View, agent_result, view_input, why_contested
+from xlrag.perspectives.route import (
+    NODE,
+    PERSPECTIVES,
+    View,
+    agent_result,
+    view_input,
+    why_contested,
+)
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
@@ -153,7 +160,7 @@ class XlragAgent:
 
     @staticmethod
     def after_route(s: AgentState) -> str:
-        return PERSPECTIVES if s.get("contested") else "retrieve"
+        return NODE if s.get("contested") else "retrieve"
 
     def _perspectives_input(self, s: AgentState) -> dict:
         return view_input(s["question"], s["query"].lang, s.get("relevant_langs"))
@@ -438,11 +445,11 @@ class XlragAgent:
         node("verify", self.verify, self.averify)
         node("repair", self.repair, self.arepair)
         node("finish", self.finish, self.afinish)
-        node(PERSPECTIVES, self.compare, self.acompare)
+        node(NODE, self.compare, self.acompare)
         g.add_edge(START, "detect")
         g.add_edge("detect", "route")
-        g.add_conditional_edges("route", self.after_route, {PERSPECTIVES: PERSPECTIVES, "retrieve": "retrieve"})
-        g.add_edge(PERSPECTIVES, END)
+        g.add_conditional_edges("route", self.after_route, {NODE: NODE, "retrieve": "retrieve"})
+        g.add_edge(NODE, END)
         self._answer_steps(g, node)
         g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
         g.add_edge("repair", "verify")

@@ -72,7 +72,7 @@ def ask(
         "--langs", help="comma-separated, with --perspectives: the languages of sources to compare, e.g. ru,uk,en")
     ] = None,
     max_langs: Annotated[int | None, typer.Option(
-        "--max-langs", help="with --perspectives: at most this many languages (default 3)")] = None,
+        "--max-langs", help="with --perspectives: at most this many languages (default 3; every one --langs names)")] = None,
     html: Annotated[Path | None, typer.Option(
         "--html", help="with --perspectives: also write the view as a self-contained HTML page to this file")] = None,
 ) -> None:

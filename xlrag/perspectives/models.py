@@ -67,7 +67,8 @@ class PerspectivesInput(BaseModel):
         None, description="the languages of sources to compare, e.g. ['ru', 'uk', 'en']; omitted: an agent "
                           "rule's or a disputed territory's languages, else the best-ranked stores")
     max_langs: int = Field(3, ge=1, le=MAX_LANGS, description="at most this many perspectives (answers: N, "
-                                                             "comparisons: N(N-1)/2)")
+                                                             "comparisons: N(N-1)/2); languages named in langs "
+                                                             "are all kept unless max_langs is given too")
 
 
 class LanguageChoice(BaseModel):

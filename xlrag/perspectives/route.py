@@ -20,10 +20,11 @@ from xlrag.perspectives.langs import contested
 from xlrag.perspectives.models import Perspectives
 from xlrag.schema import GroundedAnswer
 
-__all__ = ["PERSPECTIVES", "View", "agent_result", "view_input", "why_contested"]
+__all__ = ["NODE", "PERSPECTIVES", "View", "agent_result", "view_input", "why_contested"]
 
 View = Literal["answer", "perspectives"]
-PERSPECTIVES = "perspectives"  # the view's value, its node's name and the trace's mode
+PERSPECTIVES = "perspectives"  # the view's value and the trace's mode
+NODE = "compare_perspectives"  # the agent's node (not "perspectives": that is a key of its state)
 
 
 def why_contested(question: str, relevant_langs: Sequence[str] | None, rules: Sequence[AgentRule],
@@ -40,10 +41,7 @@ def view_input(question: str, lang: str | None, relevant_langs: Sequence[str] | 
     (else the view finds the rule's or territory's languages itself)."""
     if not relevant_langs:
         return {"question": question, "lang": lang}
-    from xlrag.perspectives.models import MAX_LANGS
-
-    langs = list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))
-    return {"question": question, "lang": lang, "langs": langs, "max_langs": min(max(len(langs), 1), MAX_LANGS)}
+    return {"question": question, "lang": lang, "langs": list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))}
 
 
 def agent_result(view: Perspectives, model: str, reason: str, seconds: float) -> dict[str, Any]:

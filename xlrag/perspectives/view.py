@@ -37,6 +37,7 @@ from xlrag.modes import AUTO, IRMode
 from xlrag.perspectives.compare import AgreementJudge, judged, lexical_agreement, verdict
 from xlrag.perspectives.langs import choose_langs
 from xlrag.perspectives.models import (
+    MAX_LANGS,
     Costs,
     LanguageChoice,
     PairAgreement,
@@ -106,8 +107,10 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
 
+        # languages named by the caller are their own bound, unless max_langs is given too
+        bound = inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
         choice = choose_langs(query.text, query.lang or "", retriever.languages, langs=inp.langs, rules=self.rules,
-                              territories=self.territories, max_langs=inp.max_langs, ranked=ranked)
+                              territories=self.territories, max_langs=bound, ranked=ranked)
         return query, choice
 
     @staticmethod
@@ -225,10 +228,11 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     def _said(perspectives: list[Perspective], lang: str) -> str:
         return next(p.said or "" for p in perspectives if p.lang == lang)
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Perspectives:
+    def invoke(self, input: Any, config: RunnableConfig | None = None) -> Perspectives:  # type: ignore[override]
         return self._call_with_config(self._run, input, config, run_type="chain")
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Perspectives:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None  # type: ignore[override]
+                      ) -> Perspectives:
         return await self._acall_with_config(self._arun, input, config, run_type="chain")
 
 
