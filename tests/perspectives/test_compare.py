@@ -75,3 +75,7 @@ def test_when_too_few_of_an_entitys_languages_are_indexed_the_best_ranked_stores
                           max_langs=2, ranked=lambda: ["de", "de", "en"])
     assert choice.source == "top_by_retrieval" and choice.langs == ["de", "en"]
     assert any("fewer than two of its languages have a store" in n for n in choice.notes)
+    asked_in_finnish = choose_langs("Kenelle Krim kuuluu? Crimea", "fi", ["ru", "uk"], langs=None, rules=[],
+                                    territories=load_territories(), max_langs=3, ranked=lambda: [])
+    assert asked_in_finnish.langs == ["ru", "uk"] and asked_in_finnish.source == "claimants"
+    assert asked_in_finnish.notes == ["the question's language 'fi' has no store in this index"]

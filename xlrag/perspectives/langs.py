@@ -107,7 +107,8 @@ def choose_langs(question: str, user_lang: str, available: Sequence[str], *, lan
         source, wanted, reason = found
         wanted = list(dict.fromkeys([user_lang, *wanted]))
         have = [x for x in wanted if x in available]
-        notes += [f"{reason} names {x!r}, which has no store in this index" for x in wanted if x not in available]
+        notes += [(f"the question's language {x!r} has no store in this index" if x == user_lang else
+                   f"{reason} names {x!r}, which has no store in this index") for x in wanted if x not in available]
         if len(have) >= 2:
             if len(have) > max_langs:
                 notes.append(f"kept the first {max_langs} of {len(have)} languages (raise max_langs for more)")
