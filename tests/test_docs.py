@@ -111,7 +111,7 @@ def test_the_errors_page_holds_every_exception_and_its_message(hooks):
     assert "choose one of: {known}" in unknown
 
 
-@pytest.mark.parametrize("package", ["xlrag", "xlrag.agents", "xlrag.evals"])
+@pytest.mark.parametrize("package", ["xlrag", "xlrag.agents", "xlrag.evals", "xlrag.perspectives"])
 def test_the_api_pages_document_every_public_name_once(hooks, package):
     import importlib
 

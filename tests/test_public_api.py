@@ -27,6 +27,7 @@ def test_all_is_pinned():
         "build_chat_engine",
         "build_index",
         "build_llm",
+        "build_perspectives",
         "build_query_engine",
         "load_config",
         "make_policy",
@@ -138,9 +139,10 @@ def test_evaluation_suite_names_are_exported():
                                "AttributionResult", "PassageVote", "Setting", "any_attributable",
                                "parse_attribution_reply", "reply_schema"],
         "checks.substance": ["FLAGS", "POST_HOC_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
-                             "Finding", "evidence_in", "is_refusal", "non_answer", "refusal_cues",
+                             "Finding", "evidence_in", "is_refusal", "non_answer", "polarity_words", "refusal_cues",
                              "refusal_despite_evidence", "unsupported", "unverified"],
-        "checks.lexical": ["char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer", "tokenize"],
+        "checks.lexical": ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold",
+                           "has_no_space_script", "normalize_answer", "tokenize"],
     }
     for short, names in pinned.items():
         module = importlib.import_module(f"xlrag.{short}")
@@ -165,6 +167,16 @@ def test_checks_names_are_pinned_and_resolve_to_their_owner():
         assert getattr(xlrag.checks, name) is getattr(owner, name)
 
 
+def test_perspectives_names_are_pinned_and_exported():
+    import xlrag.perspectives
+
+    assert xlrag.perspectives.__all__ == ["Perspective", "Perspectives", "PerspectivesInput", "build_perspectives",
+                                          "to_html", "to_markdown"]
+    for name in xlrag.perspectives.__all__:
+        assert getattr(xlrag.perspectives, name) is not None
+    assert xlrag.build_perspectives is xlrag.perspectives.build_perspectives
+
+
 def test_agent_names_are_pinned_and_exported():
     import xlrag.agents
 
@@ -179,4 +191,4 @@ def test_prompt_roles_of_the_agent_are_derived_from_roles():
     # the roles the agent and chat render exist in ROLES, so every language file must have them
     from xlrag.prompts import ROLES
 
-    assert {"language_repair", "citation_repair", "condense", "attribution", "translation"} <= set(ROLES)
+    assert {"language_repair", "citation_repair", "condense", "attribution", "translation", "agreement"} <= set(ROLES)

@@ -35,6 +35,7 @@ __all__ = [
     "build_chat_engine",
     "build_index",
     "build_llm",
+    "build_perspectives",
     "build_query_engine",
     "load_config",
     "make_policy",
@@ -47,6 +48,7 @@ _LAZY = {
     "PromptLibrary": "xlrag.prompts",
     "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
+    "build_perspectives": "xlrag.perspectives.view",
     "build_query_engine": "xlrag.chains.query_engine",
     "build_agent": "xlrag.agents.build",
     "build_chat": "xlrag.agents.build",
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from xlrag.indexes.policies import make_policy
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.modes import IRMode
+    from xlrag.perspectives.view import build_perspectives
     from xlrag.prompts import PromptLibrary
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 

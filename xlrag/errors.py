@@ -21,6 +21,7 @@ __all__ = [
     "IndexLockedError",
     "IndexNotFoundError",
     "InvalidArgumentError",
+    "LanguageNotIndexedError",
     "MissingAPIKeyError",
     "MissingDependencyError",
     "PolicyError",
@@ -94,12 +95,24 @@ class MissingDependencyError(ConfigError):
 
 
 class UnknownLanguageError(XlragError, ValueError):
-    def __init__(self, code: str, where: str = ""):
+    def __init__(self, code: str, where: str = "", suggestion: str | None = None):
         self.code = code
         place = f" in {where}" if where else ""
+        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
         super().__init__(
-            f"unknown language code {code!r}{place}; use an ISO 639 code such as "
+            f"unknown language code {code!r}{place}{hint}; use an ISO 639 code such as "
             f"'en', 'ar', 'zh' or 'zh-Hant'"
+        )
+
+
+class LanguageNotIndexedError(XlragError, ValueError):
+    """A language asked for by name has no store in the index."""
+
+    def __init__(self, lang: str, available: list[str], where: str = "langs"):
+        self.lang, self.available = lang, available
+        super().__init__(
+            f"{where} names {lang!r}, but the index has no {lang!r} store (its languages: "
+            f"{', '.join(available) or 'none'}); choose among those, or index passages in {lang!r}"
         )
 
 

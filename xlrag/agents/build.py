@@ -71,11 +71,18 @@ def _agent(cfg: XlragConfig, pipeline: Pipeline, checkpointer: Any) -> Any:
         from xlrag.errors import ConfigError
 
         raise ConfigError(f"agent.tools is on, but {pipeline.label} has no tool calling; set agent.tools to auto or off")
+    perspectives = None
+    if pipeline.retriever is not None:
+        from functools import partial
+
+        from xlrag.perspectives.view import view_over
+
+        perspectives = partial(view_over, cfg, pipeline)  # built when a caller first asks for perspectives
     if tools and pipeline.retriever is not None:
         from xlrag.agents.tools import ToolCallingAgent
 
         agent: XlragAgent = ToolCallingAgent(pipeline, cfg.agent, attribution=attribution,
-                                             max_rounds=cfg.agent.max_tool_rounds)
+                                             max_rounds=cfg.agent.max_tool_rounds, perspectives=perspectives)
     else:
-        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution)
+        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution, perspectives=perspectives)
     return agent.graph(checkpointer)

@@ -210,8 +210,10 @@ class ChatToken:
 
 # a run's output: the last root state holding all of these (the chat's after ``remember``, the
 # agent's after ``finish``), as invoke returns it
-CHAT_FINAL = tuple(ChatOutput.__annotations__)  # answer, trace, turns
-AGENT_FINAL = tuple(AgentOutput.__annotations__)  # answer, trace
+CHAT_FINAL = tuple(k for k in ChatOutput.__annotations__ if k in ChatOutput.__required_keys__)  # answer, trace, turns
+AGENT_FINAL = tuple(k for k in AgentOutput.__annotations__ if k in AgentOutput.__required_keys__)  # answer, trace
+# keys of the agent's output that only some runs have (perspectives): kept when there
+AGENT_OPTIONAL = tuple(AgentOutput.__optional_keys__)
 
 
 @dataclass
@@ -236,7 +238,7 @@ class _Decoder:
                 self.calls.append(chunk.id)  # a new model call: the first answer, or a repair's
             return ChatToken(text=text, attempt=len(self.calls) - 1)
         if not namespace and all(k in data for k in self.final_keys):
-            self.final = {k: data[k] for k in self.final_keys}
+            self.final = {k: data[k] for k in (*self.final_keys, *AGENT_OPTIONAL) if k in data}
         return None
 
 

@@ -25,6 +25,7 @@ import asyncio
 import operator
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Annotated, Any, Required, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -40,6 +41,15 @@ from xlrag.checks import substance
 from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
+from xlrag.perspectives.models import Perspectives
+from xlrag.perspectives.route import (
+    NODE,
+    PERSPECTIVES,
+    View,
+    agent_result,
+    view_input,
+    why_contested,
+)
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
@@ -55,11 +65,18 @@ class AgentInput(TypedDict, total=False):
     target_lang: str | None
     id: str | None
     original_question: str | None  # a chat follow-up before it was condensed
+    view: View | None  # "perspectives": a contested question is answered per language of sources
 
 
-class AgentOutput(TypedDict):
+class _Answered(TypedDict):
     answer: GroundedAnswer
     trace: Trace
+
+
+class AgentOutput(_Answered, total=False):
+    # the route to the perspectives view only (a base class, not NotRequired: the annotations
+    # are strings here, and TypedDict reads NotRequired only from evaluated ones)
+    perspectives: Perspectives
 
 
 class AgentState(AgentInput, total=False):
@@ -76,6 +93,8 @@ class AgentState(AgentInput, total=False):
     timings: Annotated[list[Timing], operator.add]
     tool_calls: Annotated[list[ToolStep], operator.add]
     trace: Trace
+    perspectives: Perspectives
+    contested: str | None  # why the question has perspectives to compare (view: perspectives)
 
 
 def _attribution_detail(result: Any) -> str:
@@ -96,11 +115,20 @@ class XlragAgent:
     postprocessors) plus verify and repair. ``translator`` defaults to the pipeline's."""
 
     def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None,
-                 attribution: Any = None):
+                 attribution: Any = None, perspectives: Callable[[], Any] | None = None):
         self.pipeline = pipeline
         self.config = config
         self.translator = translator if translator is not None else pipeline.translator
         self.attribution = attribution
+        # builds the perspectives view (a Runnable) on first use; None: the route is closed
+        self._perspectives_factory = perspectives
+        self._perspectives: Any = None
+
+    @property
+    def perspectives(self) -> Any:
+        if self._perspectives is None and self._perspectives_factory is not None:
+            self._perspectives = self._perspectives_factory()
+        return self._perspectives
 
     # -- detect, route, retrieve --------------------------------------------------------
     def _input(self, s: AgentState) -> ChainInput:
@@ -118,7 +146,34 @@ class XlragAgent:
         query = s["query"]
         if choice.relevant_langs and not query.relevant_langs:
             query = query.model_copy(update={"relevant_langs": choice.relevant_langs})
-        return {"choice": choice, "query": query, "tried": [], "failed": []}
+        why = None
+        if s.get("view") == PERSPECTIVES:
+            view = self.perspectives
+            if view is not None:
+                why = why_contested(s["question"], s.get("relevant_langs"), self.config.rules, view.territories)
+            closed = "this agent has no index to compare" if view is None else \
+                "no agent rule or disputed territory names the question's entity"
+            if why is None:
+                choice = choice.model_copy(update={"reason": f"{choice.reason}; perspectives were asked for, but "
+                                                             f"{closed}: one answer"})
+        return {"choice": choice, "query": query, "tried": [], "failed": [], "contested": why}
+
+    @staticmethod
+    def after_route(s: AgentState) -> str:
+        return NODE if s.get("contested") else "retrieve"
+
+    def _perspectives_input(self, s: AgentState) -> dict:
+        return view_input(s["question"], s["query"].lang, s.get("relevant_langs"))
+
+    def compare(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        view = self.perspectives.invoke(self._perspectives_input(s), config)
+        return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
+
+    async def acompare(self, s: AgentState, config: RunnableConfig) -> dict:
+        t0 = time.perf_counter()
+        view = await self.perspectives.ainvoke(self._perspectives_input(s), config)
+        return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
 
     # config: the node's, so that the retriever run is the node's child in a trace
     def retrieve(self, s: AgentState, config: RunnableConfig) -> dict:
@@ -390,9 +445,11 @@ class XlragAgent:
         node("verify", self.verify, self.averify)
         node("repair", self.repair, self.arepair)
         node("finish", self.finish, self.afinish)
+        node(NODE, self.compare, self.acompare)
         g.add_edge(START, "detect")
         g.add_edge("detect", "route")
-        g.add_edge("route", "retrieve")
+        g.add_conditional_edges("route", self.after_route, {NODE: NODE, "retrieve": "retrieve"})
+        g.add_edge(NODE, END)
         self._answer_steps(g, node)
         g.add_conditional_edges("verify", self.after_verify, {"repair": "repair", "finish": "finish"})
         g.add_edge("repair", "verify")

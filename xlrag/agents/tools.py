@@ -80,8 +80,8 @@ def _numbered(hits: list[Hit], start: int) -> str:
 
 class ToolCallingAgent(XlragAgent):
     def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None, attribution: Any = None,
-                 max_rounds: int = 3):
-        super().__init__(pipeline, config, translator=translator, attribution=attribution)
+                 max_rounds: int = 3, perspectives: Any = None):
+        super().__init__(pipeline, config, translator=translator, attribution=attribution, perspectives=perspectives)
         self.max_rounds = max_rounds
         self.with_tools = self.pipeline.llm.bind_tools(tool_specs())
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 
-__all__ = ["char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer", "tokenize"]
+__all__ = ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer",
+           "tokenize"]
 
 # Scripts written without spaces between words: every character is a token.
 _NO_SPACE = re.compile(
@@ -105,6 +107,32 @@ def char_ngrams(text: str, lang: str | None = None, n: int | None = None) -> set
             continue
         out.update(word[i:i + n] for i in range(len(word) - n + 1))
     return out
+
+
+# Share of a word's 3-grams the question's must hold for the word to count as the question's
+# own, inflected ("للسياحة" asked, "سياحة" said)
+ASKED_SHARE = 0.75
+
+
+def asked_by(question: str, lang: str | None = None) -> Callable[[str], bool]:
+    """Whether a token is one ``question`` asks about: one of its tokens, or one with another
+    prefix or ending (:data:`ASKED_SHARE` of its 3-grams in the question's)."""
+    asked = set(tokenize(question, lang))
+    asked_grams = char_ngrams(question, lang, 3)
+
+    def is_asked(t: str) -> bool:
+        if t in asked:
+            return True
+        grams = char_ngrams(t, lang, 3)
+        return len(t) > 3 and len(grams & asked_grams) >= ASKED_SHARE * len(grams)
+
+    return is_asked
+
+
+def added_tokens(text: str, question: str, lang: str | None = None) -> list[str]:
+    """The tokens of ``text`` that ``question`` does not ask about: what an answer adds."""
+    is_asked = asked_by(question, lang)
+    return [t for t in tokenize(text, lang) if not is_asked(t)]
 
 
 def letter_script(ch: str) -> str:

@@ -43,6 +43,7 @@ __all__ = [
     "evidence_in",
     "is_refusal",
     "non_answer",
+    "polarity_words",
     "refusal_cues",
     "refusal_despite_evidence",
     "unsupported",
@@ -117,6 +118,14 @@ _POLARITY: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang,
     "ar": "نعم لا ليس ليست لست لن لم", "tr": "evet hayır değil", "hi": "हाँ हां नहीं", "el": "ναι όχι δεν",
     "vi": "có không", "ro": "da nu", "uk": "так ні не", "fa": "بله نه", "he": "כן לא",
 }.items()}
+
+
+def polarity_words(lang: str | None) -> frozenset[str]:
+    """The words of ``lang`` that answer a yes/no question by themselves, negations included
+    (empty for a language without a list)."""
+    return _POLARITY.get(lang or "", frozenset())
+
+
 # Arabic writes "لا" before a verb, and a small model glues them: "لاحتاج" for "لا أحتاج"
 _AR_NEGATION_PREFIXES = ("لا", "لن", "لم")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -63,6 +64,17 @@ def ask(
     as_json: Annotated[bool, typer.Option("--json", help="print the GroundedAnswer as JSON")] = False,
     agent: Annotated[bool, typer.Option("--agent", help="answer with the agent: verify language and citations, "
                                         "repair; --json adds the trace under 'trace'")] = False,
+    perspectives: Annotated[bool, typer.Option(
+        "--perspectives", help="answer once per language of sources (each checked by the agent), side by side, "
+                               "and flag where they disagree; the languages: --langs, else an agent rule's or a "
+                               "disputed territory's, else the best-ranked stores")] = False,
+    langs: Annotated[str | None, typer.Option(
+        "--langs", help="comma-separated, with --perspectives: the languages of sources to compare, e.g. ru,uk,en")
+    ] = None,
+    max_langs: Annotated[int | None, typer.Option(
+        "--max-langs", help="with --perspectives: at most this many languages (default 3; every one --langs names)")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="with --perspectives: also write the view as a self-contained HTML page to this file")] = None,
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
     from xlrag.chains.rag import GroundedChain
@@ -77,6 +89,15 @@ def ask(
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
+        if perspectives:
+            _check_perspectives(fmt, options, mode, relevant_langs, target_lang, html)
+            from xlrag.cli.perspectives import ask_perspectives
+
+            ask_perspectives(cfg, {"question": question, "lang": lang, "langs": _csv(langs) if langs else None,
+                                   "max_langs": max_langs}, as_json, html)
+            return
+        if langs is not None or max_langs is not None or html is not None:
+            raise ConfigError("--langs, --max-langs and --html go with --perspectives")
         if agent:
             if fmt is not AnswerFormat.CITATION or options:
                 raise ConfigError("--agent answers in the citation format; drop --format and --option")
@@ -97,6 +118,21 @@ def ask(
         out.print_json(answer.model_dump_json())
         return
     print_answer(answer)
+
+
+def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str | None,
+                        relevant_langs: str | None, target_lang: str | None, html: Path | None) -> None:
+    from xlrag.errors import ConfigError
+
+    if fmt is not AnswerFormat.CITATION or options:
+        raise ConfigError("--perspectives answers in the citation format; drop --format and --option")
+    given = [name for name, v in (("--mode", mode), ("--relevant-langs", relevant_langs),
+                                  ("--target-lang", target_lang)) if v]
+    if given:
+        raise ConfigError(f"--perspectives searches one language's store per answer; drop {given[0]} "
+                          f"(choose the languages with --langs)")
+    if html is not None and not html.parent.is_dir():
+        raise ConfigError(f"--html {html}: the folder {html.parent} does not exist; create it or write elsewhere")
 
 
 def _ask_agent(cfg: Any, inputs: dict[str, Any], as_json: bool) -> None:

@@ -37,7 +37,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.checks.lexical import dominant_script, has_no_space_script, normalize_answer, tokenize
+from xlrag.checks.lexical import (
+    asked_by,
+    dominant_script,
+    has_no_space_script,
+    normalize_answer,
+    tokenize,
+)
 from xlrag.text import first_line
 
 __all__ = [
@@ -125,7 +131,6 @@ def gold_recall(response: str, golds: Sequence[str], lang: str | None = None) ->
 
 
 _DIGITS = re.compile(r"\d+")
-_ASKED_SHARE = 0.75  # of a word's 3-grams in the question's: the question's word, inflected
 
 
 def answer_in_gold(response: str, question: str, golds: Sequence[str], lang: str | None = None
@@ -136,15 +141,8 @@ def answer_in_gold(response: str, question: str, golds: Sequence[str], lang: str
     response adds nothing (it only restates the question). A response of any length
     qualifies: what it says beyond the question must be in the gold, so a long one that
     says more than the gold does not pass."""
-    tokens = tokenize(response, lang)
-    asked = set(tokenize(question, lang))
-    asked_grams = _grams(question, lang, 3)
-
-    def is_asked(t: str) -> bool:
-        # a question word with another prefix or ending ("للسياحة" asked, "سياحة" said) is still asked
-        return t in asked or (len(t) > 3 and len(_grams(t, lang, 3) & asked_grams) >= _ASKED_SHARE * len(_grams(t, lang, 3)))
-
-    added = [t for t in tokens if not is_asked(t)]
+    is_asked = asked_by(question, lang)
+    added = [t for t in tokenize(response, lang) if not is_asked(t)]
     best, which = 0.0, ""
     if not added:
         return best, which

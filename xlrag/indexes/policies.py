@@ -177,7 +177,8 @@ class All(_Merged):
 
 
 class OracleLang(_Merged):
-    """Analysis only: restrict retrieval to the gold document's language."""
+    """Restrict retrieval to one language's store (``target_lang``): the gold document's, for
+    analysis, or one perspective's (:mod:`xlrag.perspectives`)."""
 
     name = IRMode.ORACLE_LANG
 

@@ -53,6 +53,7 @@ ROLES: tuple[str, ...] = (
     "judge",
     "condense",
     "attribution",
+    "agreement",
     "language_repair",
     "citation_repair",
     "extract_repair",

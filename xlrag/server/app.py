@@ -1,7 +1,7 @@
 """The FastAPI application: ``create_app(config)`` and its endpoints.
 
 One retriever and one chat model per server, shared by the agent (``/v1/ask``), the chat
-(``/v1/chat``) and retrieval (``/v1/retrieve``). ``/v1/ask`` and ``/v1/chat`` answer with
+(``/v1/chat``), the perspectives view (``/v1/perspectives``) and retrieval (``/v1/retrieve``). ``/v1/ask`` and ``/v1/chat`` answer with
 one JSON body or, with ``"stream": true`` in the request, server-sent events
 (:mod:`xlrag.server.streaming`). Generations go through one
 :class:`~xlrag.server.guards.GenerationLimiter`; retrieval alone does not wait for it.
@@ -26,6 +26,7 @@ from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
+from xlrag.perspectives.models import Perspectives
 from xlrag.server.docs_ui import install_docs
 from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
@@ -49,6 +50,7 @@ from xlrag.server.models import (
     HealthResponse,
     HitOut,
     IndexHealth,
+    PerspectivesRequest,
     RetrieveRequest,
     RetrieveResponse,
     TokenEvent,
@@ -106,8 +108,18 @@ class XlragServer:
         self.saver = memory_checkpointer()
         self.chat = build_chat(config, pipeline=self.pipeline, checkpointer=self.saver)
         self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
+        self._perspectives: Any = None
         self.drain = Drain()
         self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout, self.drain)
+
+    @property
+    def perspectives(self) -> Any:
+        """The perspectives view over the server's stack, built on first use."""
+        if self._perspectives is None:
+            from xlrag.perspectives.view import view_over
+
+            self._perspectives = view_over(self.config, self.pipeline)
+        return self._perspectives
 
     @property
     def max_question_chars(self) -> int:
@@ -209,6 +221,23 @@ async def forget(session_id: str, server: Server) -> Response:
         raise ApiError(404, "unknown_session", f"no session {session_id!r} on this server (sessions last as "
                        f"long as the server process)")
     return Response(status_code=204)
+
+
+@router.post("/perspectives", response_model=Perspectives, responses=_errors(401, 413, 422, 500, 503),
+             summary="Answer once per language of sources, side by side",
+             description="The languages: `langs`, else an agent rule's or a disputed territory's (the user's "
+                         "language first), else the best-ranked stores. Each language's store alone is searched "
+                         "and answered from, in the question's language, by the agent (checked, repaired); every "
+                         "pair of answers is compared (lexically, the LLM when unsure), and the verdict gives "
+                         "the consensus groups and each disagreement with both sides' citations. Takes one "
+                         "generation slot for all its answers.")
+async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
+    server.check(body.question, lang=body.lang)
+    if server.retriever is None:
+        raise ApiError(422, "no_index", "this server answers closed-book (mode no_ir): it has no language stores "
+                                        "to compare")
+    async with server.limiter.slot():
+        return await server.drain.bounded(server.perspectives.ainvoke(body.view_input()))
 
 
 @router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),

@@ -16,12 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.agents.chat import Source
 from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
+from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
 from xlrag.schema import CitationSource, GroundedAnswer, Hit, QueryFields
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
     "ErrorBody", "ErrorDetail", "ErrorResponse", "GenerationHealth", "HealthResponse", "HitOut", "IndexHealth",
-    "PassageOut", "RetrieveRequest", "RetrieveResponse", "TokenEvent",
+    "PassageOut", "PerspectivesRequest", "RetrieveRequest", "RetrieveResponse", "TokenEvent",
 ]
 
 QUESTION = "the question, in any language (the answer comes back in it)"
@@ -64,6 +65,21 @@ class ChatRequest(_In):
     mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     stream: bool = Field(
         True, description="true: a text/event-stream of token, answer and done events; false: one JSON ChatResponse")
+
+
+class PerspectivesRequest(_In):
+    """One question answered once per language of sources, side by side (the perspectives view)."""
+
+    question: str = Field(min_length=1, description=QUESTION, examples=["Who does Crimea belong to?"])
+    lang: str | None = Field(None, description=QueryFields.model_fields["lang"].description)
+    langs: list[str] | None = Field(None, min_length=1, max_length=MAX_LANGS,
+                                    description=PerspectivesInput.model_fields["langs"].description,
+                                    examples=[["ru", "uk", "en"]])
+    max_langs: int = Field(PerspectivesInput.model_fields["max_langs"].default, ge=1, le=MAX_LANGS,
+                           description=PerspectivesInput.model_fields["max_langs"].description)
+
+    def view_input(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
 
 
 class RetrieveRequest(_In, QueryFields):

@@ -1,0 +1,275 @@
+"""The perspectives view: one question answered once per language of sources, side by side.
+
+    question → detect its language → choose the languages (given, an agent rule, a disputed
+    territory's claimants, or the best-ranked stores) → per language: retrieve from that
+    store alone (mode ``oracle_lang``, its target the language) → answer in the user's
+    language with the agent (verify, repair: the checks of any answer) → compare every pair
+    of answers (lexical first, the LLM when unsure) → consensus groups, disagreement points
+
+BordIRlines (Li et al. 2024) found that the same question about a disputed territory is
+answered differently depending on the language of the retrieved passages. This view shows
+that difference instead of blending it away: each language's answer with its own citations,
+and where they disagree, each side. A store that returns nothing gives a perspective that
+says so; no model is asked to answer from nothing.
+
+Cost: N answers (plus the agent's repairs), N(N-1)/2 lexical comparisons, and one LLM call
+per pair the lexical signal leaves unsure; :class:`~xlrag.perspectives.models.Costs` says
+what a call spent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from pydantic import ConfigDict, ValidationError
+
+from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.state import ChainInput
+from xlrag.config import AgentRule, XlragConfig, resolve_config
+from xlrag.errors import ConfigError
+from xlrag.evals.borderlines import Territory
+from xlrag.modes import AUTO, IRMode
+from xlrag.perspectives.compare import AgreementJudge, judged, lexical_agreement, verdict
+from xlrag.perspectives.langs import choose_langs
+from xlrag.perspectives.models import (
+    MAX_LANGS,
+    Costs,
+    LanguageChoice,
+    PairAgreement,
+    Perspective,
+    Perspectives,
+    PerspectivesInput,
+)
+from xlrag.schema import Hit, Query
+
+__all__ = ["PerspectivesView", "build_perspectives", "view_over"]
+
+# one language's store alone: the mode whose plan is exactly the target language's store
+ONE_STORE = IRMode.ORACLE_LANG
+# passages ranked over every store to find the best-ranked languages
+RANK_K = 20
+
+
+def _coerce(value: Any) -> PerspectivesInput:
+    if isinstance(value, PerspectivesInput):
+        return value
+    if isinstance(value, str):
+        value = {"question": value}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"perspectives input must be a question or a mapping, not {type(value).__name__}")
+    fields = PerspectivesInput.model_fields
+    unknown = [k for k in value if k not in fields]
+    if unknown:
+        close = difflib.get_close_matches(str(unknown[0]), list(fields), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown perspectives input {unknown[0]!r}{hint}; fields: {', '.join(fields)}")
+    try:
+        return PerspectivesInput.model_validate(dict(value))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "input"
+        raise ConfigError(f"bad perspectives input {where}: {err['msg']}") from None
+
+
+class PerspectivesView(RunnableSerializable[Any, Perspectives]):
+    """``invoke({"question": ..., "langs": [...]})`` → :class:`Perspectives`. Input: a
+    question string, a :class:`PerspectivesInput` or a mapping of its fields."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    pipeline: Pipeline
+    agent: Any  # the agent graph that answers each language (fixed graph: verify, repair)
+    judge: AgreementJudge
+    rules: list[AgentRule]
+    territories: list[Territory]
+
+    @property
+    def InputType(self) -> type[PerspectivesInput]:
+        return PerspectivesInput
+
+    @property
+    def OutputType(self) -> type[Perspectives]:
+        return Perspectives
+
+    # -- choose -------------------------------------------------------------------------------
+    def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
+        retriever = self.pipeline.retriever
+        if retriever is None:
+            raise ConfigError("perspectives compare the sources of each language: they need an index "
+                              "(retrieval.mode no_ir has none)")
+        query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang))
+
+        def ranked() -> list[str]:
+            return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
+
+        # languages named by the caller are their own bound, unless max_langs is given too
+        bound = inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
+        choice = choose_langs(query.text, query.lang or "", retriever.languages, langs=inp.langs, rules=self.rules,
+                              territories=self.territories, max_langs=bound, ranked=ranked)
+        return query, choice
+
+    @staticmethod
+    def _one_store(query: Query, lang: str) -> Query:
+        return query.model_copy(update={"target_lang": lang})
+
+    @staticmethod
+    def _agent_input(query: Query, lang: str) -> dict[str, Any]:
+        return {"question": query.text, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
+
+    @staticmethod
+    def _empty(lang: str, hits: list[Hit]) -> Perspective:
+        notes = "; ".join(getattr(hits, "notes", [])) or "the store returned no passage for this question"
+        return Perspective(lang=lang, status="no_passages", note=f"no passages: {notes}; no answer was made")
+
+    @staticmethod
+    def _answered(lang: str, out: dict[str, Any]) -> Perspective:
+        from xlrag.checks.substance import FLAGS, unverified
+
+        answer, trace = out["answer"], out["trace"]
+        if not answer.answered or FLAGS["non_answer"] in answer.flags:
+            return Perspective(lang=lang, status="not_an_answer", answer=answer, trace=trace,
+                               note="the answer says nothing the question did not (or refuses) after the agent's "
+                                    "repairs")
+        reasons = unverified(answer)
+        if reasons:
+            return Perspective(lang=lang, status="unverified", answer=answer, trace=trace,
+                               note=f"not compared: the answer is not verified ({', '.join(reasons)})")
+        return Perspective(lang=lang, status="answered", answer=answer, trace=trace)
+
+    # -- compare ------------------------------------------------------------------------------
+    @staticmethod
+    def _lexical(query: Query, perspectives: list[Perspective]) -> list[PairAgreement]:
+        answered = [p for p in perspectives if p.status == "answered"]
+        pairs = []
+        for i, a in enumerate(answered):
+            for b in answered[i + 1:]:
+                agreement, score, reason = lexical_agreement(a.said or "", b.said or "", query.text, query.lang)
+                pairs.append(PairAgreement(a=a.lang, b=b.lang, agreement=agreement, method="lexical", score=score,
+                                           reason=reason))  # type: ignore[arg-type]
+        return pairs
+
+    @staticmethod
+    def _result(query: Query, choice: LanguageChoice, perspectives: list[Perspective],
+                pairs: list[PairAgreement], judge_calls: int) -> Perspectives:
+        status, consensus, disagreements = verdict(perspectives, pairs, query.lang or "")
+        answered = [p.lang for p in perspectives if p.status == "answered"]
+        note = None
+        if len(perspectives) < 2:
+            note = (f"one language was chosen ({choice.reason}): a single perspective, nothing to compare"
+                    if perspectives else "no store returned a passage for this question: no perspective")
+        else:
+            missing = ", ".join(f"{p.lang} ({p.status.replace('_', ' ')})" for p in perspectives
+                                if p.status != "answered")
+            if len(answered) < 2:
+                note = f"only {len(answered)} of {len(perspectives)} perspectives answered; {missing}: " \
+                       f"nothing to compare"
+            elif missing:
+                note = f"not compared: {missing}"
+        by_lang = {p.lang: p for p in perspectives}
+        costs = Costs(answers=sum(p.answer is not None for p in perspectives),
+                      repairs=sum(len(p.trace.repairs) for p in by_lang.values() if p.trace is not None),
+                      lexical_comparisons=len(pairs), judge_calls=judge_calls)
+        return Perspectives(question=query.text, lang=query.lang or "", choice=choice, perspectives=perspectives,
+                            pairs=pairs, status=status, consensus=consensus, disagreements=disagreements,
+                            note=note, costs=costs)
+
+    # -- Runnable -----------------------------------------------------------------------------
+    def _run(self, value: Any, run_manager: Any, config: RunnableConfig) -> Perspectives:
+        from langchain_core.runnables.config import patch_config
+
+        config = patch_config(config, callbacks=run_manager.get_child())
+        inp = _coerce(value)
+        query, choice = self._plan(inp)
+        perspectives = []
+        for lang in choice.langs:  # one at a time: a local model answers one at a time anyway
+            hits = self.pipeline.retrieve(self._one_store(query, lang), ONE_STORE, config)
+            if not hits:
+                perspectives.append(self._empty(lang, hits))
+                continue
+            perspectives.append(self._answered(lang, self.agent.invoke(self._agent_input(query, lang), config)))
+        pairs = self._lexical(query, perspectives)
+        unsure = [i for i, p in enumerate(pairs) if p.agreement == "unsure"]
+        for i in unsure:
+            p = pairs[i]
+            agreement, reason = self.judge.judge(query.text, self._said(perspectives, p.a),
+                                                 self._said(perspectives, p.b), query.lang or "en")
+            pairs[i] = judged(p, agreement, reason)
+        return self._result(query, choice, perspectives, pairs, len(unsure))
+
+    async def _arun(self, value: Any, run_manager: Any, config: RunnableConfig) -> Perspectives:
+        from langchain_core.runnables.config import patch_config
+
+        config = patch_config(config, callbacks=run_manager.get_child())
+        inp = _coerce(value)
+        query, choice = await asyncio.to_thread(self._plan, inp)
+
+        async def one(lang: str) -> Perspective:
+            hits = await self.pipeline.aretrieve(self._one_store(query, lang), ONE_STORE, config)
+            if not hits:
+                return self._empty(lang, hits)
+            return self._answered(lang, await self.agent.ainvoke(self._agent_input(query, lang), config))
+
+        perspectives = list(await asyncio.gather(*(one(lang) for lang in choice.langs)))
+        pairs = await asyncio.to_thread(self._lexical, query, perspectives)
+        unsure = [i for i, p in enumerate(pairs) if p.agreement == "unsure"]
+        verdicts = await asyncio.gather(*(self.judge.ajudge(
+            query.text, self._said(perspectives, pairs[i].a), self._said(perspectives, pairs[i].b),
+            query.lang or "en") for i in unsure))
+        for i, (agreement, reason) in zip(unsure, verdicts, strict=True):
+            pairs[i] = judged(pairs[i], agreement, reason)
+        return self._result(query, choice, perspectives, pairs, len(unsure))
+
+    @staticmethod
+    def _said(perspectives: list[Perspective], lang: str) -> str:
+        return next(p.said or "" for p in perspectives if p.lang == lang)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None) -> Perspectives:  # type: ignore[override]
+        return self._call_with_config(self._run, input, config, run_type="chain")
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None  # type: ignore[override]
+                      ) -> Perspectives:
+        return await self._acall_with_config(self._arun, input, config, run_type="chain")
+
+
+def build_perspectives(config: XlragConfig | str | Path | None = None, *, llm: Any = None, retriever: Any = None,
+                       pipeline: Pipeline | None = None, territories: list[Territory] | None = None
+                       ) -> PerspectivesView:
+    """The perspectives view (a typed LangChain Runnable) over the stack ``config`` describes.
+
+    ``invoke({"question": "Who does Crimea belong to?"})`` returns
+    :class:`~xlrag.perspectives.models.Perspectives`: the question answered once per language
+    of sources, in the user's language with ``<docN>`` citations, compared pair by pair.
+    ``llm``, ``retriever`` or a whole ``pipeline`` replace what the config would build, as
+    for :func:`~xlrag.agents.build.build_agent`. ``territories`` (default: the vendored
+    BorderLines excerpt) name the disputed territories whose claimants' languages are compared.
+    """
+    cfg = resolve_config(config)
+    if pipeline is None:
+        pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=AUTO)  # each call names its stores
+    elif llm is not None or retriever is not None:
+        raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
+    return view_over(cfg, pipeline, territories)
+
+
+def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory] | None = None) -> PerspectivesView:
+    """The view over a stack already built (the agent's, when it routes a question here)."""
+    from xlrag.agents.graph import XlragAgent
+    from xlrag.evals.borderlines import load_territories
+
+    attribution = None
+    if cfg.agent.attribution:
+        from xlrag.checks.attribution import AttributionChecker
+
+        attribution = AttributionChecker(pipeline.quiet_llm, prompts=pipeline.prompts)
+    # the fixed graph: a tool-calling agent could search other languages' stores
+    agent = XlragAgent(pipeline, cfg.agent, attribution=attribution).graph()
+    return PerspectivesView(pipeline=pipeline, agent=agent,
+                            judge=AgreementJudge(pipeline.quiet_llm, prompts=pipeline.prompts),
+                            rules=list(cfg.agent.rules),
+                            territories=territories if territories is not None else load_territories(),
+                            name="xlrag_perspectives")
