@@ -118,7 +118,7 @@ def test_evaluation_suite_names_are_exported():
 
     pinned = {
         "evals.answers": ["char3_recall", "chrf", "exact_match", "normalize_answer", "token_f1", "tokenize"],
-        "checks.language": ["LanguageVerdict", "judge_language", "language_summary", "response_text",
+        "checks.language": ["LanguageVerdict", "foreign_script", "judge_language", "language_summary", "response_text",
                             "visible_text"],
         "evals.agreement": ["cohen_kappa", "fleiss_kappa", "fleiss_table"],
         "evals.citations": ["citation_summary", "citation_vs_inclusion"],

@@ -111,4 +111,24 @@ deliberately small ({n} of 251 territories), is used only as an evaluation
 reference, and is attributed to its authors above. It is not covered by
 xlrag's own licence; do not redistribute it beyond this project without
 checking the upstream terms.
+
+## `passages.jsonl`: a partisan passage corpus (written for xlrag)
+
+BordIRlines pairs the queries with Wikipedia passages that are not available offline.
+`passages.jsonl` (35 passages in 9 languages: ar, el, en, es, he, ja, ru, tr, uk) is a
+small corpus written for xlrag, in the xlrag corpus format (`id`, `lang`, `title`,
+`text`), over six of the territories above (Crimea, Ceuta, Gibraltar, the South Kuril
+Islands, the Golan Heights, Imia/Kardak):
+
+* in each claimant's language, two passages that state that claimant's position, as its
+  national sources do (`crimea-ru-1`: Crimea is a subject of the Russian Federation;
+  `crimea-uk-1`: Crimea is an integral part of Ukraine);
+* one neutral English passage where English is no claimant's language;
+* for Crimea, Ceuta and the Golan Heights, one passage per language on where the
+  territory lies, stated alike in every language (the control questions of
+  `benchmarks/perspectives.py`).
+
+It is deliberately partisan and synthetic: it shows and measures whether a system reports
+what each language's sources say, not what the world's sources say. Licence: as xlrag
+(Apache-2.0).
 """

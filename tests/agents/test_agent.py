@@ -48,6 +48,24 @@ def test_wrong_language_without_citations_is_repaired_by_regenerating(retriever)
     assert {t.step for t in trace.timings} >= {"detect", "retrieve", "generate", "verify"}
 
 
+def test_an_answer_line_in_another_script_under_an_explanation_in_the_right_language_is_repaired(retriever):
+    # lingua reads answer and explanation together: a Russian answer line copied from a passage
+    # under a longer Spanish explanation reads as Spanish; the answer line alone is what the user
+    # takes away, so its script is checked too
+    russian_line = ("Cited Documents: <doc0>\nAnswer: Защита Пантер пропустила 308 очков.\n"
+                    "Explanation: Según <doc0>, la defensa de los Panthers solo permitió 308 puntos en toda la "
+                    "temporada regular, la sexta cifra más baja de la liga.")
+    out = agent(retriever, scripted(russian_line, SPANISH)).invoke({"question": QUESTION})
+    answer, trace = out["answer"], out["trace"]
+    first = next(c for c in trace.checks if c.check == "language" and c.attempt == 0)
+    assert not first.passed and first.detail == "wrong: the answer line is in cyrillic script, expected es"
+    # its words are in no passage either, so the first repair asks for the passage's own answer
+    assert [r.repair for r in trace.repairs] == [Repair.EXTRACT]
+    last = next(c for c in trace.checks if c.check == "language" and c.attempt == 1)
+    assert last.passed and answer.answer == "La defensa de los Panthers permitió 308 puntos."
+    assert trace.unrepaired == []
+
+
 def test_every_repair_in_order_ends_with_post_hoc_citations(retriever):
     # regenerating does not help; the translation (two calls: answer, explanation) does;
     # the budget of two LLM repairs is spent, so the citations come post hoc

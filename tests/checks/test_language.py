@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from xlrag.checks.language import LanguageVerdict, judge_language, language_summary
+from xlrag.checks.language import LanguageVerdict, foreign_script, judge_language, language_summary
 
 
 def test_markers_headers_and_urls_are_not_judged():
@@ -40,3 +40,15 @@ def test_summary_counts_both_ways():
     assert s["n"] == 4 and s["n_applicable"] == 3
     assert s["rate"] == pytest.approx(2 / 3) and s["rate_all"] == pytest.approx(0.5)
     assert s["status"] == {"correct": 2, "not_applicable": 1, "wrong": 1}
+
+
+@pytest.mark.parametrize(("text", "lang", "script"), [
+    ("الساحل المتوسطي شمال المغرب", "en", "ARABIC"), ("طبريا", "en", "ARABIC"), ("Россия", "en", "CYRILLIC"),
+    ("北非海岸", "ru", "CJK"),
+    # the expected language's own scripts, and Latin (names are often left in it), pass
+    ("Spain", "ar", None), ("Jared Allen", "ru", None), ("北非海岸", "zh", None), ("北非", "zh-Hant", None),
+    ("日本です", "ja", None), ("대한민국", "ko", None), ("Україна", "uk", None), ("ישראל", "he", None),
+    ("ایران", "fa", None), ("308 <doc0>", "en", None), ("", "en", None),
+])
+def test_foreign_script_names_an_answer_line_in_a_script_its_language_is_not_written_in(text, lang, script):
+    assert foreign_script(text, lang) == script

@@ -206,13 +206,19 @@ class XlragAgent:
     # -- verify ---------------------------------------------------------------------------
     def _checks(self, s: AgentState, attributable: bool | None, why: str,
                 renderings: dict[str, str] | None = None) -> dict:
-        from xlrag.checks.language import judge_language, response_text
+        from xlrag.checks.language import foreign_script, judge_language, response_text
 
         answer, attempt = s["answer"], len(s.get("tried", []))
         lang = s["query"].lang or answer.lang or "en"
         verdict = judge_language(response_text(answer), lang)
-        checks = [CheckResult(check="language", passed=verdict.status != "wrong", attempt=attempt,
-                              detail=f"{verdict.status}: detected {verdict.detected or '-'}, expected {lang}")]
+        detail = f"{verdict.status}: detected {verdict.detected or '-'}, expected {lang}"
+        # the answer line is what a reader takes away: lingua reading it with a longer explanation
+        # in the right language passes an answer line copied from a passage in another script
+        script = foreign_script(answer.answer or "", lang) if verdict.status != "wrong" else None
+        if script is not None:
+            detail = f"wrong: the answer line is in {script.lower()} script, expected {lang}"
+        checks = [CheckResult(check="language", passed=verdict.status != "wrong" and script is None,
+                              attempt=attempt, detail=detail)]
         if answer.passages:
             valid = [c for c in answer.citations if c.valid and c.source != "post_hoc"]
             post = [c for c in answer.citations if c.valid and c.source == "post_hoc"]

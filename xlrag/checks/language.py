@@ -25,7 +25,8 @@ from xlrag.prompts.library import LABEL_ROLES, label_words
 if TYPE_CHECKING:
     from xlrag.schema import GroundedAnswer
 
-__all__ = ["LanguageVerdict", "judge_language", "language_summary", "response_text", "visible_text"]
+__all__ = ["LanguageVerdict", "foreign_script", "judge_language", "language_summary", "response_text",
+           "visible_text"]
 
 _MARKER = re.compile(r"<\s*/?\s*doc\s*\d*\s*>", re.IGNORECASE)
 _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
@@ -88,6 +89,43 @@ def judge_language(text: str, expected: str, detector: LinguaDetector | None = N
     status = "correct" if detected == expected else "wrong"
     return LanguageVerdict(expected=expected, detected=detected, confidence=confidence,
                            status=status, text=kept)
+
+
+# the Unicode name words (letter_script) of the ISO 15924 scripts whose names are not theirs
+_HAN = frozenset({"CJK"})
+_SCRIPT_WORDS = {"Hans": _HAN, "Hant": _HAN, "Hani": _HAN, "Jpan": _HAN | {"HIRAGANA", "KATAKANA"},
+                 "Kore": _HAN | {"HANGUL"}}
+
+
+@cache
+def _scripts_of(lang: str) -> frozenset[str] | None:
+    """The Unicode script words a language is written in (None: not known)."""
+    import langcodes
+
+    try:
+        script = langcodes.Language.get(lang).maximize().script
+    except (ValueError, LookupError):
+        return None
+    if not script:
+        return None
+    if script in _SCRIPT_WORDS:
+        return _SCRIPT_WORDS[script]
+    name = langcodes.Language.get(f"und-{script}").script_name()
+    return frozenset({name.split()[0].upper()}) if name else None
+
+
+def foreign_script(text: str, expected: str) -> str | None:
+    """The script of ``text``'s letters when it is neither Latin nor a script ``expected`` is
+    written in: an Arabic answer line under an English explanation, which lingua, reading the
+    whole reply, takes for English. Latin is let through: named entities are often left in it,
+    and a reply wholly in English is lingua's to catch. None when the script is fine or unknown."""
+    from xlrag.checks.lexical import dominant_script
+
+    script = dominant_script(visible_text(text))
+    allowed = _scripts_of(expected)
+    if script is None or script == "LATIN" or allowed is None or script in allowed:
+        return None
+    return script
 
 
 def language_summary(verdicts: Iterable[LanguageVerdict]) -> dict:

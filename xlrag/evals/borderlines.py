@@ -24,10 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from xlrag.errors import CorpusError, InvalidArgumentError
 from xlrag.validate import did_you_mean
 
-__all__ = ["UNKNOWN", "MCQuery", "Territory", "load_territories", "read_upstream"]
+__all__ = ["PASSAGES", "UNKNOWN", "MCQuery", "Territory", "load_territories", "read_upstream"]
 
 UNKNOWN = "Unknown"  # upstream's controller when the dispute has no clear one
 EXCERPT = Path(__file__).resolve().parent.parent / "data" / "borderlines" / "territories.jsonl"
+# a small partisan passage corpus written for xlrag over six of the excerpt's territories (see its README)
+PASSAGES = EXCERPT.with_name("passages.jsonl")
 
 
 class MCQuery(BaseModel):

@@ -12,7 +12,8 @@ more still agrees.
   yes/no/not where the other does not (then unsure: "belongs to Russia" and "does not
   belong to Russia" add nearly the same words);
 - score < :data:`DISAGREE_BELOW`: disagree;
-- otherwise, or when an answer adds nothing: unsure, and the LLM is asked (the
+- otherwise, when an answer adds nothing, or when the two are in different scripts (an
+  answer a repair could not bring into the user's language): unsure, and the LLM is asked (the
   ``agreement`` prompt role, a JSON verdict held by the provider's schema support and
   parsed strictly; a reply that does not parse leaves the pair unsure, with its reason).
 """
@@ -26,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.attribution import _ONE_SENTENCE
-from xlrag.checks.lexical import added_tokens, char_ngrams, has_no_space_script
+from xlrag.checks.lexical import added_tokens, char_ngrams, dominant_script, has_no_space_script
 from xlrag.checks.structured import message_text, parse_verdict, structured_runnable
 from xlrag.checks.substance import polarity_words
 from xlrag.evals.lexical_judge import DEFAULT_THRESHOLD
@@ -40,7 +41,7 @@ from xlrag.perspectives.models import (
 )
 from xlrag.prompts import PromptLibrary
 
-__all__ = ["AGREE_AT", "DISAGREE_BELOW", "AgreementJudge", "AgreementReply", "judged", "lexical_agreement",
+__all__ = ["AGREE_AT", "CONTAINED_UNDER", "DISAGREE_BELOW", "AgreementJudge", "AgreementReply", "judged", "lexical_agreement",
            "verdict"]
 
 # The share of n-grams at which the lexical judge takes one text to hold another (calibrated:
@@ -51,6 +52,10 @@ AGREE_AT = DEFAULT_THRESHOLD
 # naming different things ("Russia" / "Ukraine", "308" / "24") score 0 to 0.2. Between the
 # two bounds wording and content cannot be told apart by n-grams: the LLM decides.
 DISAGREE_BELOW = 0.25
+# An addition under half the other's size is held by it, not matched: "Madrid" inside "the
+# capital is Madrid, the largest city is Barcelona". On the calibration items every lexical
+# "agree" that was wrong (36 of 156) was of this shape; the LLM decides these.
+CONTAINED_UNDER = 0.5
 _TAGS = ["xlrag:agreement", "nostream"]  # never shown by streaming surfaces
 _DIGITS = re.compile(r"\d+")
 
@@ -75,8 +80,15 @@ def lexical_agreement(first: str, second: str, question: str, lang: str | None) 
     a, b = added_tokens(first, question, lang), added_tokens(second, question, lang)
     if not a or not b:
         return "unsure", None, "an answer adds nothing to the question's words"
+    scripts = dominant_script(" ".join(a)), dominant_script(" ".join(b))
+    if None not in scripts and scripts[0] != scripts[1]:  # None: digits only, no script to differ
+        # the same name in two scripts shares no n-gram ("Jared Allen" / "Джаред Аллен"): on the
+        # calibration items, 40 of 42 such pairs of one answer scored "disagree" before this
+        return "unsure", None, f"the answers are in different scripts ({scripts[0]}, {scripts[1]})".lower()
     n = 2 if has_no_space_script(" ".join(a + b)) else 3
     ga, gb = char_ngrams(" ".join(a), lang, n), char_ngrams(" ".join(b), lang, n)
+    if not ga or not gb:
+        return "unsure", None, "an answer adds too little to compare"
     score = len(ga & gb) / min(len(ga), len(gb))
     if score < DISAGREE_BELOW:
         return "disagree", score, f"what they add to the question shares {score:.0%} of its n-grams"
@@ -90,6 +102,9 @@ def lexical_agreement(first: str, second: str, question: str, lang: str | None) 
     pa, pb = polar.intersection(a), polar.intersection(b)
     if pa != pb:
         return "unsure", score, f"similar words, but only one says {', '.join(sorted(pa ^ pb))!r}"
+    if min(len(ga), len(gb)) < CONTAINED_UNDER * max(len(ga), len(gb)):
+        return "unsure", score, "one answer holds the other and says much more: words cannot tell whether " \
+                                "the rest changes what it says"
     return "agree", score, f"what they add to the question shares {score:.0%} of its n-grams"
 
 
