@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default=None, help="comma-separated territories")
     ap.add_argument("--out", default="perspectives.json")
-    ap.add_argument("--judge-per-kind", type=int, default=6,
+    ap.add_argument("--judge-per-kind", type=int, default=1000,
                     help="calibration items per kind the LLM judge is validated on (0: none)")
     args = ap.parse_args()
 

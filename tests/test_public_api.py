@@ -191,4 +191,4 @@ def test_prompt_roles_of_the_agent_are_derived_from_roles():
     # the roles the agent and chat render exist in ROLES, so every language file must have them
     from xlrag.prompts import ROLES
 
-    assert {"language_repair", "citation_repair", "condense", "attribution", "translation", "agreement"} <= set(ROLES)
+    assert {"language_repair", "citation_repair", "condense", "attribution", "translation"} <= set(ROLES)

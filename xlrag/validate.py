@@ -6,7 +6,7 @@ import difflib
 import functools
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xlrag.errors import (
     ConfigError,
@@ -15,9 +15,13 @@ from xlrag.errors import (
     XlragDeprecationWarning,
 )
 
-__all__ = ["check_k", "check_kwargs", "did_you_mean", "renamed", "strict_kwargs"]
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+__all__ = ["check_k", "check_kwargs", "did_you_mean", "renamed", "strict_kwargs", "validate_mapping"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound="BaseModel")
 
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
@@ -76,3 +80,26 @@ def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> A
     warnings.warn(f"{where}: {old!r} is now called {new!r}; the old name goes in the next release",
                   XlragDeprecationWarning, stacklevel=3)
     return old_value
+
+
+def validate_mapping(model: type[M], value: Any, what: str) -> M:
+    """``value`` (a mapping) as ``model``, or a one-line :class:`ConfigError`: ``what`` names
+    the input ("chain input"); an unknown key is named with the closest field, a bad value
+    with its field."""
+    from collections.abc import Mapping
+
+    from pydantic import ValidationError
+
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{what} must be a question string or a mapping, not {type(value).__name__}")
+    fields = list(model.model_fields)
+    unknown = [k for k in value if k not in fields]
+    if unknown:
+        raise ConfigError(f"unknown {what} {unknown[0]!r}{did_you_mean(str(unknown[0]), fields)}; "
+                          f"fields: {', '.join(fields)}")
+    try:
+        return model.model_validate(dict(value))
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(x) for x in err["loc"]) or "input"
+        raise ConfigError(f"bad {what} {where}: {err['msg']}") from None

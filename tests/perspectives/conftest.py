@@ -3,8 +3,9 @@
 The view answers each language concurrently (async) or in turn (sync), and the agent may
 ask for translations in between, so replies in a fixed order would not fit: this model
 reads its prompt. An answering prompt gets the reply its passages' language is scripted
-to give, citing the shown passage that holds the scripted number; an agreement prompt
-gets the scripted verdict. Every call is counted by kind, so a test can hold the costs.
+to give, citing the shown passage that holds the scripted number. Every call is counted by
+kind, so a test can hold the costs (the pairs the words leave unsure go to the calibrated
+judge panel, which asks no model).
 Retrieval, parsing, lingua, the agent's checks and the comparisons are all real.
 """
 
@@ -36,11 +37,10 @@ def script_lang(text: str) -> str:
 
 
 class ByPrompt(BaseChatModel):
-    """``answers``: passage language -> (number to cite, answer line); ``verdict``: the
-    agreement judge's reply; ``calls`` counts answer, judge and other calls."""
+    """``answers``: passage language -> (number to cite, answer line); ``calls`` counts
+    answer and other calls."""
 
     answers: dict[str, tuple[str, str]]
-    verdict: str = '{"justification": "They give the same figure.", "verdict": "same"}'
     calls: Counter = Field(default_factory=Counter)
 
     @property
@@ -48,9 +48,6 @@ class ByPrompt(BaseChatModel):
         return "scripted-by-prompt"
 
     def reply(self, prompt: str) -> str:
-        if '"verdict": "same"' in prompt and "Answer B" in prompt:
-            self.calls["judge"] += 1
-            return self.verdict
         docs = _DOC.findall(prompt)
         if not docs:
             self.calls["other"] += 1
@@ -68,12 +65,12 @@ class ByPrompt(BaseChatModel):
 
 @pytest.fixture
 def view(retriever):
-    """``view(answers, verdict=..., **config)``: the perspectives view over the XQuAD index."""
+    """``view(answers, **config)``: the perspectives view over the XQuAD index."""
     from xlrag.config import XlragConfig
     from xlrag.perspectives import build_perspectives
 
-    def make(answers: dict[str, tuple[str, str]], verdict: str | None = None, **cfg: Any):
-        llm = ByPrompt(answers=answers, **({"verdict": verdict} if verdict else {}))
+    def make(answers: dict[str, tuple[str, str]], **cfg: Any):
+        llm = ByPrompt(answers=answers)
         config = XlragConfig(retrieval={"k": 3}, **cfg)
         return build_perspectives(config, llm=llm, retriever=retriever), llm
 

@@ -50,15 +50,12 @@ def test_answers_in_a_script_without_spaces_are_compared_by_characters():
     assert lexical_agreement("属于乌克兰。", "乌克兰", q, "zh")[0] == "agree"
 
 
-def test_the_judge_reads_a_json_verdict_strictly():
-    judge = AgreementJudge(llm=None)
-    assert judge._read('{"justification": "Both say Ukraine.", "verdict": "same"}', None) == (
-        "agree", "the judge: Both say Ukraine.")
-    assert judge._read('x {"justification": "No.", "verdict": "different"}', None)[0] == "disagree"
-    assert judge._read("same", None)[0] == "unsure"
-    assert judge._read("", "TimeoutError: slow")[1] == "the judge's reply was not a verdict (TimeoutError: slow)"
-    text = judge.messages(CRIMEA, "Ukraine <doc0>", "Russia <doc1>", "ru")[0][1]
-    assert "Ответ A: Ukraine\n" in text and "Russia" in text and "<doc" not in text
+def test_the_judge_is_the_calibrated_panel_reference_first():
+    judge = AgreementJudge()  # default_panel(): the lexical judge, no model
+    q = "How many points did the Panthers defense give up?"
+    assert judge.judge(q, "308 points <doc0>", "It gave up 308 points in all <doc2>.", "en")[0] == "agree"
+    agreement, reason = judge.judge("Who does Ceuta belong to?", "Spain", "The Kingdom of Morocco", "en")
+    assert agreement == "disagree" and reason.startswith("the judge:")
 
 
 def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():

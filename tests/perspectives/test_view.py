@@ -63,7 +63,7 @@ def test_answers_that_agree_are_a_consensus_with_no_false_flag(view):
 
 
 def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
-    # same words, another number: the lexical signal cannot tell, so the LLM is asked, once
+    # same words, another number: the lexical signal cannot tell, so the calibrated panel is asked
     answers = {**AGREE, "es": ("308", "308 points and 24 interceptions.")}
     persp, llm = view(answers)
     out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
@@ -71,19 +71,21 @@ def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
     assert by_pair[("en", "ru")].method == "lexical" and by_pair[("en", "ru")].agreement == "agree"
     for pair in (("en", "es"), ("ru", "es")):
         assert by_pair[pair].method == "judge" and by_pair[pair].agreement == "agree"
+        assert by_pair[pair].reason.startswith("the judge: the response holds the gold answer")
         assert "different numbers" in by_pair[pair].reason and by_pair[pair].score == 1.0
-    assert out.costs.judge_calls == 2 == llm.calls["judge"] and out.costs.lexical_comparisons == 3
+    # the default panel is the lexical judge: no model call for it
+    assert out.costs.judge_calls == 2 and llm.calls == {"answer": 3} and out.costs.lexical_comparisons == 3
     assert out.status == "consensus"
 
 
-def test_a_judge_reply_that_is_no_verdict_leaves_the_pair_unsure(view):
-    answers = {"en": ("308", "308 points."), "es": ("308", "308 points and 24 interceptions.")}
-    persp, llm = view(answers, verdict="they look alike to me")
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "es"]})
-    (pair,) = out.pairs
-    assert pair.agreement == "unsure" and pair.method == "judge" and "not a verdict" in pair.reason
-    assert out.status == "unsure" and out.consensus == [] and out.disagreements == []
-    assert llm.calls == {"answer": 2, "judge": 1} and out.costs.judge_calls == 1
+def test_a_panel_without_a_verdict_leaves_the_pair_unsure():
+    from xlrag.evals.judges import JudgeVote, PanelVerdict
+    from xlrag.perspectives.compare import AgreementJudge
+
+    invalid = PanelVerdict(verdict="invalid", votes=[JudgeVote(judge="qwen", verdict="invalid", raw="",
+                                                               reason="TimeoutError: slow")],
+                           counts={"invalid": 1})
+    assert AgreementJudge._read(invalid) == ("unsure", "the judge gave no verdict (TimeoutError: slow)")
 
 
 def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
@@ -92,7 +94,7 @@ def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
     n = len(out.perspectives)
     assert n == 4 and out.costs.answers == n == llm.calls["answer"]
     assert out.costs.lexical_comparisons == len(out.pairs) == n * (n - 1) // 2
-    assert out.costs.judge_calls == sum(p.method == "judge" for p in out.pairs) == llm.calls["judge"] == 0
+    assert out.costs.judge_calls == sum(p.method == "judge" for p in out.pairs) == 0
 
 
 def test_async_gives_what_sync_gives(view):
@@ -180,3 +182,11 @@ def test_an_answer_its_passages_do_not_hold_is_shown_but_never_compared(view):
     assert out.consensus[0].langs == ["en", "es"] and out.costs.answers == 3
     assert out.costs.repairs == len(ru.trace.repairs) and llm.calls["answer"] == 3 + sum(
         r.repair.value in ("extract", "regenerate_language", "recite") for r in ru.trace.repairs)
+
+
+def test_a_refusal_is_shown_but_never_compared(view):
+    # "the documents do not say" is no position: compared, it would disagree with every answer
+    persp, _ = view({**AGREE, "ru": ("308", "The documents do not contain the answer to the question.")})
+    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    assert out.perspective("ru").status == "not_an_answer"
+    assert all("ru" not in (p.a, p.b) for p in out.pairs) and out.status == "consensus"

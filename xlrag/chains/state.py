@@ -5,17 +5,15 @@
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.chains.profiles import Request
-from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
 from xlrag.schema import GroundedAnswer, Hit, Passage, Query, QueryFields
+from xlrag.validate import validate_mapping
 
 __all__ = ["GIVEN", "AnswerChunk", "AnswerToken", "ChainInput", "ChainState"]
 
@@ -45,19 +43,7 @@ class ChainInput(QueryFields):
         if isinstance(value, Query):
             return cls(question=value.text, lang=value.lang, relevant_langs=value.relevant_langs or None,
                        target_lang=value.target_lang, id=value.id)
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"chain input must be a question string or a mapping, not {type(value).__name__}")
-        unknown = [k for k in value if k not in cls.model_fields]
-        if unknown:
-            close = difflib.get_close_matches(str(unknown[0]), list(cls.model_fields), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown chain input {unknown[0]!r}{hint}; fields: {', '.join(cls.model_fields)}")
-        try:
-            return cls.model_validate(dict(value))
-        except ValidationError as e:
-            err = e.errors()[0]
-            where = ".".join(str(x) for x in err["loc"]) or "input"
-            raise ConfigError(f"bad chain input {where}: {err['msg']}") from None
+        return validate_mapping(cls, value, "chain input")
 
     def query_fields(self) -> dict[str, Any]:
         """The :class:`~xlrag.schema.Query` fields this input sets, its id included."""

@@ -30,7 +30,6 @@ __all__ = ["OUTPUT_PATHS", "RunFingerprint", "inert_fields", "run_fingerprint"]
 
 # an index a run builds when it is missing: its path names which index, its files are not an input
 OUTPUT_PATHS = frozenset({"index_dir"})
-_CHUNK = 1 << 20
 
 
 class RunFingerprint(BaseModel):
@@ -49,11 +48,8 @@ def inert_fields(model: type[BaseModel]) -> frozenset[str]:
 
 
 def _file_digest(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _digest(path: Path, where: str) -> str:

@@ -39,7 +39,7 @@ LanguageSource = Literal["given", "rule", "claimants", "top_by_retrieval"]
 LANGUAGE_SOURCES: tuple[str, ...] = get_args(LanguageSource)
 Agreement = Literal["agree", "disagree", "unsure"]
 AGREEMENTS: tuple[str, ...] = get_args(Agreement)
-# lexical: the answers' own words decided; judge: the LLM was asked (the lexical signal was unsure)
+# lexical: the answers' own words decided; judge: the calibrated judge panel did (the words were unsure)
 Method = Literal["lexical", "judge"]
 METHODS: tuple[str, ...] = get_args(Method)
 # answered: a verified answer, compared with the others; no_passages: the store returned nothing,
@@ -156,7 +156,7 @@ class Costs(BaseModel):
     answers: int = Field(description="answering runs (one per perspective with passages)")
     repairs: int = Field(description="repairs the agent made in them")
     lexical_comparisons: int
-    judge_calls: int = Field(description="LLM calls asking whether two answers agree")
+    judge_calls: int = Field(description="pairs the words left unsure, put to the calibrated judge panel")
 
 
 class Perspectives(BaseModel):

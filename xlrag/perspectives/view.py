@@ -20,13 +20,11 @@ what a call spent.
 from __future__ import annotations
 
 import asyncio
-import difflib
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict
 
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainInput
@@ -46,6 +44,7 @@ from xlrag.perspectives.models import (
     PerspectivesInput,
 )
 from xlrag.schema import Hit, Query
+from xlrag.validate import validate_mapping
 
 __all__ = ["PerspectivesView", "build_perspectives", "view_over"]
 
@@ -60,20 +59,7 @@ def _coerce(value: Any) -> PerspectivesInput:
         return value
     if isinstance(value, str):
         value = {"question": value}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"perspectives input must be a question or a mapping, not {type(value).__name__}")
-    fields = PerspectivesInput.model_fields
-    unknown = [k for k in value if k not in fields]
-    if unknown:
-        close = difflib.get_close_matches(str(unknown[0]), list(fields), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown perspectives input {unknown[0]!r}{hint}; fields: {', '.join(fields)}")
-    try:
-        return PerspectivesInput.model_validate(dict(value))
-    except ValidationError as e:
-        err = e.errors()[0]
-        where = ".".join(str(x) for x in err["loc"]) or "input"
-        raise ConfigError(f"bad perspectives input {where}: {err['msg']}") from None
+    return validate_mapping(PerspectivesInput, value, "perspectives input")
 
 
 class PerspectivesView(RunnableSerializable[Any, Perspectives]):
@@ -128,10 +114,12 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     @staticmethod
     def _answered(lang: str, out: dict[str, Any]) -> Perspective:
-        from xlrag.checks.substance import FLAGS, unverified
+        from xlrag.checks.substance import FLAGS, is_refusal, unverified
 
         answer, trace = out["answer"], out["trace"]
-        if not answer.answered or FLAGS["non_answer"] in answer.flags:
+        # a refusal the agent let stand (its sources did not convince the refusal check) is no
+        # position: compared, "the documents do not say" would disagree with every answer
+        if not answer.answered or FLAGS["non_answer"] in answer.flags or is_refusal(answer.answer, answer.lang):
             return Perspective(lang=lang, status="not_an_answer", answer=answer, trace=trace,
                                note="the answer says nothing the question did not (or refuses) after the agent's "
                                     "repairs")
@@ -269,7 +257,7 @@ def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory]
     # the fixed graph: a tool-calling agent could search other languages' stores
     agent = XlragAgent(pipeline, cfg.agent, attribution=attribution).graph()
     return PerspectivesView(pipeline=pipeline, agent=agent,
-                            judge=AgreementJudge(pipeline.quiet_llm, prompts=pipeline.prompts),
+                            judge=AgreementJudge(),
                             rules=list(cfg.agent.rules),
                             territories=territories if territories is not None else load_territories(),
                             name="xlrag_perspectives")

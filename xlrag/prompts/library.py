@@ -53,7 +53,6 @@ ROLES: tuple[str, ...] = (
     "judge",
     "condense",
     "attribution",
-    "agreement",
     "language_repair",
     "citation_repair",
     "extract_repair",
