@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from xlrag.errors import ConfigError, CorpusError, CorpusRowError, UnknownLanguageError
 from xlrag.evals.judges import JudgePanel, PanelConfig, PanelVerdict
+from xlrag.locking import FolderLock
 
 __all__ = ["JudgeItem", "judge_file", "load_panel", "read_items", "verdict_row"]
 
@@ -114,20 +114,10 @@ def verdict_row(row: dict[str, Any], verdict: PanelVerdict) -> dict[str, Any]:
     return {**row, "verdict": as_bool[verdict.verdict], "tie": verdict.tie, "votes": votes}
 
 
-@contextmanager
-def _locked(out: Path) -> Iterator[None]:
-    from filelock import FileLock, Timeout
-
-    lock = FileLock(f"{out}.lock")
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise ConfigError(f"another `xlrag eval judge` is writing {out} (it holds {out}.lock); wait for it "
-                          f"to finish or give another --out") from None
-    try:
-        yield
-    finally:
-        lock.release()
+def _locked(out: Path) -> FolderLock:
+    """One `xlrag eval judge` writing ``out`` at a time (the lock beside it names its holder)."""
+    return FolderLock(out.parent, out.name, lambda holder: ConfigError(
+        f"another `xlrag eval judge` is writing {out} ({holder}); wait for it to finish or give another --out"))
 
 
 def _done(out: Path, labels: list[str]) -> set[str]:

@@ -62,13 +62,14 @@ def lexical_agreement(first: str, second: str, question: str, lang: str | None) 
     a, b = added_tokens(first, question, lang), added_tokens(second, question, lang)
     if not a or not b:
         return "unsure", None, "an answer adds nothing to the question's words"
-    scripts = dominant_script(" ".join(a)), dominant_script(" ".join(b))
+    ja, jb = " ".join(a), " ".join(b)
+    scripts = dominant_script(ja), dominant_script(jb)
     if None not in scripts and scripts[0] != scripts[1]:  # None: digits only, no script to differ
         # the same name in two scripts shares no n-gram ("Jared Allen" / "Джаред Аллен"): on the
         # calibration items, 40 of 42 such pairs of one answer scored "disagree" before this
         return "unsure", None, f"the answers are in different scripts ({scripts[0]}, {scripts[1]})".lower()
-    n = 2 if has_no_space_script(" ".join(a + b)) else 3
-    ga, gb = char_ngrams(" ".join(a), lang, n), char_ngrams(" ".join(b), lang, n)
+    n = 2 if has_no_space_script(f"{ja} {jb}") else 3
+    ga, gb = char_ngrams(ja, lang, n), char_ngrams(jb, lang, n)
     if not ga or not gb:
         return "unsure", None, "an answer adds too little to compare"
     score = len(ga & gb) / min(len(ga), len(gb))
@@ -77,7 +78,7 @@ def lexical_agreement(first: str, second: str, question: str, lang: str | None) 
     if score < AGREE_AT:
         return "unsure", score, f"what they add shares {score:.0%} of its n-grams (between " \
                                 f"{DISAGREE_BELOW:.0%} and {AGREE_AT:.0%})"
-    na, nb = set(_DIGITS.findall(" ".join(a))), set(_DIGITS.findall(" ".join(b)))
+    na, nb = set(_DIGITS.findall(ja)), set(_DIGITS.findall(jb))
     if na and nb and na != nb:
         return "unsure", score, f"similar words, different numbers ({', '.join(sorted(na ^ nb))})"
     polar = polarity_words(lang)
