@@ -10,8 +10,12 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields",
+__all__ = ["Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields",
            "make_query"]
+
+#: The ways a store is searched (``retrieval.channels``): dense vectors, BM25 over the store
+#: language's analyzer, or both fused inside each store. The one list; config, CLI and server derive from it.
+Channel = Literal["dense", "lexical"]
 
 # Who made a citation; the server's CitationOut reuses it (it once lacked "attribution")
 CitationSource = Literal["model", "post_hoc", "vendor", "attribution"]
@@ -110,6 +114,14 @@ class Hit(BaseModel):
     store: str = Field(description="language store the passage came from")
     policy: str = Field(description="IR mode that produced the hit")
     query_text: str | None = Field(default=None, description="text searched (translated for 'translate')")
+    channels: list[Channel] = Field(default_factory=lambda: ["dense"],
+                                    description="the retrieval channels that found this passage in its store")
+    dense_score: float | None = Field(None, description="cosine similarity from the dense channel, if it found it")
+    lexical_score: float | None = Field(None, description="BM25 score from the lexical channel, if it found it")
+    fused_score: float | None = Field(None, description="score after fusing channels and stores")
+    lexical_text: str | None = Field(None, description="text the lexical channel searched this store with "
+                                                       "(the question's translation for another language's store)")
+    rerank_score: float | None = Field(None, description="the reranker's score, when a reranker ordered the list")
 
     @property
     def id(self) -> str:
