@@ -16,8 +16,7 @@ from xlrag.errors import (
     XlragError,
     XlragWarning,
 )
-from xlrag.indexes.retriever import RetrievalResult
-from xlrag.schema import make_query
+from xlrag.schema import Retrieval, make_query
 
 runner = CliRunner()
 QUESTION = "How many points did the Panthers defense surrender?"
@@ -72,7 +71,7 @@ def test_wrong_types_are_typed_one_line_errors(kwargs, message):
 
 def test_results_carry_the_plans_notes_and_completeness(retriever):
     hits = retriever.retrieve("Kuinka monta pistettä Panthers päästi?", mode="qlang", lang="fi")
-    assert isinstance(hits, RetrievalResult) and hits == [] and hits.complete
+    assert isinstance(hits, Retrieval) and hits.hits == [] and hits.complete and hits.query.lang == "fi"
     assert hits.notes == ["no 'fi' store in this index"]
     hits = retriever.retrieve(QUESTION, mode="swap_docs", target_lang="fi", lang="en")
     assert any("'fi'" in n for n in hits.notes)

@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from xlrag.errors import ConfigError, XlragWarning
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
+from xlrag.schema import CHANNELS, Channel
 
 __all__ = [
     "AgentConfig",
@@ -26,12 +27,14 @@ __all__ = [
     "ChatConfig",
     "EmbedderConfig",
     "LLMConfig",
+    "LexicalTranslation",
     "RerankConfig",
     "RetrievalConfig",
     "SplitterConfig",
     "StoreConfig",
     "XlragConfig",
     "load_config",
+    "parse_channels",
     "resolve_config",
 ]
 
@@ -83,6 +86,25 @@ class SplitterConfig(_Section):
         return v
 
 
+def parse_channels(value: str | list[str] | tuple[str, ...]) -> list[Channel]:
+    """``"dense,lexical"`` or a list of names into channel names, each once; an unknown name
+    fails in one line naming the choices (the CLI, the server and the config all parse here)."""
+    import difflib
+
+    names = [x.strip() for x in value.split(",")] if isinstance(value, str) else [str(x).strip() for x in value]
+    out: list[Channel] = []
+    for name in names:
+        if name not in CHANNELS:
+            close = difflib.get_close_matches(name, CHANNELS, 1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"unknown retrieval channel {name[:40]!r}{hint}; choose from: {', '.join(CHANNELS)}")
+        if name not in out:
+            out.append(name)  # type: ignore[arg-type]
+    if not out:
+        raise ValueError(f"no retrieval channel given; choose from: {', '.join(CHANNELS)}")
+    return out
+
+
 def _renamed(data: Any, where: str, names: dict[str, str]) -> Any:
     """``data`` with each old key (``names``: old -> new) moved to its new name, warning once
     per key; old names are accepted for one release."""
@@ -100,14 +122,31 @@ def _renamed(data: Any, where: str, names: dict[str, str]) -> Any:
     return data
 
 
+#: What the lexical channel searches another language's store with (retrieval.lexical_translation).
+LexicalTranslation = Literal["names", "llm", "off"]
+
+
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = Field(5, ge=1, description="passages returned (after rerank)")
     retrieve_k: int = Field(20, ge=1, description="candidates fetched before rerank (was k_retrieve)")
     fusion: str = Field(
-        "zscore",
-        description="how rankings from several language stores are merged; 'score' merges "
-        "raw cosine, which favours the query's own language",
+        "rrf",
+        description="how rankings from several language stores are merged; rrf (the default) was the best "
+        "with the hybrid channels on Travel (benchmarks/channels.py); 'score' merges raw scores, which "
+        "favours the query's own language",
+    )
+    channels: list[Channel] = Field(
+        ["dense", "lexical"], min_length=1,
+        description="how each chosen store is searched: dense (the embedder's vectors), lexical (BM25 with the "
+        "store language's analyzer), or both, fused inside each store before the stores are fused",
+    )
+    lexical_translation: LexicalTranslation = Field(
+        "names",
+        description="what the lexical channel searches a store in another language than the question's with: "
+        "names, the places the question names (CLDR's names in that language) and its numbers, no model; "
+        "llm, the whole question translated by the configured LLM (cached; seconds per store); off, the "
+        "question as asked",
     )
     max_question_chars: int = Field(
         2000, ge=1, description="ask refuses longer questions (retrieval alone cuts them to the embedder's window)"
@@ -120,6 +159,11 @@ class RetrievalConfig(_Section):
     @classmethod
     def _old_names(cls, data: Any) -> Any:
         return _renamed(data, "retrieval", {"k_retrieve": "retrieve_k"})
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _known_channels(cls, v: Any) -> Any:
+        return parse_channels(v) if isinstance(v, str | list | tuple) else v
 
     @field_validator("fusion")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -10,12 +11,13 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields",
+__all__ = ["CHANNELS", "Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields", "Retrieval",
            "make_query"]
 
 #: The ways a store is searched (``retrieval.channels``): dense vectors, BM25 over the store
 #: language's analyzer, or both fused inside each store. The one list; config, CLI and server derive from it.
 Channel = Literal["dense", "lexical"]
+CHANNELS: tuple[str, ...] = typing.get_args(Channel)
 
 # Who made a citation; the server's CitationOut reuses it (it once lacked "attribution")
 CitationSource = Literal["model", "post_hoc", "vendor", "attribution"]
@@ -109,7 +111,8 @@ class Hit(BaseModel):
 
     passage: Passage
     score: float = Field(description="score used for the final order (after fusion or rerank)")
-    raw_score: float = Field(description="cosine similarity from the language store")
+    raw_score: float = Field(description="the store's own score: the cosine similarity when the dense channel "
+                                         "found the passage, else its BM25 score")
     rank: int = Field(description="1-based rank in the final list")
     store: str = Field(description="language store the passage came from")
     policy: str = Field(description="IR mode that produced the hit")
@@ -144,6 +147,41 @@ class Hit(BaseModel):
             "score": round(self.score, 6),
             "rank": self.rank,
         }
+
+
+class Retrieval(BaseModel):
+    """What one retrieval returns: the hits, best first, and what a caller must know to trust
+    them. ``complete`` is False while the index is half-built, or when a store's lexical index
+    could not be used; ``notes`` say why (no store for the asked language, a store searched
+    dense-only, a question with no lexical token), so a short or empty list is never silent.
+
+    Iterating, indexing and ``len`` go over the hits, so a Retrieval reads like its list."""
+
+    query: Query
+    mode: str = Field(description="IR mode that planned the stores")
+    hits: list[Hit] = Field(default_factory=list)
+    stores: list[str] = Field(default_factory=list, description="the language stores searched")
+    channels: list[Channel] = Field(default_factory=list, description="the channels asked for")
+    lexical_texts: dict[str, str] = Field(
+        default_factory=dict, description="per store, the text its lexical channel searched, where it was "
+        "not the question as asked (a translation)")
+    notes: list[str] = Field(default_factory=list, description="why a wanted store, or channel, was not searched")
+    complete: bool = Field(True, description="false while the index is half-built, or when a wanted store's "
+                                             "lexical index could not be used (the notes say which)")
+    seconds: dict[str, float] = Field(default_factory=dict,
+                                      description="time per step: translate, search, rerank")
+
+    def __iter__(self):  # type: ignore[override]  # the hits, not pydantic's (field, value) pairs
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, i):
+        return self.hits[i]
+
+    def __bool__(self) -> bool:
+        return bool(self.hits)
 
 
 class Citation(BaseModel):

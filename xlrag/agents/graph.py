@@ -50,7 +50,7 @@ from xlrag.perspectives.route import (
     view_input,
     why_contested,
 )
-from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+from xlrag.schema import Citation, GroundedAnswer, Hit, Query, Retrieval
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
 
@@ -83,7 +83,7 @@ class AgentState(AgentInput, total=False):
     query: Query
     templates: str  # the sent instructions an echo would copy (the chain's echo reference)
     choice: ModeChoice
-    hits: list[Hit]
+    hits: Retrieval  # the passages, and whether the index was complete and why a store was left out
     answer: GroundedAnswer
     failed: list[str]
     next_repair: Repair | None
@@ -179,12 +179,12 @@ class XlragAgent:
     def retrieve(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
         hits = self.pipeline.retrieve(s["query"], s["choice"].mode, config)
-        return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
+        return {"hits": hits, "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     async def aretrieve(self, s: AgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
         hits = await self.pipeline.aretrieve(s["query"], s["choice"].mode, config)
-        return {"hits": list(hits), "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
+        return {"hits": hits, "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     # -- generate -------------------------------------------------------------------------
     def _request(self, s: AgentState, followup: list[tuple[str, str]] | None = None) -> ChainState:

@@ -42,7 +42,7 @@ from xlrag.formats import (
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
-from xlrag.schema import GroundedAnswer, Hit, Query, make_query
+from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
 
 if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocAttributor
@@ -250,29 +250,31 @@ class Pipeline(BaseModel):
                 "target_lang": query.target_lang}
         return XlragLangChainRetriever(retriever=self.retriever), args
 
-    def retrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> list[Hit]:
+    def retrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> Retrieval:
         """The passages ``mode`` chooses for ``query`` (none without a retriever, or for no_ir),
         retrieved as a retriever run in ``config``'s callback tree."""
         if self.retriever is None or mode == IRMode.NO_IR:
-            return []
+            return Retrieval(query=query, mode=mode)
         retriever, args = self._search(query, mode)
-        return retriever.invoke(query.text, config, **args).hits
+        return retriever.invoke(query.text, config, **args).retrieval
 
-    async def aretrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> list[Hit]:
+    async def aretrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> Retrieval:
         if self.retriever is None or mode == IRMode.NO_IR:
-            return []
+            return Retrieval(query=query, mode=mode)
         retriever, args = self._search(query, mode)
-        return (await retriever.ainvoke(query.text, config, **args)).hits
+        return (await retriever.ainvoke(query.text, config, **args)).retrieval
 
-    def request(self, inp: ChainInput, query: Query, hits: list[Hit], *, mode: str | None = None,
+    def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
                 followup: list[tuple[str, str]] | None = None) -> ChainState:
         """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
         reply and a repair instruction, say) go after the prompt, which is then the chat
         prompt even for a few-shot model: a worked example would end mid-format."""
         state = ChainState(query=query, hits=list(hits), fmt=self.fmt, mode=mode or self.mode_for(inp),
                            model=self.label, options=list(inp.options) if inp.options else None,
-                           option_aliases=inp.option_aliases, complete=getattr(hits, "complete", True),
-                           notes=list(getattr(hits, "notes", [])))
+                           option_aliases=inp.option_aliases,
+                           # passages given by the caller carry no retrieval's state: complete, no notes
+                           complete=hits.complete if isinstance(hits, Retrieval) else True,
+                           notes=list(hits.notes) if isinstance(hits, Retrieval) else [])
         # what the model is shown: the echo check compares its reply with these, not the raw text
         docs = [neutralize_markers(h.passage.text) for h in hits]
         lang = query.lang or "en"

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from xlrag.modes import IRMode
-from xlrag.schema import QueryFields
+from xlrag.schema import CHANNELS, QueryFields
 
 # the help of the root and of each group names every one of its commands (tests/test_cli_surface.py)
 ROOT_HELP = ("Cross-lingual RAG: index a corpus into language stores (info, check and delete manage it), "
@@ -51,6 +51,8 @@ def config_default(setting: str) -> str:
     value: Any = XlragConfig.model_construct()
     for part in setting.split("."):
         value = getattr(value, part)
+    if isinstance(value, list):
+        value = ",".join(map(str, value))
     # parentheses: typer reads [...] in help as rich markup
     return f"(default: {setting} from config, {value})"
 
@@ -76,6 +78,9 @@ def _fusions() -> list[str]:
 FusionOpt = Annotated[str | None, typer.Option(
     "--fusion", help=f"how the rankings of several language stores merge: {', '.join(_fusions())} "
                      f"{config_default('retrieval.fusion')}")]
+ChannelsOpt = Annotated[str | None, typer.Option(
+    "--channels", help=f"comma-separated, how each store is searched: {', '.join(CHANNELS)} "
+                       f"{config_default('retrieval.channels')}")]
 # a question's fields, their help from the one owner (xlrag.schema.QueryFields)
 _QF = QueryFields.model_fields
 LangOpt = Annotated[str | None, typer.Option("--lang", help=_QF["lang"].description)]
@@ -141,12 +146,13 @@ def echo(message: str) -> None:
 
 def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | None = None, k: int | None = None,
             fusion: str | None = None, embedder: str | None = None, llm: str | None = None,
-            chunk_size: int | None = None):
+            chunk_size: int | None = None, channels: str | None = None):
     """The config every command runs with: ``--config`` (or ``xlrag.yaml``), the environment,
     then the command's options, in that order of strength; one style for every command."""
     from xlrag.config import LLMConfig, load_config
 
-    retrieval: dict[str, Any] = {key: v for key, v in (("mode", mode), ("fusion", fusion)) if v}
+    retrieval: dict[str, Any] = {key: v for key, v in (("mode", mode), ("fusion", fusion), ("channels", channels))
+                                 if v}
     if k is not None:  # -k 0 must reach validation, not fall back to the default
         retrieval["k"] = k
     overrides: dict[str, Any] = {"index_dir": index_dir, "retrieval": retrieval,

@@ -13,6 +13,7 @@ from xlrag.checks.substance import unverified as unverified_reasons
 from xlrag.cli._app import (
     MODE_NAMES,
     TOP_K,
+    ChannelsOpt,
     ConfigOpt,
     EmbedderOpt,
     IndexDirOpt,
@@ -56,6 +57,7 @@ def ask(
         "--option", "--options", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
     k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
     llm: LLMOpt = None,
+    channels: ChannelsOpt = None,
     lang: LangOpt = None,
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
@@ -86,7 +88,7 @@ def ask(
         if fmt is AnswerFormat.MC and len(options or []) < 2:
             raise ConfigError("--format mc needs at least two answer options: repeat --option, e.g. "
                               "--option España --option Marruecos")
-        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm)
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm, channels=channels)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
         if perspectives:

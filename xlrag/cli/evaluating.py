@@ -13,6 +13,7 @@ from rich.table import Table
 from xlrag.cli._app import (
     MODE_NAMES,
     TOP_K,
+    ChannelsOpt,
     ConfigOpt,
     FusionOpt,
     IndexDirOpt,
@@ -64,6 +65,7 @@ def eval_retrieval(
         "passages ranked per query, the metrics' largest cut-off "
         f"{config_default('retrieval.retrieve_k')}"))] = None,
     fusion: FusionOpt = None,
+    channels: ChannelsOpt = None,
     trec: Annotated[Path | None, typer.Option("--trec", help="also write the run as a TREC run file")] = None,
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of tables")] = False,
@@ -89,7 +91,7 @@ def eval_retrieval(
         from xlrag.queries import read_queries
 
         prepared = read_queries(queries)
-        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion)
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, channels=channels)
         if k is None:
             k = cfg.retrieval.retrieve_k
             cfg = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"k": k})})

@@ -13,6 +13,7 @@ from xlrag.cli._app import (
     MODE_NAMES,
     OUT,
     TOP_K,
+    ChannelsOpt,
     ConfigOpt,
     EmbedderOpt,
     FusionOpt,
@@ -44,6 +45,7 @@ def retrieve(
         "--mode", "-m", help=f"IR mode: {MODE_NAMES} {config_default('retrieval.mode')}")] = None,
     k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages to return {config_default('retrieval.k')}")] = None,
     fusion: FusionOpt = None,
+    channels: ChannelsOpt = None,
     lang: LangOpt = None,
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
@@ -65,7 +67,8 @@ def retrieve(
             raise ConfigError("--queries needs --out FILE for the results")
         if question is not None and not question.strip():
             raise EmptyQueryError()
-        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder)
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder,
+                      channels=channels)
         if out_path is not None:
             check_output_path(out_path)
         retriever = CrossLingualRetriever.from_config(cfg)
@@ -136,8 +139,11 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
 
 def print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
-        out.print_json(json.dumps([{**h.summary(), "store": h.store, "policy": h.policy,
-                                    "raw_score": h.raw_score, "text": h.passage.text} for h in hits],
+        out.print_json(json.dumps([{**h.summary(), "store": h.store, "policy": h.policy, "raw_score": h.raw_score,
+                                    "channels": h.channels, "dense_score": h.dense_score,
+                                    "lexical_score": h.lexical_score, "fused_score": h.fused_score,
+                                    "rerank_score": h.rerank_score, "lexical_text": h.lexical_text,
+                                    "text": h.passage.text} for h in hits],
                                   ensure_ascii=False))
         return
     if not hits:
@@ -145,16 +151,27 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
         return
     table = Table(title=f"mode: {hits[0].policy}")
     doc_w = min(max(len(h.doc_id) for h in hits), 24)
-    for col, width, justify in (("rank", 4, "right"), ("lang", 4, "left"), ("score", 6, "right"),
-                                ("cos", 5, "right"), ("doc", doc_w, "left")):
+    reranked = any(h.rerank_score is not None for h in hits)
+    # one column per score a hit can carry: which channel found it, and what each scored
+    cols = [("rank", 4, "right"), ("lang", 4, "left"), ("found by", 8, "left"), ("cos", 5, "right"),
+            ("bm25", 5, "right"), ("fused", 6, "right"), *([("rerank", 6, "right")] if reranked else []),
+            ("doc", doc_w, "left")]
+    for col, width, justify in cols:
         table.add_column(col, no_wrap=True, min_width=width, justify=justify)
     table.add_column("snippet", no_wrap=True)
-    room = max(20, out.width - doc_w - 42)
+    room = max(20, out.width - doc_w - 62)
+
+    def num(v: float | None, fmt: str = ".3f") -> str:
+        return "-" if v is None else format(v, fmt)
+
     for h in hits:
         flat = " ".join(h.passage.text.split())
-        snippet = fit(flat, room)
-        table.add_row(str(h.rank), h.lang, f"{h.score:.3f}", f"{h.raw_score:.3f}", shown(h.doc_id),
-                      shown(snippet))
+        found = "+".join("d" if c == "dense" else "lex" for c in h.channels)
+        row = [str(h.rank), h.lang, found, num(h.dense_score), num(h.lexical_score, ".2f"),
+               num(h.fused_score, ".4g"), *([num(h.rerank_score)] if reranked else []), shown(h.doc_id),
+               shown(fit(flat, room))]
+        table.add_row(*row)
     out.print(table)
-
-
+    searched = {h.store: h.lexical_text for h in hits if h.lexical_text}
+    for store, text in searched.items():
+        out.print(f"lexical search of the {store!r} store used: {shown(fit(text, max(20, out.width - 40)))}")

@@ -34,11 +34,19 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from xlrag.config import EmbedderConfig, LLMConfig, RerankConfig
+from xlrag.config import (
+    EmbedderConfig,
+    LexicalTranslation,
+    LLMConfig,
+    RerankConfig,
+    RetrievalConfig,
+    parse_channels,
+)
 from xlrag.errors import ConfigError
 from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
+from xlrag.schema import Channel
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -164,7 +172,8 @@ class ExperimentConfig(_Strict):
     # field -> its xlrag config setting, filled from there when the YAML leaves it out
     FROM_SETTINGS: ClassVar[dict[str, str]] = {
         "embedder": "embedder", "llms": "llm", "modes": "retrieval.mode", "k": "retrieval.k",
-        "retrieve_k": "retrieval.retrieve_k", "fusion": "retrieval.fusion", "rerank": "rerank"}
+        "retrieve_k": "retrieval.retrieve_k", "fusion": "retrieval.fusion", "rerank": "rerank",
+        "channels": "retrieval.channels", "lexical_translation": "retrieval.lexical_translation"}
 
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
@@ -177,7 +186,13 @@ class ExperimentConfig(_Strict):
                           "judges per record); the rest of the sample is scored on retrieval in every mode")
     retrieve_k: int = Field(20, ge=1, le=200)
     k: int = Field(3, ge=1, le=50)
-    fusion: str = Field("zscore", description="how language stores merge (score: raw cosine, the papers' 'direct')")
+    fusion: str = Field(RetrievalConfig.model_fields["fusion"].default,
+                        description="how language stores merge (score: raw cosine, the papers' 'direct')")
+    channels: list[Channel] = Field(default_factory=lambda: list(RetrievalConfig.model_fields["channels"].default),
+                                    min_length=1, description=RetrievalConfig.model_fields["channels"].description)
+    lexical_translation: LexicalTranslation = Field(
+        RetrievalConfig.model_fields["lexical_translation"].default,
+        description=RetrievalConfig.model_fields["lexical_translation"].description)
     rerank: RerankConfig = Field(default_factory=RerankConfig,
                                  description="the retrieve_k candidates reranked, the best k shown (none: fused order)")
     translator: LLMConfig | None = Field(
@@ -209,6 +224,11 @@ class ExperimentConfig(_Strict):
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
     human_labels: Path | None = Field(
         None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
+
+    @field_validator("channels", mode="before")
+    @classmethod
+    def _known_channels(cls, v: Any) -> Any:
+        return parse_channels(v) if isinstance(v, str | list | tuple) else v
 
     @field_validator("fusion")
     @classmethod

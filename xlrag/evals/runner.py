@@ -114,7 +114,8 @@ class ExperimentRunner(StudyRun):
                 translator = CachedTranslator(LLMTranslator(self.llm(cfg)))
             self._retrievers[ds.name] = CrossLingualRetriever(
                 stores, embedder, self.config.modes[0], k=self.config.retrieve_k, retrieve_k=self.config.retrieve_k,
-                fusion=self.config.fusion, reranker=build_reranker(self.config.rerank), translator=translator)
+                fusion=self.config.fusion, reranker=build_reranker(self.config.rerank), translator=translator,
+                channels=self.config.channels, lexical_translation=self.config.lexical_translation)
         return self._retrievers[ds.name]
 
     def panel(self):

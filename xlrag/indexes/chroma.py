@@ -354,6 +354,8 @@ class Backend:
             _forget_system(chroma_dir)
             if chroma_dir.is_dir():
                 shutil.rmtree(chroma_dir)
+            # the lexical folders are derived from the stores: without them they are garbage
+            shutil.rmtree(self.index_dir / "lexical", ignore_errors=True)
             (self.index_dir / MANIFEST).unlink(missing_ok=True)
             return
         with guard(self.index_dir, self.store):

@@ -3,8 +3,12 @@
 Raw cosine scores are not comparable across languages: a multilingual encoder
 scores any same-language passage higher than a relevant passage in another
 language, so merging by raw score ("score") buries cross-lingual evidence. The
-other methods compare each passage only with its own store's candidates. The
-default, "zscore", was the best on the Travel benchmark (see benchmarks/retrieval.py).
+other methods compare each passage only with its own store's candidates. With the
+dense channel alone "zscore" was the best on the Travel benchmark (benchmarks/retrieval.py);
+with the dense and lexical channels, the default, "rrf" (benchmarks/channels.py).
+
+Inside one store the channels are fused first (:func:`fuse_channels`), so the stores are
+fused as if each had been searched once.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from xlrag.indexes.store import StoreResult
 from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["Fused", "Ranked", "fuse", "normaliser", "select"]
+__all__ = ["Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select"]
 
 _RRF_K = 60
 # Floor for a store's score spread: with a handful of near-identical scores the
@@ -34,6 +38,9 @@ class Fused:
     store: str
     query_text: str
     store_rank: int
+    channels: tuple[str, ...] = ("dense",)
+    dense_score: float | None = None
+    lexical_score: float | None = None
 
 
 # Each method turns one store's scores (best first) into scores comparable across stores.
@@ -112,6 +119,43 @@ def select(results: Sequence[Ranked], method: str, k: int,
 
 def _key(c: tuple[float, float, int, int]) -> tuple[float, float]:
     return c[0], c[1]
+
+
+@dataclass(frozen=True)
+class StoreChannels:
+    """One store's ranking after its channels were fused: ids and in-store scores, best first,
+    with what each channel scored (a passage one channel did not find has no score there)."""
+
+    store: str
+    query_text: str
+    ids: list[str]
+    scores: list[float]
+    dense: dict[str, float]
+    lexical: dict[str, float]
+
+
+def fuse_channels(store: str, query_text: str, dense: dict[str, float], lexical: dict[str, float],
+                  n: int, hybrid: bool) -> StoreChannels:
+    """Reciprocal-rank fusion of a store's dense and lexical rankings, cut to ``n``.
+
+    Ranks, not scores: BM25 scores are unbounded and cosines sit in a narrow band, so any
+    weighting of the raw values would be one corpus's tuning (benchmarks/retrieval.py
+    measured RRF against a z-score sum). With ``hybrid`` the scores are RRF's even when one
+    channel found nothing in this store, so every store's scores are on one scale; a lone
+    channel (not ``hybrid``) keeps its own scores.
+    """
+    d, lx = dense, lexical  # each {id: score}, best first
+    if not hybrid:
+        only = d or lx
+        ids = list(only)[:n]
+        return StoreChannels(store, query_text, ids, [only[i] for i in ids], d, lx)
+    fused: dict[str, float] = {}
+    for ranking in (list(d), list(lx)):
+        for r, pid in enumerate(ranking, 1):
+            fused[pid] = fused.get(pid, 0.0) + 1.0 / (_RRF_K + r)
+    # ties (a passage at the same rank in each list's mirror) keep the dense order first
+    order = sorted(fused, key=lambda pid: (-fused[pid], pid not in d, -d.get(pid, -1.0)))[:n]
+    return StoreChannels(store, query_text, order, [fused[i] for i in order], d, lx)
 
 
 def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None) -> list[Fused]:

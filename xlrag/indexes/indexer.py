@@ -31,6 +31,7 @@ from xlrag.indexes.chroma import Backend
 from xlrag.indexes.corpus import FieldMap, load_corpus
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.integrity import CheckReport, check_index
+from xlrag.indexes.lexical import prune_lexical, sync_lexical
 from xlrag.indexes.lock import WriterLock
 from xlrag.indexes.splitting import PassageSplitter, passage_id
 from xlrag.indexes.store import LanguageStores, metadata_for
@@ -162,7 +163,9 @@ def index_documents(
         removed = sum(stores.delete(lang, ids) for lang, ids in stale.items())
 
         counts = stores.counts()
-        stores.save_manifest(status="complete", counts=counts)
+        lexical = sync_lexical(stores)
+        stores.save_manifest(status="complete", counts=counts, lexical=lexical)
+        prune_lexical(index_dir, lexical)
         # The cheap check: every passage of this source has its vector (a vector lost before this
         # run would otherwise hide behind "already present"), nothing duplicated or misplaced.
         by_lang: dict[str, list[str]] = defaultdict(list)
@@ -249,7 +252,9 @@ def delete_documents(
         stores.save_manifest(status="building")
         removed = sum(stores.delete(lang, ids) for lang, ids in found.items())
         counts = stores.counts()
-        stores.save_manifest(status="complete", counts=counts)
+        lexical = sync_lexical(stores)
+        stores.save_manifest(status="complete", counts=counts, lexical=lexical)
+        prune_lexical(Path(index_dir), lexical)
     return DeleteReport(index_dir=str(index_dir), documents=wanted, removed=removed, per_language=counts)
 
 

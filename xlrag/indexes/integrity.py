@@ -51,6 +51,8 @@ class CheckReport(BaseModel):
     stale_documents: list[str] = Field(default_factory=list, description="documents holding passages of two versions")
     orphans: list[str] = Field(default_factory=list, description="'lang:id' of passages without source/fingerprint")
     lost_stores: list[str] = Field(default_factory=list, description="stores whose vector files are gone")
+    lexical_stale: list[str] = Field(default_factory=list,
+                                     description="stores whose lexical index is missing, outdated or not theirs")
     sample_checked: int = 0
     self_miss: list[str] = Field(default_factory=list, description="sampled passages not at rank 1 for their own vector")
     repaired: dict[str, int] = Field(default_factory=dict)
@@ -61,7 +63,8 @@ class CheckReport(BaseModel):
 
     @property
     def problems(self) -> int:
-        return (len(self.missing_vectors) + len(self.lost_stores) + len(self.count_mismatches) + len(self.duplicates) + len(self.misplaced)
+        return (len(self.missing_vectors) + len(self.lost_stores) + len(self.lexical_stale)
+                + len(self.count_mismatches) + len(self.duplicates) + len(self.misplaced)
                 + len(self.stale_documents) + len(self.orphans) + len(self.self_miss) + int(self.unfinished))
 
     @property
@@ -70,6 +73,8 @@ class CheckReport(BaseModel):
 
     def summary(self) -> str:
         lost = f"vector files lost in {', '.join(self.lost_stores)}; " if self.lost_stores else ""
+        if self.lexical_stale:
+            lost += f"lexical index to rebuild for {', '.join(s.split(':', 1)[0] for s in self.lexical_stale)}; "
         return (f"{lost}{self.passages} passages in {len(self.per_language)} stores: {len(self.missing_vectors)} missing vectors "
                 f"({self.vectors_checked} checked), {len(self.duplicates)} duplicates across stores, "
                 f"{len(self.misplaced)} misplaced, {len(self.stale_documents)} stale documents, "
@@ -141,11 +146,34 @@ def check_index(stores: LanguageStores | str | Path, *, store: StoreConfig | Non
         for lang, n in stores.manifest.counts.items():
             if report.per_language.get(lang, 0) != n:
                 report.count_mismatches.append(f"{lang}: {report.per_language.get(lang, 0)} in the store, manifest says {n}")
+    report.lexical_stale = _lexical_problems(stores, ids_by_lang)
     report.duplicates = sorted(pid for pid, langs in where.items() if len(langs) > 1)
     report.stale_documents = sorted(d for d, fps in versions.items() if len(fps) > 1)
     if sample:
         _self_retrieval(stores, ids_by_lang, report, sample, seed)
     return report
+
+
+def _lexical_problems(stores: LanguageStores, ids_by_lang: dict[str, list[str]]) -> list[str]:
+    """'lang: why' for each store whose lexical index is not built from exactly its passages
+    (a Chroma server's are built in memory by each reader: nothing to check)."""
+    from xlrag.indexes.lexical import LexicalIndex, ids_digest, problem
+
+    if stores.store.kind != "persistent":
+        return []
+    out = []
+    for lang, ids in ids_by_lang.items():
+        why = problem(stores, lang)
+        if why is None and stores.manifest.lexical[lang].digest != ids_digest(ids):
+            why = f"store {lang!r}'s lexical index was built from other passages than the store holds"
+        if why is None:
+            try:  # damaged files fail here, not at a user's first question
+                LexicalIndex.load(stores.index_dir, lang, stores.manifest.lexical[lang])
+            except (OSError, ValueError, KeyError) as e:
+                why = f"store {lang!r}'s lexical index is unreadable ({str(e)[:100]})"
+        if why is not None:
+            out.append(f"{lang}: {why}")
+    return out
 
 
 def _self_retrieval(stores: LanguageStores, ids_by_lang: dict[str, list[str]], report: CheckReport,
@@ -206,7 +234,15 @@ def repair_index(
                 repaired["stores rewritten"] += 1
         repaired["misplaced or duplicate copies removed"] += _fix_placement(stores)
         repaired["old versions and orphans removed"] += _drop_old_versions(stores)
-        stores.save_manifest(counts=stores.counts())
+        from xlrag.indexes.lexical import prune_lexical, sync_lexical
+
+        # an unreadable folder may still carry a current name: rebuilt, never reused
+        stale = {s.split(":", 1)[0] for s in before.lexical_stale}
+        lexical = sync_lexical(stores, force=stale)
+        repaired["lexical indexes rebuilt"] += len(
+            stale | {lang for lang, ref in lexical.items() if stores.manifest.lexical.get(lang) != ref})
+        stores.save_manifest(counts=stores.counts(), lexical=lexical)
+        prune_lexical(Path(index_dir), lexical)
         after = check_index(stores, sample=sample)
     after.repaired = {k: v for k, v in repaired.items() if v}
     return after

@@ -8,7 +8,7 @@ therefore explicit, and ``tests/indexes/test_langchain_standard.py`` runs LangCh
 own ``RetrieversIntegrationTests`` to keep it so.
 
 The documents come back as :class:`RetrievedDocuments`, a list that also keeps the
-retrieval they came from (``.hits``): the pipeline retrieves through this class, so a
+:class:`~xlrag.schema.Retrieval` they came from (``.retrieval``): the pipeline retrieves through this class, so a
 LangChain tracer sees a retriever run with the documents, and the pipeline still gets
 its hits, whether the index is complete, and the notes on stores not searched.
 """
@@ -28,13 +28,13 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from xlrag.schema import Hit, QueryFields
+from xlrag.schema import Channel, Hit, QueryFields, Retrieval
 from xlrag.validate import check_k, check_kwargs
 
 __all__ = ["RetrievedDocuments", "XlragLangChainRetriever", "hit_to_document"]
 
 # What ``invoke``/``ainvoke``/``batch``/``bind`` may set for one call; each defaults to the field.
-_CALL_ARGS = ("k", "mode", "lang", "relevant_langs", "target_lang")
+_CALL_ARGS = ("k", "mode", "lang", "relevant_langs", "target_lang", "channels")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -52,18 +52,23 @@ def hit_to_document(hit: Hit) -> LCDocument:
             "rank": hit.rank,
             "score": hit.score,
             "raw_score": hit.raw_score,
+            "channels": hit.channels,
+            "dense_score": hit.dense_score,
+            "lexical_score": hit.lexical_score,
+            "fused_score": hit.fused_score,
+            "rerank_score": hit.rerank_score,
             "title": hit.passage.title,
         },
     )
 
 
 class RetrievedDocuments(list[LCDocument]):
-    """The documents of one retrieval, best first; ``hits`` is the
-    :class:`~xlrag.indexes.retriever.RetrievalResult` they were made from."""
+    """The documents of one retrieval, best first; ``retrieval`` is the
+    :class:`~xlrag.schema.Retrieval` they were made from."""
 
-    def __init__(self, hits: list[Hit]):
-        super().__init__(hit_to_document(h) for h in hits)
-        self.hits = hits
+    def __init__(self, retrieval: Retrieval):
+        super().__init__(hit_to_document(h) for h in retrieval.hits)
+        self.retrieval = retrieval
 
 
 def _per_call(fn: F) -> F:
@@ -103,6 +108,7 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
     retriever: Any = Field(description="an xlrag CrossLingualRetriever")
     mode: str | None = None
     k: int | None = None
+    channels: list[Channel] | None = Field(None, description="how each store is searched; default: the retriever's")
 
     def __init__(self, **data: Any):
         # Checked before pydantic, so a misspelt field or a bad k is xlrag's one-line error
@@ -112,23 +118,23 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
         super().__init__(**data)
 
     def _args(self, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
-              target_lang: str | None) -> dict[str, Any]:
+              target_lang: str | None, channels: list[Channel] | None) -> dict[str, Any]:
         given = {"k": check_k(k), "mode": mode, "lang": lang, "relevant_langs": relevant_langs,
-                 "target_lang": target_lang}
+                 "target_lang": target_lang, "channels": channels}
         return {name: getattr(self, name) if value is None else value for name, value in given.items()}
 
     @_per_call
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, mode: str | None = None, lang: str | None = None,
-                                relevant_langs: list[str] | None = None,
-                                target_lang: str | None = None) -> RetrievedDocuments:
+                                relevant_langs: list[str] | None = None, target_lang: str | None = None,
+                                channels: list[Channel] | None = None) -> RetrievedDocuments:
         return RetrievedDocuments(self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs,
-                                                                               target_lang)))
+                                                                               target_lang, channels)))
 
     @_per_call
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, mode: str | None = None, lang: str | None = None,
-                                       relevant_langs: list[str] | None = None,
-                                       target_lang: str | None = None) -> RetrievedDocuments:
+                                       relevant_langs: list[str] | None = None, target_lang: str | None = None,
+                                       channels: list[Channel] | None = None) -> RetrievedDocuments:
         return RetrievedDocuments(await self.retriever.aretrieve(query, **self._args(k, mode, lang, relevant_langs,
-                                                                                      target_lang)))
+                                                                                      target_lang, channels)))

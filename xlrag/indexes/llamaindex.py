@@ -12,7 +12,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from xlrag.indexes.retriever import CrossLingualRetriever
-from xlrag.schema import Hit
+from xlrag.schema import Channel, Hit
 from xlrag.validate import check_k
 
 __all__ = ["XlragLlamaRetriever", "hit_to_node"]
@@ -26,8 +26,12 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
         "policy": hit.policy,
         "rank": hit.rank,
         "raw_score": hit.raw_score,
+        "channels": ",".join(hit.channels),
         "position": hit.passage.position,
     }
+    for name in ("dense_score", "lexical_score", "rerank_score"):
+        if (value := getattr(hit, name)) is not None:
+            meta[name] = value
     if hit.passage.title:
         meta["title"] = hit.passage.title
     node = TextNode(id_=hit.id, text=hit.passage.text, metadata=meta,
@@ -38,17 +42,18 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
 class XlragLlamaRetriever(BaseRetriever):
     """``retriever.retrieve("question")`` → ``list[NodeWithScore]``.
 
-    ``mode``, ``k`` and the query fields (``lang``, ``relevant_langs``, ``target_lang``)
-    apply to every call.
+    ``mode``, ``k``, ``channels`` and the query fields (``lang``, ``relevant_langs``,
+    ``target_lang``) apply to every call.
     """
 
     def __init__(self, retriever: CrossLingualRetriever, mode: str | None = None, k: int | None = None, *,
                  lang: str | None = None, relevant_langs: list[str] | None = None,
-                 target_lang: str | None = None):
+                 target_lang: str | None = None, channels: list[Channel] | str | None = None):
         super().__init__()
         self._xl = retriever
         self._args: dict[str, Any] = {"mode": mode, "k": check_k(k), "lang": lang,
-                                      "relevant_langs": relevant_langs, "target_lang": target_lang}
+                                      "relevant_langs": relevant_langs, "target_lang": target_lang,
+                                      "channels": channels}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return [hit_to_node(h) for h in self._xl.retrieve(query_bundle.query_str, **self._args)]

@@ -1,31 +1,37 @@
 """The composed cross-lingual retriever.
 
-question → detect language → policy plans stores → embed each distinct query
-text once → rank the stores concurrently (ids and scores) → fuse → read the chosen
-passages → rerank → hits.
+question → detect language → policy plans stores → each store searched by its channels
+(dense: the embedder's vectors, each distinct query text embedded once; lexical: BM25 with
+the store language's analyzer, a store in another language searched with the question's
+translation) → channels fused inside each store → stores fused → read the chosen passages
+→ rerank → one :class:`~xlrag.schema.Retrieval`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 
-from xlrag.config import XlragConfig
+from xlrag.config import LexicalTranslation, RetrievalConfig, XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector, question_language
-from xlrag.errors import XlragWarning
+from xlrag.errors import ConfigError, XlragError, XlragWarning
 from xlrag.indexes.embedders import Embedder, build_embedder
-from xlrag.indexes.fusion import Fused, fuse, normaliser, select
+from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
+from xlrag.indexes.lexical import LexicalStores
+from xlrag.indexes.names import NameTranslator
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores
 from xlrag.indexes.translate import Translator
-from xlrag.schema import Hit, Query, make_query
+from xlrag.modes import IRMode
+from xlrag.schema import Channel, Hit, Query, Retrieval, make_query
 from xlrag.validate import check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
@@ -34,20 +40,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-class RetrievalResult(list[Hit]):
-    """The hits, best first, plus what the caller must know to trust them.
-
-    ``complete`` is False while the index is half-built (a build running or killed);
-    ``notes`` say why a wanted store was not searched (e.g. no store for the asked
-    language), so an empty or short list is never silent.
-    """
-
-    def __init__(self, hits: Sequence[Hit] = (), *, complete: bool = True, notes: Sequence[str] = (),
-                 query: Query | None = None):
-        super().__init__(hits)
-        self.complete = complete
-        self.notes = list(notes)
-        self.query = query
+# The old name of the carrier, kept for one release (it was a list subclass).
+RetrievalResult = Retrieval
 
 
 class CrossLingualRetriever:
@@ -65,15 +59,25 @@ class CrossLingualRetriever:
         *,
         k: int = 5,
         retrieve_k: int | None = None,
-        fusion: str = "zscore",
+        fusion: str | None = None,
         reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         max_workers: int = 8,
         k_retrieve: int | None = None,
+        channels: Sequence[Channel] | str | None = None,
+        lexical_translation: LexicalTranslation | None = None,
     ):
         retrieve_k = renamed("CrossLingualRetriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
+        defaults = RetrievalConfig.model_fields  # one owner of the defaults: the config
+        fusion = fusion or defaults["fusion"].default
         normaliser(fusion)  # an unknown name fails here, listing the registered ones
+        self.channels = _channels(channels if channels is not None else defaults["channels"].default)
+        self.lexical_translation: LexicalTranslation = (
+            lexical_translation if lexical_translation is not None else defaults["lexical_translation"].default)
+        if self.lexical_translation not in get_args(LexicalTranslation):
+            raise ConfigError(f"unknown lexical_translation {str(lexical_translation)[:40]!r}; choose from: "
+                              f"{', '.join(get_args(LexicalTranslation))}")
         if stores.manifest.embedder != embedder.name:
             from xlrag.errors import EmbedderMismatchError
 
@@ -89,6 +93,7 @@ class CrossLingualRetriever:
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="xlrag-search")
+        self.lexical = LexicalStores(stores)
         self._languages: tuple[int, list[str]] | None = None  # (stores generation, languages)
 
     @classmethod
@@ -107,6 +112,7 @@ class CrossLingualRetriever:
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         k_retrieve: int | None = None,
+        channels: Sequence[Channel] | str | None = None,
     ) -> CrossLingualRetriever:
         """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config.
         ``k_retrieve`` is ``retrieve_k``'s old name (accepted with a warning for one release)."""
@@ -128,6 +134,8 @@ class CrossLingualRetriever:
             reranker=reranker or build_reranker(config.rerank),
             detector=detector or LinguaDetector(r.detect_candidates),
             translator=translator,
+            channels=channels if channels is not None else r.channels,
+            lexical_translation=r.lexical_translation,
         )
 
     def _policy(self, policy: RetrievalPolicy | str) -> RetrievalPolicy:
@@ -183,11 +191,7 @@ class CrossLingualRetriever:
         return text[:lo]
 
     def _embed_plan(self, plan: RetrievalPlan) -> dict[str, np.ndarray]:
-        texts = list(dict.fromkeys(s.text for s in plan.searches))
-        if not texts:
-            return {}
-        vecs = self.embedder.embed([self._fit(t) for t in texts], "query")
-        return dict(zip(texts, vecs, strict=True))
+        return self._embed_texts([s.text for s in plan.searches])
 
     def _map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``fn`` over ``items`` on the search pool (Chroma releases the GIL while it searches)."""
@@ -219,18 +223,130 @@ class CrossLingualRetriever:
         results = self._map(lambda s: self.stores.search(s.store, vectors[s.text], s.quota, s.text), searches)
         return fuse(results, self.fusion, plan.k, plan.shares)
 
-    def _result(self, query: Query, plan: RetrievalPlan, fused: Sequence[Fused], k: int) -> RetrievalResult:
+    def _lexical_text(self, q: Query, store: str, planned: str, notes: list[str]) -> str:
+        """The text the lexical channel searches ``store`` with: the plan's own (a translation,
+        in ``translate`` mode), else the question translated into the store's language."""
+        if store == q.lang or planned != q.text or self.lexical_translation == "off":
+            return planned
+        translator = NameTranslator() if self.lexical_translation == "names" else self.translator
+        if translator is None:
+            notes.append(f"store {store!r} searched lexically with the question as asked: no translator "
+                         "(pass translator=..., or set lexical_translation)")
+            return planned
+        try:
+            return translator.translate(q.text, q.lang or "", store)
+        except XlragError as e:
+            notes.append(f"store {store!r} searched lexically with the question as asked: "
+                         f"its translation failed ({str(e)[:120]})")
+            return planned
+
+    def _hybrid(self, q: Query, plan: RetrievalPlan, channels: list[Channel], seconds: dict[str, float]
+                ) -> tuple[list[Fused], list[str], bool, dict[str, str]]:
+        """Every planned store searched by its channels, fused inside each store, then across
+        stores; only the chosen passages are read. Returns the fused list, notes, whether every
+        wanted channel could search every store, and the translated lexical texts."""
+        notes: list[str] = []
+        complete = True
+        searches = plan.searches
+        lexical: dict[int, dict[str, float]] = {}
+        texts: dict[str, str] = {}
+        if "lexical" in channels:
+            t0 = time.perf_counter()
+            for i, s in enumerate(searches):
+                index, why = self.lexical.index(s.store)
+                if index is None:
+                    if why not in notes:
+                        notes.append(why or "")
+                    complete = False
+                    continue
+                t1 = time.perf_counter()
+                text = self._lexical_text(q, s.store, s.text, notes)
+                seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
+                ranking = index.rank(text, s.quota)
+                if not ranking.tokens:
+                    notes.append(f"the question gives no lexical token in store {s.store!r}: searched dense-only"
+                                 if text == s.text else f"no place or number of the question has a name in "
+                                 f"store {s.store!r}'s language: searched dense-only")
+                    continue
+                lexical[i] = dict(zip(ranking.ids, ranking.scores, strict=True))
+                if text != q.text:
+                    texts[s.store] = text
+            seconds["lexical"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        need = [i for i in range(len(searches)) if "dense" in channels or i not in lexical]
+        vectors = self._embed_texts([searches[i].text for i in need])
+        rankings = self._map(lambda i: self.stores.rank(searches[i].store, vectors[searches[i].text],
+                                                        searches[i].quota, searches[i].text), need)
+        dense = {i: dict(zip(r.ids, r.scores, strict=True)) for i, r in zip(need, rankings, strict=True)}
+        hybrid = len(channels) > 1
+        per_store: list[StoreChannels] = [
+            fuse_channels(s.store, texts.get(s.store, s.text), dense.get(i, {}), lexical.get(i, {}), s.quota, hybrid)
+            for i, s in enumerate(searches)]
+        chosen = select(per_store, self.fusion, plan.k, plan.shares)
+        wanted: dict[str, list[str]] = {}
+        for i, r, _ in chosen:
+            wanted.setdefault(per_store[i].store, []).append(per_store[i].ids[r])
+        stores = list(wanted)
+        read = dict(zip(stores, self._map(lambda lang: self.stores.passages(lang, wanted[lang]), stores),
+                        strict=True))
+        out: list[Fused] = []
+        for i, r, f in chosen:
+            sc = per_store[i]
+            pid = sc.ids[r]
+            passage = read[sc.store].get(pid)
+            if passage is None:  # deleted by a write that ended after the ranking
+                notes.append("the index changed during the search: searched again, dense-only")
+                return self._fused(plan, self._embed_plan(plan)), notes, False, texts
+            d, lx = sc.dense.get(pid), sc.lexical.get(pid)
+            out.append(Fused(passage, f, d if d is not None else lx or 0.0, sc.store, searches[i].text, r + 1,
+                             tuple(c for c, v in (("dense", d), ("lexical", lx)) if v is not None), d, lx))
+        seconds["search"] = time.perf_counter() - t0
+        return out, notes, complete, texts
+
+    def _embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        unique = list(dict.fromkeys(texts))
+        if not unique:
+            return {}
+        return dict(zip(unique, self.embedder.embed([self._fit(t) for t in unique], "query"), strict=True))
+
+    def _run(self, q: Query, plan: RetrievalPlan, k: int, channels: list[Channel]) -> Retrieval:
+        """The plan carried out: searched, fused, reranked."""
+        seconds: dict[str, float] = {}
+        notes, complete, texts = list(plan.notes), self.stores.complete, {}
+        fused: list[Fused] = []
+        if plan.searches:
+            if "lexical" in channels and self.stores.complete:
+                fused, more, ok, texts = self._hybrid(q, plan, channels, seconds)
+                notes += more
+                complete = complete and ok
+            else:
+                if "lexical" in channels:
+                    notes.append("the lexical channel is off while the index is being written: searched dense-only")
+                t0 = time.perf_counter()
+                fused = self._fused(plan, self._embed_plan(plan))
+                seconds["search"] = time.perf_counter() - t0
+        return self._result(q, plan, fused, k, channels, notes, complete, texts, seconds)
+
+    def _result(self, query: Query, plan: RetrievalPlan, fused: Sequence[Fused], k: int, channels: list[Channel],
+                notes: list[str], complete: bool, texts: dict[str, str], seconds: dict[str, float]) -> Retrieval:
         hits: list[Hit] = [
             Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
-                policy=plan.policy, query_text=f.query_text)
+                policy=plan.policy, query_text=f.query_text, channels=list(f.channels),
+                dense_score=f.dense_score if f.dense_score is not None else
+                (f.raw_score if "dense" in f.channels else None),
+                lexical_score=f.lexical_score, fused_score=f.score, lexical_text=texts.get(f.store))
             for i, f in enumerate(fused, 1)
         ]
         if plan.searches:
+            t0 = time.perf_counter()
             hits = self.reranker.rerank(query.text, hits, k)
-        notes = list(plan.notes)
+            if not isinstance(self.reranker, NoRerank):
+                seconds["rerank"] = time.perf_counter() - t0
         if plan.searches and not hits and not notes:
             notes.append("the searched stores returned no passages")
-        return RetrievalResult(hits, complete=self.stores.complete, notes=notes, query=query)
+        return Retrieval(query=query, mode=plan.policy, hits=hits, stores=[s.store for s in plan.searches],
+                         channels=channels, lexical_texts=texts, notes=list(dict.fromkeys(notes)),
+                         complete=complete, seconds={key: round(v, 4) for key, v in seconds.items()})
 
     def _resolve(self, query: str | Query, mode: str | RetrievalPolicy | None, k: int | None,
                  fields: dict[str, Any]) -> tuple[Query, RetrievalPolicy, int]:
@@ -242,30 +358,47 @@ class CrossLingualRetriever:
     @strict_kwargs
     def retrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None, k: int | None = None,
                  lang: str | None = None, relevant_langs: list[str] | None = None, target_lang: str | None = None,
-                 query_id: str | None = None) -> RetrievalResult:
-        """Hits for ``query``; the query fields feed the modes that need them (``rel_langs``
-        takes ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` take ``target_lang``)."""
+                 query_id: str | None = None, channels: Sequence[Channel] | str | None = None) -> Retrieval:
+        """The :class:`~xlrag.schema.Retrieval` for ``query``; the query fields feed the modes that
+        need them (``rel_langs`` takes ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` take
+        ``target_lang``). ``mode``, ``k`` and ``channels`` override the retriever's own for this call."""
         fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
         q, policy, k = self._resolve(query, mode, k, fields)
         plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
-        if not plan.searches:
-            return self._result(q, plan, [], k)
-        return self._result(q, plan, self._fused(plan, self._embed_plan(plan)), k)
+        return self._run(q, plan, k, _channels(channels) if channels is not None else self.channels)
 
     @strict_kwargs
     async def aretrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None,
                         k: int | None = None, lang: str | None = None, relevant_langs: list[str] | None = None,
-                        target_lang: str | None = None, query_id: str | None = None) -> RetrievalResult:
-        """Async :meth:`retrieve`: detection, translation, embedding and store searches all
-        run in worker threads, so the event loop is never blocked."""
+                        target_lang: str | None = None, query_id: str | None = None,
+                        channels: Sequence[Channel] | str | None = None) -> Retrieval:
+        """Async :meth:`retrieve`: detection, translation, embedding, searches and reranking run
+        in a worker thread, so the event loop is never blocked."""
         fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
+        chosen = _channels(channels) if channels is not None else self.channels
         q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k, fields)
         plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(k))
-        if not plan.searches:
-            return self._result(q, plan, [], k)
-        vectors = await asyncio.to_thread(self._embed_plan, plan)
-        fused = await asyncio.to_thread(self._fused, plan, vectors)
-        return await asyncio.to_thread(self._result, q, plan, fused, k)
+        return await asyncio.to_thread(self._run, q, plan, k, chosen)
+
+    def translates(self, mode: str | RetrievalPolicy | None = None,
+                   channels: Sequence[Channel] | str | None = None) -> bool:
+        """Whether a retrieval with ``mode`` and ``channels`` may call the translator (an LLM),
+        so that a server queues it for a generation slot."""
+        name = getattr(mode, "name", mode) or self.policy.name
+        chosen = _channels(channels) if channels is not None else self.channels
+        one_store = name in (IRMode.QLANG, IRMode.NO_IR)  # only the question's own language: nothing to translate
+        return name == IRMode.TRANSLATE or (not one_store and "lexical" in chosen
+                                            and self.lexical_translation == "llm" and self.translator is not None)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
+
+
+def _channels(channels: Sequence[str] | str) -> list[Channel]:
+    from xlrag.config import parse_channels
+    from xlrag.errors import ConfigError
+
+    try:
+        return parse_channels(channels if isinstance(channels, str) else list(channels))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None

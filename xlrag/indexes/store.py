@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 from xlrag.config import StoreConfig
 from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError, IndexNotFoundError
 from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
+from xlrag.indexes.lexical import LexicalRef
 from xlrag.schema import Passage
 
 __all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreRanking", "StoreResult"]
@@ -45,6 +46,8 @@ class IndexManifest(BaseModel):
     splitter: dict[str, Any] = Field(default_factory=dict)
     status: str = "building"  # "building" while (or if a crash stopped) a write run
     counts: dict[str, int] = Field(default_factory=dict, description="passages per store after the last write")
+    lexical: dict[str, LexicalRef] = Field(default_factory=dict,
+                                           description="each store's lexical index (local files only)")
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     updated: str | None = None
 

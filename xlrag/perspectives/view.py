@@ -43,7 +43,7 @@ from xlrag.perspectives.models import (
     Perspectives,
     PerspectivesInput,
 )
-from xlrag.schema import Hit, Query
+from xlrag.schema import Query, Retrieval
 from xlrag.validate import validate_mapping
 
 __all__ = ["PerspectivesView", "build_perspectives", "view_over"]
@@ -108,8 +108,8 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         return {"question": query.text, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
 
     @staticmethod
-    def _empty(lang: str, hits: list[Hit]) -> Perspective:
-        notes = "; ".join(getattr(hits, "notes", [])) or "the store returned no passage for this question"
+    def _empty(lang: str, hits: Retrieval) -> Perspective:
+        notes = "; ".join(hits.notes) or "the store returned no passage for this question"
         return Perspective(lang=lang, status="no_passages", note=f"no passages: {notes}; no answer was made")
 
     @staticmethod

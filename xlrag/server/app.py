@@ -48,7 +48,6 @@ from xlrag.server.models import (
     ErrorResponse,
     GenerationHealth,
     HealthResponse,
-    HitOut,
     IndexHealth,
     PerspectivesRequest,
     RetrieveRequest,
@@ -242,22 +241,22 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
 
 @router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),
              summary="Retrieve passages with an IR mode",
-             description="No generation, except the `translate` mode's query translation, which queues for "
-                         "a generation slot like an answer.")
+             description="No generation, except the question's translation (the `translate` mode, and the "
+                         "lexical channel's search of stores in other languages), which queues for a generation "
+                         "slot like an answer.")
 async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
     server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
     mode = body.mode or server.config.retrieval.mode
     k = body.k or server.config.retrieval.k
     fields = {"lang": body.lang, "relevant_langs": body.relevant_langs, "target_lang": body.target_lang}
-    if mode == "translate":
+    call = server.retriever.aretrieve(body.question, mode=mode, k=k, channels=body.channels, **fields)
+    if server.retriever.translates(mode, body.channels):
+        # translations run on the generation model: they queue like an answer
         async with server.limiter.slot():
-            hits = await server.retriever.aretrieve(body.question, mode=mode, k=k, **fields)
+            result = await call
     else:
-        hits = await server.retriever.aretrieve(body.question, mode=mode, k=k, **fields)
-    query = getattr(hits, "query", None)
-    return RetrieveResponse(question=body.question, lang=query.lang if query is not None else body.lang, mode=mode,
-                            k=k, hits=[HitOut.of(h) for h in hits], complete=getattr(hits, "complete", True),
-                            notes=list(getattr(hits, "notes", [])))
+        result = await call
+    return RetrieveResponse.of(body.question, result, k)
 
 
 @router.get("/health", response_model=HealthResponse, responses=_errors(500, 503),

@@ -17,7 +17,7 @@ from xlrag.agents.chat import Source
 from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
 from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
-from xlrag.schema import CitationSource, GroundedAnswer, Hit, QueryFields
+from xlrag.schema import Channel, CitationSource, GroundedAnswer, Hit, QueryFields, Retrieval
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -88,6 +88,9 @@ class RetrieveRequest(_In, QueryFields):
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
     mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
     k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
+    channels: list[Channel] | None = Field(
+        None, min_length=1, description="how each store is searched: dense, lexical or both; "
+                                        "default: the server's retrieval.channels")
 
 
 # -- answers ----------------------------------------------------------------------------------
@@ -189,14 +192,21 @@ class HitOut(_Out):
     title: str | None = None
     text: str
     score: float = Field(description="the score of the final order (after fusion or rerank)")
-    raw_score: float = Field(description="cosine similarity in its language store")
+    raw_score: float = Field(description=Hit.model_fields["raw_score"].description)
     store: str
     policy: str = Field(description="the IR mode that produced it")
+    channels: list[Channel] = Field(description=Hit.model_fields["channels"].description)
+    dense_score: float | None = Field(description=Hit.model_fields["dense_score"].description)
+    lexical_score: float | None = Field(description=Hit.model_fields["lexical_score"].description)
+    fused_score: float | None = Field(description=Hit.model_fields["fused_score"].description)
+    rerank_score: float | None = Field(description=Hit.model_fields["rerank_score"].description)
 
     @classmethod
     def of(cls, h: Hit) -> HitOut:
         return cls(rank=h.rank, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title, text=h.passage.text,
-                   score=h.score, raw_score=h.raw_score, store=h.store, policy=h.policy)
+                   score=h.score, raw_score=h.raw_score, store=h.store, policy=h.policy, channels=h.channels,
+                   dense_score=h.dense_score, lexical_score=h.lexical_score, fused_score=h.fused_score,
+                   rerank_score=h.rerank_score)
 
 
 class RetrieveResponse(_Out):
@@ -205,8 +215,17 @@ class RetrieveResponse(_Out):
     mode: str
     k: int
     hits: list[HitOut]
-    complete: bool = Field(description="false while the index is half-built")
-    notes: list[str] = Field(description="why a wanted language store was not searched")
+    complete: bool = Field(description=Retrieval.model_fields["complete"].description)
+    notes: list[str] = Field(description=Retrieval.model_fields["notes"].description)
+    stores: list[str] = Field(description=Retrieval.model_fields["stores"].description)
+    channels: list[Channel] = Field(description=Retrieval.model_fields["channels"].description)
+    lexical_texts: dict[str, str] = Field(description=Retrieval.model_fields["lexical_texts"].description)
+
+    @classmethod
+    def of(cls, question: str, r: Retrieval, k: int) -> RetrieveResponse:
+        return cls(question=question, lang=r.query.lang, mode=r.mode, k=k, hits=[HitOut.of(h) for h in r.hits],
+                   complete=r.complete, notes=r.notes, stores=r.stores, channels=r.channels,
+                   lexical_texts=r.lexical_texts)
 
 
 # -- health and errors ------------------------------------------------------------------------

@@ -1,0 +1,278 @@
+"""The lexical channel: one BM25 index per language store, built with that language's analyzer.
+
+A store holds one language, so its lexical index can use that language's analyzer
+(:mod:`xlrag.indexes.analyzers`: ICU word breaks, Snowball stems, Arabic normalisation)
+where one index over a mixed corpus could only use a generic one. Scoring is bm25s
+(sparse-matrix BM25, Lucene's variant), never a hand-written scorer.
+
+On disk (local Chroma files) each store's index is a folder ``lexical/<lang>-<digest>``
+named after what it was built from; the manifest's ``lexical`` entry points at it. A write
+run builds new folders first and rewrites the manifest last, so a killed run leaves the
+old folder, still named by the manifest, and readers see either the old pair or the new
+one, never half of each. Folders no manifest names are removed by the next write.
+
+A reader trusts a lexical index only when the manifest names it, its analyzer is this
+xlrag's, and it holds as many passages as the store: anything else is reported (the
+retriever searches that store dense-only, flags the result incomplete and says why) and
+``xlrag check`` finds it by comparing ids, ``check --repair`` rebuilds it.
+
+With a Chroma server (``store.kind: http``) the stores are shared by every client, but a
+folder beside one client is not: each client builds its lexical indexes in memory from the
+server's passages on first use, and again after any write changes the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from xlrag.indexes.analyzers import analyzer_for
+
+if TYPE_CHECKING:
+    from xlrag.indexes.store import LanguageStores
+
+__all__ = ["LEXICAL_DIR", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores", "ids_digest", "problem",
+           "prune_lexical", "sync_lexical"]
+
+LEXICAL_DIR = "lexical"
+_IDS = "ids.json"
+
+
+class LexicalRef(BaseModel):
+    """What the manifest records of one store's lexical index."""
+
+    analyzer: str = Field(description="the analyzer version that tokenized it")
+    digest: str = Field(description="digest of the store's passage ids it was built from")
+    passages: int
+    empty: int = Field(0, description="passages that gave no lexical token (found by the dense channel only)")
+    folder: str = Field(description="its folder under lexical/")
+
+
+class LexicalRanking(BaseModel):
+    """One store's BM25 ranking: ids and scores, best first (only passages sharing a token)."""
+
+    store: str
+    query_text: str
+    tokens: list[str]
+    ids: list[str]
+    scores: list[float]
+
+
+def ids_digest(ids: Iterable[str]) -> str:
+    """Order-free digest of a store's passage ids. Ids embed the document's fingerprint and the
+    passage text, so equal digests mean equal contents."""
+    h = hashlib.sha1(usedforsecurity=False)
+    for pid in sorted(ids):
+        h.update(pid.encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+class LexicalIndex:
+    """BM25 over one store's passages."""
+
+    def __init__(self, lang: str, ids: list[str], bm25: Any, analyzer: str, empty: int):
+        self.lang = lang
+        self.ids = ids
+        self.bm25 = bm25  # None when no passage gave a token
+        self.analyzer = analyzer
+        self.empty = empty
+
+    @classmethod
+    def build(cls, lang: str, rows: Sequence[tuple[str, str]]) -> LexicalIndex:
+        """Index ``(passage id, text)`` rows of one store."""
+        import bm25s
+
+        analyzer = analyzer_for(lang)
+        ids = [pid for pid, _ in rows]
+        tokens = [analyzer.tokens(text) for _, text in rows]
+        empty = sum(1 for t in tokens if not t)
+        bm25 = None
+        if len(tokens) > empty:
+            bm25 = bm25s.BM25()
+            bm25.index(tokens, show_progress=False)
+        return cls(lang, ids, bm25, analyzer.version, empty)
+
+    def ref(self, folder: str) -> LexicalRef:
+        return LexicalRef(analyzer=self.analyzer, digest=ids_digest(self.ids), passages=len(self.ids),
+                          empty=self.empty, folder=folder)
+
+    def save(self, root: Path, overwrite: bool = False) -> LexicalRef:
+        """Write under ``root/lexical/``: built in a temporary folder, then renamed into place,
+        so a folder with the final name is always whole. A folder of that name is kept (the
+        same ids and analyzer) unless ``overwrite`` (``check --repair`` of a damaged one)."""
+        digest = ids_digest(self.ids)
+        folder = f"{self.lang}-{digest}-{hashlib.sha1(self.analyzer.encode(), usedforsecurity=False).hexdigest()[:6]}"
+        base = root / LEXICAL_DIR
+        final = base / folder
+        ref = self.ref(folder)
+        if final.is_dir() and not overwrite:
+            return ref  # the same ids, same analyzer: already written
+        tmp = base / f".tmp-{folder}-{os.getpid()}-{threading.get_ident()}"
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir(parents=True)
+        if self.bm25 is not None:
+            self.bm25.save(str(tmp), show_progress=False)
+        (tmp / _IDS).write_text(json.dumps({"ids": self.ids, "ref": ref.model_dump()}, ensure_ascii=False),
+                                encoding="utf-8")
+        _fsync_dir(tmp)
+        if final.is_dir():
+            trash = base / f".old-{folder}-{os.getpid()}"
+            os.replace(final, trash)
+            shutil.rmtree(trash, ignore_errors=True)
+        os.replace(tmp, final)
+        _fsync_dir(base)
+        return ref
+
+    @classmethod
+    def load(cls, root: Path, lang: str, ref: LexicalRef) -> LexicalIndex:
+        """The folder ``ref`` names; :class:`FileNotFoundError` or :class:`ValueError` when it is
+        missing or does not hold what the manifest says."""
+        import bm25s
+
+        folder = root / LEXICAL_DIR / ref.folder
+        raw = json.loads((folder / _IDS).read_text(encoding="utf-8"))
+        ids = raw["ids"]
+        if len(ids) != ref.passages or LexicalRef.model_validate(raw["ref"]).digest != ref.digest:
+            raise ValueError(f"lexical folder {ref.folder} does not hold the passages the manifest names")
+        bm25 = None
+        if ref.passages > ref.empty:
+            bm25 = bm25s.BM25.load(str(folder), mmap=False, show_progress=False, verbosity=0)
+        return cls(lang, ids, bm25, ref.analyzer, ref.empty)
+
+    def rank(self, text: str, n: int) -> LexicalRanking:
+        """The ``n`` best passages for ``text``; only passages sharing a token with it score."""
+        tokens = analyzer_for(self.lang).tokens(text)
+        known = [t for t in tokens if self.bm25 is not None and t in self.bm25.vocab_dict]
+        if not known or n <= 0:
+            return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
+        scores = self.bm25.get_scores(known)
+        n = min(n, int(np.count_nonzero(scores > 0)))
+        if n == 0:
+            return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
+        top = np.argpartition(-scores, n - 1)[:n]
+        # ties broken by position in the store: stable across runs
+        top = top[np.lexsort((top, -scores[top]))]
+        return LexicalRanking(store=self.lang, query_text=text, tokens=tokens,
+                              ids=[self.ids[i] for i in top], scores=[float(scores[i]) for i in top])
+
+
+def _fsync_dir(path: Path) -> None:
+    # a rename is durable only once its folder is synced; without it a power cut may lose it
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _build(stores: LanguageStores, lang: str) -> LexicalIndex:
+    rows = [(pid, text or "") for pid, text, _ in stores.scan(lang, texts=True)]
+    return LexicalIndex.build(lang, rows)
+
+
+def sync_lexical(stores: LanguageStores, force: Iterable[str] = ()) -> dict[str, LexicalRef]:
+    """The manifest's ``lexical`` entry after a write: a store whose passages (by their ids'
+    digest) or analyzer differ from its lexical index's is indexed again from the passages
+    Chroma holds; the others keep theirs. Comparing digests, not a list of what this run
+    changed, also catches a run killed after its vector writes. Call it holding the writer
+    lock, before the manifest is saved. A Chroma server keeps no lexical folders (see the
+    module's docstring): returns {}. Stores in ``force`` are rebuilt whatever their state."""
+    if stores.store.kind != "persistent":
+        return {}
+    force = set(force)
+    refs: dict[str, LexicalRef] = {}
+    for lang in stores.languages():
+        old = stores.manifest.lexical.get(lang)
+        digest = ids_digest(pid for pid, _, _ in stores.scan(lang))
+        fresh = (old is not None and lang not in force and old.digest == digest
+                 and old.analyzer == analyzer_for(lang).version
+                 and (stores.index_dir / LEXICAL_DIR / old.folder).is_dir())
+        refs[lang] = old if fresh and old is not None else \
+            _build(stores, lang).save(stores.index_dir, overwrite=lang in force)
+    return refs
+
+
+def prune_lexical(index_dir: Path, refs: dict[str, LexicalRef]) -> int:
+    """Remove lexical folders the manifest no longer names (after it was saved). Returns how many."""
+    base = Path(index_dir) / LEXICAL_DIR
+    if not base.is_dir():
+        return 0
+    keep = {r.folder for r in refs.values()}
+    gone = 0
+    for p in base.iterdir():
+        if p.name not in keep:
+            shutil.rmtree(p, ignore_errors=True)
+            gone += 1
+    return gone
+
+
+def problem(stores: LanguageStores, lang: str) -> str | None:
+    """Why the manifest's lexical index of ``lang`` cannot be trusted, or None."""
+    ref = stores.manifest.lexical.get(lang)
+    if ref is None:
+        return f"store {lang!r} has no lexical index (built by an older xlrag, or a write was stopped)"
+    current = analyzer_for(lang).version
+    if ref.analyzer != current:
+        return f"store {lang!r}'s lexical index was built with analyzer {ref.analyzer}; this xlrag uses {current}"
+    count = stores.manifest.counts.get(lang)
+    if count is not None and count != ref.passages:
+        return f"store {lang!r}'s lexical index holds {ref.passages} passages, the store {count}"
+    if not (stores.index_dir / LEXICAL_DIR / ref.folder).is_dir():
+        return f"store {lang!r}'s lexical folder {LEXICAL_DIR}/{ref.folder} is missing"
+    return None
+
+
+class LexicalStores:
+    """The lexical indexes of one open index, loaded on first use and reloaded after writes."""
+
+    def __init__(self, stores: LanguageStores):
+        self.stores = stores
+        self._cache: dict[str, tuple[Any, LexicalIndex | None, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def _key(self, lang: str) -> Any:
+        m = self.stores.manifest
+        ref = m.lexical.get(lang)
+        if self.stores.store.kind != "persistent":
+            return (m.updated, m.counts.get(lang))
+        return (ref.folder, ref.analyzer) if ref is not None else None
+
+    def index(self, lang: str) -> tuple[LexicalIndex | None, str | None]:
+        """The store's lexical index, or None and the reason it cannot be used."""
+        if not self.stores.complete:
+            return None, "the lexical channel is off while the index is being written"
+        key = self._key(lang)
+        with self._lock:
+            hit = self._cache.get(lang)
+            if hit is not None and hit[0] == key:
+                return hit[1], hit[2]
+            if self.stores.store.kind != "persistent":
+                idx, why = _build(self.stores, lang), None
+            elif (why := problem(self.stores, lang)) is not None:
+                idx = None
+            else:
+                ref = self.stores.manifest.lexical[lang]
+                try:
+                    idx = LexicalIndex.load(self.stores.index_dir, lang, ref)
+                except (OSError, ValueError, KeyError) as e:
+                    idx, why = None, f"store {lang!r}'s lexical index is unreadable ({str(e)[:100]})"
+            if why is not None:
+                why += "; searched dense-only: run 'xlrag check --repair' to rebuild it"
+            self._cache[lang] = (key, idx, why)
+            return idx, why
