@@ -39,6 +39,27 @@ def test_retrieve_table(xquad_index):
         assert f" {lang} " in res.output
 
 
+def test_retrieve_shows_channels_and_their_scores(xquad_index):
+    q = "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?"
+    res = run("retrieve", "--index-dir", xquad_index, "--mode", "qlang_en", "-k", "4", q)
+    assert res.exit_code == 0, res.output
+    for column in ("found by", "cos", "bm25", "fused"):
+        assert column in res.output
+    assert "d+lex" in res.output  # found by both channels
+    hits = json.loads(run("retrieve", "--index-dir", xquad_index, "--mode", "qlang_en", "-k", "4", "--json",
+                          q).output)
+    assert all({"channels", "dense_score", "lexical_score", "fused_score", "rerank_score"} <= set(h) for h in hits)
+    assert any(h["channels"] == ["dense", "lexical"] and h["lexical_score"] > 0 for h in hits)
+    dense = json.loads(run("retrieve", "--index-dir", xquad_index, "--mode", "qlang_en", "-k", "4", "--json",
+                           "--channels", "dense", q).output)
+    assert all(h["channels"] == ["dense"] and h["lexical_score"] is None for h in dense)
+
+
+def test_unknown_channel_is_a_one_line_error(xquad_index):
+    line = error_line(run("retrieve", "--index-dir", xquad_index, "--channels", "dense,lexcal", "hi"))
+    assert "unknown retrieval channel 'lexcal' (did you mean 'lexical'?); choose from: dense, lexical" in line
+
+
 def test_retrieve_json_and_flags(xquad_index):
     res = run("retrieve", "--index-dir", xquad_index, "--mode", "rel_langs", "--relevant-langs", "ru,zh",
               "-k", "8", "--json", "How many points did the Panthers defense surrender?")

@@ -7,7 +7,8 @@ from xlrag.errors import ConfigError
 def test_defaults():
     cfg = XlragConfig()
     assert cfg.embedder.name == "local"
-    assert cfg.retrieval.fusion == "zscore"
+    assert cfg.retrieval.fusion == "rrf" and cfg.retrieval.channels == ["dense", "lexical"]
+    assert cfg.retrieval.lexical_translation == "names"
     assert cfg.retrieval.retrieve_k == 20 and cfg.retrieval.k == 5
 
 

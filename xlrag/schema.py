@@ -164,7 +164,8 @@ class Retrieval(BaseModel):
     channels: list[Channel] = Field(default_factory=list, description="the channels asked for")
     lexical_texts: dict[str, str] = Field(
         default_factory=dict, description="per store, the text its lexical channel searched, where it was "
-        "not the question as asked (a translation)")
+        "not the question as asked (a translation, or with lexical_translation names the places and numbers "
+        "carried over; empty: none, so that store was searched by meaning alone)")
     notes: list[str] = Field(default_factory=list, description="why a wanted store, or channel, was not searched")
     complete: bool = Field(True, description="false while the index is half-built, or when a wanted store's "
                                              "lexical index could not be used (the notes say which)")

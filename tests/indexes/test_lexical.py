@@ -170,3 +170,25 @@ def test_a_run_killed_between_its_vectors_and_its_manifest_is_finished(index_cop
                     source="python")
     report = check_index(index_copy, sample=0)
     assert report.ok, report.summary()
+
+
+def test_the_defaults_are_the_benchmarks_chosen_arm(xquad_index, embedder):
+    """benchmarks/channels.py chose the default channels and fusion; the config says the same,
+    and a retriever built without them takes the config's."""
+    import sys
+
+    from tests.conftest import ROOT
+    from xlrag.config import RetrievalConfig
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import channels as bench
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    arm = bench.ARMS[bench.DEFAULT]
+    cfg = RetrievalConfig()
+    assert (cfg.channels, cfg.fusion, cfg.lexical_translation) == (
+        arm["channels"], arm["fusion"], arm["lexical_translation"])
+    r = CrossLingualRetriever(LanguageStores.open(xquad_index), embedder)
+    assert (r.channels, r.fusion, r.lexical_translation) == (cfg.channels, cfg.fusion, cfg.lexical_translation)
+    r.close()

@@ -263,14 +263,14 @@ class CrossLingualRetriever:
                 text = self._lexical_text(q, s.store, s.text, notes)
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
                 ranking = index.rank(text, s.quota)
+                if text != q.text:
+                    texts[s.store] = text  # "" when nothing of the question carries over by name
                 if not ranking.tokens:
-                    notes.append(f"the question gives no lexical token in store {s.store!r}: searched dense-only"
-                                 if text == s.text else f"no place or number of the question has a name in "
-                                 f"store {s.store!r}'s language: searched dense-only")
+                    if text == s.text:  # the question itself has no word to search with
+                        notes.append(f"the question gives no lexical token in store {s.store!r}: "
+                                     "searched dense-only")
                     continue
                 lexical[i] = dict(zip(ranking.ids, ranking.scores, strict=True))
-                if text != q.text:
-                    texts[s.store] = text
             seconds["lexical"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         need = [i for i in range(len(searches)) if "dense" in channels or i not in lexical]
