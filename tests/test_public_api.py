@@ -16,6 +16,7 @@ def test_all_is_pinned():
         "Pipeline",
         "PromptLibrary",
         "Query",
+        "Retrieval",
         "XlragConfig",
         "XlragError",
         "XlragLangChainRetriever",

@@ -176,3 +176,12 @@ def test_langchain_retriever_takes_per_call_k_mode_and_fields(retriever):
     assert {d.metadata["lang"] for d in docs} <= {"en", "ru"} and docs[0].metadata["policy"] == "rel_langs"
     with pytest.raises(TypeError, match="did you mean 'relevant_langs'"):
         lc.invoke(QUESTION, relevant_lang=["ru"])
+
+
+def test_query_fields_as_keywords_are_deprecated_in_favour_of_a_query(retriever):
+    from xlrag.errors import XlragDeprecationWarning
+
+    with pytest.warns(XlragDeprecationWarning, match=r"retrieve\(lang=...\) is deprecated: pass a Query"):
+        old = retriever.retrieve(QUESTION, mode="qlang", lang="en", k=2)
+    new = retriever.retrieve(make_query(QUESTION, lang="en"), mode="qlang", k=2)
+    assert [h.id for h in old] == [h.id for h in new] and new.query.lang == "en"

@@ -17,6 +17,7 @@ from xlrag.indexes.lexical import LEXICAL_DIR
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.store import LanguageStores
 from xlrag.indexes.translate import TableTranslator
+from xlrag.schema import make_query
 
 
 @pytest.fixture
@@ -46,7 +47,7 @@ def test_lexical_alone_finds_the_paragraph_in_every_language(xquad_index, embedd
     r = _retriever(xquad_index, embedder, channels=["lexical"])
     top1: dict[str, list[bool]] = {}
     for q in xquad_queries:
-        res = r.retrieve(q["question"], lang=q["lang"])
+        res = r.retrieve(make_query(q["question"], lang=q["lang"]))
         assert res.complete and all(h.channels == ["lexical"] and h.lexical_score for h in res), res.notes
         top1.setdefault(q["lang"], []).append(bool(res.hits) and res.hits[0].doc_id == q["gold_doc_id"])
     r.close()
@@ -59,7 +60,7 @@ def test_lexical_alone_finds_the_paragraph_in_every_language(xquad_index, embedd
 def test_hybrid_hits_say_which_channel_found_them(xquad_index, embedder, xquad_queries):
     r = _retriever(xquad_index, embedder, mode="qlang_en")
     q = next(q for q in xquad_queries if q["lang"] == "de")
-    res = r.retrieve(q["question"], lang="de")
+    res = r.retrieve(make_query(q["question"], lang="de"))
     r.close()
     assert res.stores == ["de", "en"] and res.channels == ["dense", "lexical"] and res.complete
     assert res.hits and any("lexical" in h.channels for h in res) and any("dense" in h.channels for h in res)
@@ -73,7 +74,7 @@ def test_hybrid_hits_say_which_channel_found_them(xquad_index, embedder, xquad_q
 
 def test_a_question_without_lexical_tokens_searches_dense_only(xquad_index, embedder):
     r = _retriever(xquad_index, embedder, channels=["lexical"])
-    res = r.retrieve("¿¡…?!", lang="es")
+    res = r.retrieve(make_query("¿¡…?!", lang="es"))
     r.close()
     assert res.hits and all(h.channels == ["dense"] for h in res)
     assert any("no lexical token" in n for n in res.notes)
@@ -86,11 +87,11 @@ def test_another_languages_store_is_searched_with_the_translation(xquad_index, e
     table = TableTranslator({(ar["question"], "en"): en["question"]})
     r = _retriever(xquad_index, embedder, mode="en_only", channels=["lexical"], translator=table,
                    lexical_translation="llm")
-    res = r.retrieve(ar["question"], lang="ar")
+    res = r.retrieve(make_query(ar["question"], lang="ar"))
     assert res.lexical_texts == {"en": en["question"]}
     assert res.hits[0].lexical_text == en["question"] and res.hits[0].doc_id == en["gold_doc_id"]
     untranslated = _retriever(xquad_index, embedder, mode="en_only", channels=["lexical"], translator=table,
-                              lexical_translation="off").retrieve(ar["question"], lang="ar")
+                              lexical_translation="off").retrieve(make_query(ar["question"], lang="ar"))
     assert untranslated.lexical_texts == {}
     r.close()
 
@@ -106,7 +107,7 @@ def test_a_missing_lexical_index_is_found_reported_and_repaired(index_copy, embe
     shutil.rmtree(index_copy / LEXICAL_DIR / stores.manifest.lexical["ru"].folder)
     q = next(q for q in xquad_queries if q["lang"] == "ru")
     r = _retriever(index_copy, embedder)
-    res = r.retrieve(q["question"], lang="ru")
+    res = r.retrieve(make_query(q["question"], lang="ru"))
     r.close()
     # never read as complete: searched dense-only, and said so
     assert not res.complete and res.hits and all(h.channels == ["dense"] for h in res)
@@ -115,7 +116,7 @@ def test_a_missing_lexical_index_is_found_reported_and_repaired(index_copy, embe
     assert [s.split(":")[0] for s in report.lexical_stale] == ["ru"] and not report.ok
     fixed = repair_index(index_copy, embedder=embedder, sample=0)
     assert fixed.ok and fixed.repaired == {"lexical indexes rebuilt": 1}
-    again = _retriever(index_copy, embedder).retrieve(q["question"], lang="ru")
+    again = _retriever(index_copy, embedder).retrieve(make_query(q["question"], lang="ru"))
     assert again.complete and any("lexical" in h.channels for h in again)
 
 
@@ -154,7 +155,7 @@ def test_an_edit_rebuilds_only_its_store_and_prunes_the_old_folder(tmp_path, emb
     assert sorted(p.name for p in (tmp_path / "ix" / LEXICAL_DIR).iterdir()) == sorted(r.folder for r in after.values())
     # the new text is found lexically
     r = _retriever(tmp_path / "ix", embedder, channels=["lexical"])
-    assert r.retrieve("Zusatz", lang=docs[0].lang).hits[0].doc_id == docs[0].id
+    assert r.retrieve(make_query("Zusatz", lang=docs[0].lang)).hits[0].doc_id == docs[0].id
     r.close()
 
 

@@ -62,7 +62,7 @@ def test_all_merges_every_store_and_oracle_restricts(retriever, xquad_queries):
     hits = retriever.retrieve(q["question"], mode="all", k=12)
     assert len({h.lang for h in hits}) >= 4
     assert {h.lang for h in retriever.retrieve(q["question"], mode="oracle_lang", target_lang="es")} == {"es"}
-    assert retriever.retrieve(q["question"], mode="no_ir") == []
+    assert retriever.retrieve(q["question"], mode="no_ir").hits == []
 
 
 def test_parallel_paragraph_is_found_across_languages(retriever, xquad_queries):

@@ -27,6 +27,7 @@ from xlrag.evals.records import GridRecord
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
 from xlrag.evals.scoring import score_answer, scored_text
 from xlrag.evals.studies.base import StudyRun
+from xlrag.schema import make_query
 
 __all__ = ["ExperimentRunner"]
 
@@ -171,8 +172,8 @@ class ExperimentRunner(StudyRun):
     # -- one record -----------------------------------------------------------------------
 
     def _retrieval(self, ds: DatasetConfig, cell: Cell, q: dict) -> list[dict]:
-        result = self.retriever(ds).retrieve(q["question"], mode=cell.mode, k=self.config.retrieve_k,
-                                             lang=q["lang"], query_id=q["id"])
+        result = self.retriever(ds).retrieve(make_query(q["question"], lang=q["lang"], id=q["id"]), mode=cell.mode,
+                                             k=self.config.retrieve_k)
         return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result]
 
     @staticmethod

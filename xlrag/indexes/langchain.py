@@ -28,7 +28,7 @@ from langchain_core.documents import Document as LCDocument
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
-from xlrag.schema import Channel, Hit, QueryFields, Retrieval
+from xlrag.schema import Channel, Hit, Query, QueryFields, Retrieval, make_query
 from xlrag.validate import check_k, check_kwargs
 
 __all__ = ["RetrievedDocuments", "XlragLangChainRetriever", "hit_to_document"]
@@ -117,24 +117,28 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
         check_k(data.get("k"))
         super().__init__(**data)
 
-    def _args(self, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
-              target_lang: str | None, channels: list[Channel] | None) -> dict[str, Any]:
+    def _call(self, query: str, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
+              target_lang: str | None, channels: list[Channel] | None) -> tuple[Query, dict[str, Any]]:
+        """The call's :class:`Query` and the retriever's arguments, each from the call or else the field."""
         given = {"k": check_k(k), "mode": mode, "lang": lang, "relevant_langs": relevant_langs,
                  "target_lang": target_lang, "channels": channels}
-        return {name: getattr(self, name) if value is None else value for name, value in given.items()}
+        args = {name: getattr(self, name) if value is None else value for name, value in given.items()}
+        q = make_query(query, lang=args.pop("lang"), relevant_langs=args.pop("relevant_langs"),
+                       target_lang=args.pop("target_lang"))
+        return q, args
 
     @_per_call
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 k: int | None = None, mode: str | None = None, lang: str | None = None,
                                 relevant_langs: list[str] | None = None, target_lang: str | None = None,
                                 channels: list[Channel] | None = None) -> RetrievedDocuments:
-        return RetrievedDocuments(self.retriever.retrieve(query, **self._args(k, mode, lang, relevant_langs,
-                                                                               target_lang, channels)))
+        q, args = self._call(query, k, mode, lang, relevant_langs, target_lang, channels)
+        return RetrievedDocuments(self.retriever.retrieve(q, **args))
 
     @_per_call
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
                                        k: int | None = None, mode: str | None = None, lang: str | None = None,
                                        relevant_langs: list[str] | None = None, target_lang: str | None = None,
                                        channels: list[Channel] | None = None) -> RetrievedDocuments:
-        return RetrievedDocuments(await self.retriever.aretrieve(query, **self._args(k, mode, lang, relevant_langs,
-                                                                                      target_lang, channels)))
+        q, args = self._call(query, k, mode, lang, relevant_langs, target_lang, channels)
+        return RetrievedDocuments(await self.retriever.aretrieve(q, **args))

@@ -12,7 +12,7 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from xlrag.indexes.retriever import CrossLingualRetriever
-from xlrag.schema import Channel, Hit
+from xlrag.schema import Channel, Hit, make_query
 from xlrag.validate import check_k
 
 __all__ = ["XlragLlamaRetriever", "hit_to_node"]
@@ -51,12 +51,14 @@ class XlragLlamaRetriever(BaseRetriever):
                  target_lang: str | None = None, channels: list[Channel] | str | None = None):
         super().__init__()
         self._xl = retriever
-        self._args: dict[str, Any] = {"mode": mode, "k": check_k(k), "lang": lang,
-                                      "relevant_langs": relevant_langs, "target_lang": target_lang,
-                                      "channels": channels}
+        self._fields: dict[str, Any] = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang}
+        make_query("?", **self._fields)  # a bad field fails here, not at the first question
+        self._args: dict[str, Any] = {"mode": mode, "k": check_k(k), "channels": channels}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return [hit_to_node(h) for h in self._xl.retrieve(query_bundle.query_str, **self._args)]
+        q = make_query(query_bundle.query_str, **self._fields)
+        return [hit_to_node(h) for h in self._xl.retrieve(q, **self._args)]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return [hit_to_node(h) for h in await self._xl.aretrieve(query_bundle.query_str, **self._args)]
+        q = make_query(query_bundle.query_str, **self._fields)
+        return [hit_to_node(h) for h in await self._xl.aretrieve(q, **self._args)]

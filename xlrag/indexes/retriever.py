@@ -359,10 +359,13 @@ class CrossLingualRetriever:
     def retrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None, k: int | None = None,
                  lang: str | None = None, relevant_langs: list[str] | None = None, target_lang: str | None = None,
                  query_id: str | None = None, channels: Sequence[Channel] | str | None = None) -> Retrieval:
-        """The :class:`~xlrag.schema.Retrieval` for ``query``; the query fields feed the modes that
-        need them (``rel_langs`` takes ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` take
-        ``target_lang``). ``mode``, ``k`` and ``channels`` override the retriever's own for this call."""
-        fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
+        """The :class:`~xlrag.schema.Retrieval` for ``query``: one :class:`~xlrag.schema.Query`
+        carries what the modes need (``make_query(text, lang="ar", relevant_langs=[...])``;
+        ``rel_langs`` reads ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` read
+        ``target_lang``), or a bare question whose language is detected. ``mode``, ``k`` and
+        ``channels`` override the retriever's own for this call. The query fields as keywords
+        are the old way, accepted with a deprecation warning for one release."""
+        fields = _old_fields("retrieve", lang, relevant_langs, target_lang, query_id)
         q, policy, k = self._resolve(query, mode, k, fields)
         plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
         return self._run(q, plan, k, _channels(channels) if channels is not None else self.channels)
@@ -374,7 +377,7 @@ class CrossLingualRetriever:
                         channels: Sequence[Channel] | str | None = None) -> Retrieval:
         """Async :meth:`retrieve`: detection, translation, embedding, searches and reranking run
         in a worker thread, so the event loop is never blocked."""
-        fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
+        fields = _old_fields("aretrieve", lang, relevant_langs, target_lang, query_id)
         chosen = _channels(channels) if channels is not None else self.channels
         q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k, fields)
         plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(k))
@@ -402,3 +405,17 @@ def _channels(channels: Sequence[str] | str) -> list[Channel]:
         return parse_channels(channels if isinstance(channels, str) else list(channels))
     except ValueError as e:
         raise ConfigError(str(e)) from None
+
+
+def _old_fields(where: str, lang: str | None, relevant_langs: list[str] | None, target_lang: str | None,
+                query_id: str | None) -> dict[str, Any]:
+    """The query fields given the old way (as keywords), with the deprecation warning."""
+    fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
+    given = [name for name, v in fields.items() if v is not None]
+    if given:
+        from xlrag.errors import XlragDeprecationWarning
+
+        warnings.warn(f"CrossLingualRetriever.{where}({', '.join(f'{g}=' for g in given)}...) is deprecated: "
+                      f"pass a Query, e.g. {where}(make_query(text, {given[0].replace('query_id', 'id')}=...)); "
+                      "the keywords go in the next release", XlragDeprecationWarning, stacklevel=4)
+    return fields

@@ -27,6 +27,7 @@ from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
 from xlrag.perspectives.models import Perspectives
+from xlrag.schema import Query
 from xlrag.server.docs_ui import install_docs
 from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
@@ -125,8 +126,9 @@ class XlragServer:
         return self.limits.max_question_chars or self.config.retrieval.max_question_chars
 
     def check(self, question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
-              target_lang: str | None = None) -> None:
-        """The request's question and languages, refused before any work with a typed 422."""
+              target_lang: str | None = None) -> Query:
+        """The request's question and languages as a :class:`Query`, refused before any work
+        with a typed 422."""
         from xlrag.queries import check_question
         from xlrag.schema import make_query
 
@@ -134,7 +136,7 @@ class XlragServer:
             check_question(question, self.max_question_chars, setting=None)  # a client cannot raise it
         except QuestionTooLongError as e:
             raise ApiError(422, "question_too_long", str(e)) from None
-        make_query(question, lang=lang, relevant_langs=relevant_langs, target_lang=target_lang)
+        return make_query(question, lang=lang, relevant_langs=relevant_langs, target_lang=target_lang)
 
     @asynccontextmanager
     async def lifespan(self, app: FastAPI) -> AsyncIterator[None]:
@@ -245,11 +247,11 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
                          "lexical channel's search of stores in other languages), which queues for a generation "
                          "slot like an answer.")
 async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
-    server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    query = server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
+                         target_lang=body.target_lang)
     mode = body.mode or server.config.retrieval.mode
     k = body.k or server.config.retrieval.k
-    fields = {"lang": body.lang, "relevant_langs": body.relevant_langs, "target_lang": body.target_lang}
-    call = server.retriever.aretrieve(body.question, mode=mode, k=k, channels=body.channels, **fields)
+    call = server.retriever.aretrieve(query, mode=mode, k=k, channels=body.channels)
     if server.retriever.translates(mode, body.channels):
         # translations run on the generation model: they queue like an answer
         async with server.limiter.slot():

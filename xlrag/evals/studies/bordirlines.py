@@ -35,6 +35,7 @@ from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
+from xlrag.schema import make_query
 
 __all__ = ["PUBLISHED", "BordIRlinesConfig", "BordIRlinesRunner", "bordirlines_figures", "bordirlines_markdown",
            "bordirlines_report"]
@@ -249,8 +250,8 @@ class BordIRlinesRunner(StudyRun):
             inp.update(mode=mode, **_route(mode, t, q))
         else:
             # the mode's own k passages, filtered: the variant changes which passages, not how many were looked at
-            hits = await self.retriever().aretrieve(q.question, mode=mode, k=self.config.k, lang=q.lang,
-                                                    query_id=q.query_id, **_route(mode, t, q))
+            query = make_query(q.question, lang=q.lang, id=q.query_id, **_route(mode, t, q))
+            hits = await self.retriever().aretrieve(query, mode=mode, k=self.config.k)
             grades = [passage_grade(self.labels, t, q, h.id, h.doc_id) for h in hits]
             keep = [h.passage for h, g in zip(hits, grades, strict=True)
                     if g is not None and (g > 0) == (variant == "relevant")]
