@@ -176,10 +176,6 @@ class RetrievalConfig(_Section):
         return v
 
 
-class RerankConfig(_Section):
-    name: str = Field("none", description="registry name: none, cohere")
-    model: str | None = None
-    base_url: str | None = None
 
 
 class StoreConfig(_Section):
@@ -235,6 +231,39 @@ class LLMConfig(_Section):
         data = (base or cls()).model_dump()
         data.update(provider=provider, model=model or None)
         return cls(**data)
+
+
+class RerankConfig(_Section):
+    """The rerank stage: ``candidates`` of the fused list in, ``retrieval.k`` out."""
+
+    name: str = Field("none", description="registry name: none, cohere, llm")
+    model: str | None = Field(None, description="cohere: the rerank model id")
+    base_url: str | None = Field(None, description="cohere: endpoint override")
+    llm: LLMConfig | None = Field(
+        None, description="llm: the chat model that judges each passage; None: the local "
+                          "qwen2.5-coder-1.5b-instruct (benchmarks/rerank_methods.py)")
+    method: Literal["pointwise", "listwise"] = Field(
+        "pointwise", description="llm: pointwise scores each (question, passage) pair; listwise shows all "
+                                 "candidates at once and the model names the best")
+    scoring: Literal["auto", "logprobs", "grade"] = Field(
+        "auto", description="llm pointwise: logprobs reads P(yes) - P(no) from the next-token distribution "
+                            "(local models, openai); grade parses a 0-3 reply (any chat model); auto: logprobs "
+                            "where the provider returns them")
+    max_passage_tokens: int = Field(160, ge=8, le=2048,
+                                    description="llm: each passage is cut to this many tokens (bounds the cost)")
+    candidates: int | None = Field(None, ge=1, description="llm: how many of the fused list are reranked, at most "
+                                                         "retrieval.retrieve_k; None: all retrieve_k")
+    concurrency: int = Field(4, ge=1, le=64, description="llm: vendor requests in flight at once")
+
+    @field_validator("name")
+    @classmethod
+    def _known_reranker(cls, v: str) -> str:
+        from xlrag.registry import available
+
+        known = available("reranker")  # the registry is the one list of rerankers
+        if v not in known:
+            raise ValueError(f"unknown rerank.name {v!r}; choose one of: {', '.join(known)}")
+        return v
 
 
 class AnswerConfig(_Section):
@@ -303,6 +332,15 @@ class XlragConfig(BaseSettings):
         # The YAML file is merged in load_config as init values underneath explicit
         # overrides; here only the environment and explicit arguments remain.
         return (init_settings, env_settings)
+
+    @model_validator(mode="after")
+    def _rerank_within_retrieval(self) -> XlragConfig:
+        # The reranker sees only what retrieval fetched: more candidates than retrieve_k would
+        # silently rerank fewer than configured.
+        if self.rerank.candidates is not None and self.rerank.candidates > self.retrieval.retrieve_k:
+            raise ValueError(f"rerank.candidates ({self.rerank.candidates}) is more than retrieval.retrieve_k "
+                             f"({self.retrieval.retrieve_k}); lower the one or raise the other")
+        return self
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

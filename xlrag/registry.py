@@ -22,7 +22,7 @@ Kind = Literal["embedder", "reranker", "llm", "translator", "fusion"]
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "embedder": ("xlrag.indexes.embedders",),
-    "reranker": ("xlrag.indexes.rerank",),
+    "reranker": ("xlrag.indexes.rerank", "xlrag.chains.reranker"),
     "llm": ("xlrag.chains.llms",),
     "translator": ("xlrag.chains.translator",),
     "fusion": ("xlrag.indexes.fusion",),

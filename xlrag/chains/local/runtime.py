@@ -226,6 +226,11 @@ class LocalLlamaChat(BaseChatModel):
                                                     self.chat_format if self.chat else None)
         return self._llama, self._lock
 
+    def native(self) -> tuple[Any, threading.Lock]:
+        """The shared llama.cpp model and the lock that serialises its context, for callers that
+        read logits themselves (the LLM reranker); hold the lock for every use of the context."""
+        return self._load()
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this model's tokenizer (no BOS)."""
         llama, _ = self._load()
