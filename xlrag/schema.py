@@ -228,7 +228,8 @@ class GroundedAnswer(BaseModel):
         "unparseable, ambiguous, truncated, no_citations, invalid_citation, post_hoc_citations, closed_book",
     )
     raw_output: str = ""
-    index_complete: bool = Field(True, description="False when the index was half-built: passages may be missing")
+    index_complete: bool = Field(True, description="False when the index was half-built, or a store could not be "
+                                                   "searched by every channel: passages may be missing")
     retrieval_notes: list[str] = Field(default_factory=list, description="why a wanted store was not searched")
 
     @property

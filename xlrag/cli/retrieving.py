@@ -101,8 +101,9 @@ def check_output_path(path: Path) -> None:
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:
     if not complete:
-        warn("the index is half-built (a build is running or was stopped): passages may be missing; "
-             "finish it with 'xlrag index' and verify with 'xlrag check'")
+        warn("passages may be missing: the index is half-built (a build is running or was stopped) or a "
+             "store could not be searched by every channel (the notes say which); finish it with "
+             "'xlrag index', verify with 'xlrag check'")
     for note in notes:
         warn(note, "note")
 

@@ -30,31 +30,19 @@ import shutil
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from xlrag.indexes.analyzers import analyzer_for
-
-if TYPE_CHECKING:
-    from xlrag.indexes.store import LanguageStores
+from xlrag.indexes.store import LanguageStores, LexicalRef
 
 __all__ = ["LEXICAL_DIR", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores", "ids_digest", "problem",
            "prune_lexical", "sync_lexical"]
 
 LEXICAL_DIR = "lexical"
 _IDS = "ids.json"
-
-
-class LexicalRef(BaseModel):
-    """What the manifest records of one store's lexical index."""
-
-    analyzer: str = Field(description="the analyzer version that tokenized it")
-    digest: str = Field(description="digest of the store's passage ids it was built from")
-    passages: int
-    empty: int = Field(0, description="passages that gave no lexical token (found by the dense channel only)")
-    folder: str = Field(description="its folder under lexical/")
 
 
 class LexicalRanking(BaseModel):

@@ -27,16 +27,25 @@ from pydantic import BaseModel, Field, ValidationError
 from xlrag.config import StoreConfig
 from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError, IndexNotFoundError
 from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
-from xlrag.indexes.lexical import LexicalRef
 from xlrag.schema import Passage
 
-__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "StoreRanking", "StoreResult"]
+__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "LexicalRef", "StoreRanking", "StoreResult"]
 
 # 2: passage ids include the document fingerprint; metadata holds source and fp;
 # collections are named xlrag.<index>.<lang>.
 FORMAT_VERSION = 2
 _PAGE = 2000
 _RETRIES = 6  # deeper searches past ids deleted meanwhile, before giving up
+
+
+class LexicalRef(BaseModel):
+    """What the manifest records of one store's lexical index (:mod:`xlrag.indexes.lexical`)."""
+
+    analyzer: str = Field(description="the analyzer version that tokenized it")
+    digest: str = Field(description="digest of the store's passage ids it was built from")
+    passages: int
+    empty: int = Field(0, description="passages that gave no lexical token (found by the dense channel only)")
+    folder: str = Field(description="its folder under lexical/")
 
 
 class IndexManifest(BaseModel):

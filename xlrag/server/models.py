@@ -136,7 +136,7 @@ class AnswerOut(_Out):
                                        "hold, flag unsupported), or when it cites none of its passages "
                                        "itself (none valid, or only post hoc: attributed by similarity "
                                        "afterwards, not by the model)")
-    index_complete: bool = Field(description="false while the index is half-built: passages may be missing")
+    index_complete: bool = Field(description=GroundedAnswer.model_fields["index_complete"].description)
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
 
     @classmethod
