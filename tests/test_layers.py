@@ -10,6 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
 GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
+          "xlrag.outputs",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
           "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
 

@@ -24,6 +24,7 @@ __all__ = [
     "LanguageNotIndexedError",
     "MissingAPIKeyError",
     "MissingDependencyError",
+    "OutputPathError",
     "PolicyError",
     "ProviderError",
     "QuestionTooLongError",
@@ -144,6 +145,12 @@ class CorpusRowError(CorpusError):
     def skipped(self) -> CorpusRowError:
         """The same error as reported after --skip-bad skipped the row."""
         return CorpusRowError(self.path, self.line, self.reason, skippable=False)
+
+
+class OutputPathError(ConfigError):
+    """A path xlrag was told to write cannot take the output: a folder given for a file, a
+    folder that is missing or read-only, or a file holding something other than xlrag's own
+    output of that kind (refused, never truncated). See :mod:`xlrag.outputs`."""
 
 
 class IndexDirError(XlragError):

@@ -123,3 +123,47 @@ def test_a_damaged_model_call_cache_in_the_run_folder_is_one_line(tmp_path):
     (out / "cache.sqlite").write_bytes(b"\x00garbage" * 500)
     _one_line_error(_run(_experiment(tmp_path), out), "cache.sqlite", "is damaged")
     assert not read_records(out / "records.jsonl")
+
+
+def _mini(tmp_path: Path, texts: dict[str, str]) -> Path:
+    """A two-language corpus of ``texts`` (doc id -> text), its queries, and a grid over it."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"id": d, "text": t, "lang": d.rsplit("-", 1)[1]}) + "\n"
+                              for d, t in texts.items()), encoding="utf-8")
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "lang": "en"}) + "\n"
+                               for i, q in enumerate(["Where do trains leave from?", "When do museums open?"])),
+                       encoding="utf-8")
+    exp = {"name": "edit", "modes": ["all"], "retrieve_k": 6, "k": 3, "llms": [],
+           "datasets": [{"name": "mini", "corpus": str(corpus), "queries": str(queries)}]}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(exp), encoding="utf-8")
+    return path
+
+
+def test_an_edited_corpus_is_never_scored_against_the_old_index(tmp_path):
+    first = {**{f"d{i}-en": f"The trains to city {i} leave from platform {i}; museums open at {i} am."
+                for i in range(3)},
+             **{f"d{i}-es": f"Los trenes a la ciudad {i} salen del andén {i}; los museos abren a las {i}."
+                for i in range(3)}}
+    out = tmp_path / "run"
+    res = _run(_mini(tmp_path, first), out)
+    assert res.returncode == 0, res.stderr[-800:]
+    assert any(h["doc_id"].endswith("-en") for r in RunFolder(out).records() for h in r["retrieved"])
+
+    # drop every English document and change every text: the same folder, rerun
+    edited = {d: f"Los autobuses a la ciudad {d[1]} salen de la estación norte." for d in first if d.endswith("-es")}
+    res = _run(_mini(tmp_path, edited), out)
+    assert res.returncode == 0, res.stderr[-800:]
+    assert "2 records written, 0 already present" in res.stdout, res.stdout + res.stderr
+    retrieved = [h for r in RunFolder(out).records() for h in r["retrieved"]]
+    assert retrieved and {h["doc_id"] for h in retrieved} <= set(edited)
+    assert json.loads((out / "inventory-mini.json").read_text(encoding="utf-8"))["counts"] == {"es": 3}
+
+    # unchanged: the index is reused as it is (its sync stamp untouched), nothing redone
+    stamp = (out / "index-mini.synced.json").read_bytes()
+    same = _run(_mini(tmp_path, edited), out)
+    assert "0 records written, 2 already present" in same.stdout, same.stdout + same.stderr
+    assert (out / "index-mini.synced.json").read_bytes() == stamp
+    # the run folder's lock files are gone with the run
+    assert not list(out.glob(".xlrag-run.*")) and not list(out.glob("index-mini/.xlrag-write.*"))

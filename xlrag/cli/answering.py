@@ -133,8 +133,11 @@ def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str 
     if given:
         raise ConfigError(f"--perspectives searches one language's store per answer; drop {given[0]} "
                           f"(choose the languages with --langs)")
-    if html is not None and not html.parent.is_dir():
-        raise ConfigError(f"--html {html}: the folder {html.parent} does not exist; create it or write elsewhere")
+    if html is not None:
+        from xlrag.evals.report import HTML_PAGE
+        from xlrag.outputs import check_output
+
+        check_output(html, "--html", HTML_PAGE)
 
 
 def _ask_agent(cfg: Any, inputs: dict[str, Any], as_json: bool) -> None:

@@ -48,10 +48,10 @@ def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
     if k is not None and k < 1:
         raise InvalidArgumentError("-k", "a whole number >= 1", k)
     if trec is not None:
-        if trec.is_dir():
-            raise ConfigError(f"--trec {trec} is a directory; give a file path such as {trec / 'run.trec'}")
-        if not trec.parent.is_dir():
-            raise ConfigError(f"--trec {trec}: the directory {trec.parent} does not exist; create it first")
+        from xlrag.evals.retrieval import TREC_RUN
+        from xlrag.outputs import check_output
+
+        check_output(trec, "--trec", TREC_RUN)
 
 
 @eval_app.command("retrieval")

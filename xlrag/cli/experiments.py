@@ -53,8 +53,6 @@ def eval_run(
         _, filled = with_settings(type(cfg), read_yaml(experiment), settings)
         if filled:
             warn(f"from the xlrag config (not set in {experiment}): {', '.join(filled)}", "note")
-        if out.exists() and not out.is_dir():
-            raise XlragError(f"--out {out} is a file; give a folder for the run")
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn())
         with Progress(*columns, transient=False) as bar:

@@ -12,6 +12,7 @@ import typer
 from xlrag.cli._app import OUT, _csv, _fail, echo, err, warn
 from xlrag.cli.evaluating import eval_app
 from xlrag.errors import ConfigError, XlragError
+from xlrag.outputs import Kind, check_output, document_kind, jsonl_kind
 
 PanelOpt = Annotated[Path | None, typer.Option(
     "--panel", help="YAML with a judges: section (a panel, or an experiment holding one); default: the "
@@ -43,10 +44,13 @@ def eval_judge(
                         "skipped anyway)")] = None,
 ) -> None:
     """Judge every row with the panel; rerun the same command to resume after a kill."""
-    from xlrag.evals.judge_items import judge_file, load_panel
+    from xlrag.evals.judge_items import VERDICT_FILE, judge_file, load_panel, read_items
     from xlrag.evals.judges import default_panel
 
     try:
+        # both files before the progress bar and the panel: judge_file checks them again, for the API
+        read_items(items)
+        check_output(out, "--out", VERDICT_FILE)
         cfg = load_panel(panel) if panel is not None else default_panel()
         llm_cache = None
         if cache is not None:
@@ -82,6 +86,24 @@ def _candidates(panel: Path | None, judges: list[str], threads: int | None) -> A
     if unknown:
         raise ConfigError(f"--judges {', '.join(unknown)}: no such candidate; choose from {', '.join(cfg.labels)}")
     return PanelConfig(judges=[j for j in cfg.judges if j.label in judges], tie_break=cfg.tie_break)
+
+
+def _calibration_json(text: str) -> str | None:
+    try:
+        report = json.loads(text)
+    except json.JSONDecodeError:
+        return "not JSON"
+    return None if isinstance(report, dict) and {"judges", "panels", "chosen"} <= report.keys() else \
+        "not a judge calibration (no judges, panels and chosen)"
+
+
+def _calibration_files(out: Path) -> list[tuple[Path, Kind]]:
+    """The three files `eval calibrate --out` writes, each of its own kind: none may hold anything else."""
+    return [(out, document_kind("a judge calibration", "judges.json", _calibration_json)),
+            (out.with_suffix(".md"), document_kind(
+                "a judge calibration's tables", "judges.md",
+                lambda text: None if text.startswith("# Judge calibration") else "not a judge calibration's tables")),
+            (out.with_suffix(".votes.jsonl"), jsonl_kind("calibration votes", "judges.votes.jsonl", "id", "votes"))]
 
 
 def _default_cache() -> Path:
@@ -122,8 +144,9 @@ def eval_calibrate(
         if threads is not None and panel is not None:
             raise ConfigError("--threads sets the default candidates' threads; with --panel, set n_threads "
                               "in the panel file instead")
-        if out is not None and (out.is_dir() or not out.parent.is_dir()):
-            raise ConfigError(f"--out {out}: give a file path in an existing folder, such as judges.json")
+        if out is not None:
+            for path, kind in _calibration_files(out):
+                check_output(path, "--out", kind)
         candidates = _candidates(panel, _csv(judges), threads)
         every = build_items(_csv(langs) or None, seed=seed)
         items = stratified(every, limit)

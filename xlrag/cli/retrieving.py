@@ -35,6 +35,10 @@ from xlrag.cli._app import (
     warn,
 )
 from xlrag.errors import XlragError
+from xlrag.outputs import jsonl_kind
+
+# what `retrieve --queries --out` writes: a file holding anything else is refused, not replaced
+RESULTS = jsonl_kind("retrieval results", "results.jsonl", "query_id", "results")
 
 
 @app.command()
@@ -70,7 +74,9 @@ def retrieve(
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder,
                       channels=channels)
         if out_path is not None:
-            check_output_path(out_path)
+            from xlrag.outputs import check_output
+
+            check_output(out_path, "--out", RESULTS)
         retriever = CrossLingualRetriever.from_config(cfg)
         if question is not None:
             q = make_query(question, lang=lang, relevant_langs=_csv(relevant_langs), target_lang=target_lang)
@@ -87,16 +93,6 @@ def retrieve(
         print_hits(hits, as_json)
         return
     _batch(retriever, prepared, out_path)
-
-
-def check_output_path(path: Path) -> None:
-    """Fail before any work when the results could not be written."""
-    from xlrag.errors import ConfigError
-
-    if path.is_dir():
-        raise ConfigError(f"--out {path} is a directory; give a file path such as {path / 'results.jsonl'}")
-    if not path.parent.is_dir():
-        raise ConfigError(f"--out {path}: the directory {path.parent} does not exist; create it first")
 
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:

@@ -28,7 +28,8 @@ from xlrag.errors import ConfigError
 
 __all__ = ["OUTPUT_PATHS", "RunFingerprint", "inert_fields", "run_fingerprint"]
 
-# an index a run builds when it is missing: its path names which index, its files are not an input
+# an index a run builds: its path names which index, its files are not an input; the run keeps
+# it in step with the corpus hashed here, or refuses it (xlrag.evals.run_index)
 OUTPUT_PATHS = frozenset({"index_dir"})
 
 

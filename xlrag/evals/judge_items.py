@@ -21,10 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from xlrag.errors import ConfigError, CorpusError, CorpusRowError, UnknownLanguageError
 from xlrag.evals.judges import JudgePanel, PanelConfig, PanelVerdict
 from xlrag.locking import FolderLock
+from xlrag.outputs import check_output, jsonl_kind, read_appended
 
 __all__ = ["JudgeItem", "judge_file", "load_panel", "read_items", "verdict_row"]
 
 _SHAPE = '{"id", "question", "lang", "answer", "gold": [...]}'
+# what `eval judge --out` holds: a file of anything else is refused, never truncated
+VERDICT_FILE = jsonl_kind("verdicts", "verdicts.jsonl", "id", "verdict", "votes")
 
 
 class JudgeItem(BaseModel):
@@ -122,10 +125,8 @@ def _locked(out: Path) -> FolderLock:
 
 def _done(out: Path, labels: list[str]) -> set[str]:
     """Ids already judged in ``out`` (a torn last line is cut off), by the same panel."""
-    from xlrag.evals.run_folder import read_records
-
     done: set[str] = set()
-    for n, rec in enumerate(read_records(out, repair=True), 1):
+    for n, rec in enumerate(read_appended(out, VERDICT_FILE, repair=True), 1):
         judged = [v.get("judge") for v in rec.get("votes") or []]
         if judged != labels:
             raise ConfigError(f"{out}:{n} was judged by {judged}, not by this panel {labels}; give another "
@@ -139,11 +140,7 @@ def judge_file(items: str | Path, out: str | Path, panel: PanelConfig, *, llm_ca
     """Judge every row of ``items`` not yet in ``out``; ``{"judged", "skipped", "true", "false",
     "null", "invalid_votes"}``. ``llm_cache``: a LangChain cache for the LLM judges' calls."""
     rows = read_items(items)
-    out = Path(out)
-    if out.is_dir():
-        raise ConfigError(f"--out {out} is a directory; give a file path such as {out / 'verdicts.jsonl'}")
-    if not out.parent.is_dir():
-        raise ConfigError(f"--out {out}: the folder {out.parent} does not exist; create it first")
+    out = check_output(out, "--out", VERDICT_FILE)
     judges = JudgePanel(panel)
     summary = {"judged": 0, "skipped": 0, "true": 0, "false": 0, "null": 0, "invalid_votes": 0}
     with _locked(out):

@@ -27,6 +27,7 @@ from xlrag.evals.judges import VERDICTS
 from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
+from xlrag.outputs import document_kind
 
 __all__ = ["GridInputs", "build_report", "grid_report", "read_inputs"]
 
@@ -474,12 +475,25 @@ def html_page(report: dict[str, Any], figs: dict[str, bytes]) -> str:
     return html_document(report["experiment"], markdown(report), figs)
 
 
+_PAGE_HEAD = "<!doctype html><html><head><meta charset='utf-8'><title>"
+_PAGE_STYLE = ("</title><style>body{font-family:sans-serif;max-width:70em;margin:auto}pre{white-space:pre-wrap}"
+               "figure{display:inline-block;margin:.5em}</style>")
+
+
+def _our_page(text: str) -> str | None:
+    title_end = text.find("</title>")
+    ours = text.startswith(_PAGE_HEAD) and title_end >= 0 and text.startswith(_PAGE_STYLE, title_end)
+    return None if ours else "it is not a page xlrag wrote"
+
+
+# what html_document's pages are (ask --perspectives --html): a file of anything else is refused, not replaced
+HTML_PAGE = document_kind("an HTML page", "view.html", _our_page)
+
+
 def html_document(title: str, md: str, figs: dict[str, bytes]) -> str:
     """A self-contained page: the Markdown report, then the figures as embedded PNGs."""
     body = "<pre>" + html.escape(md) + "</pre>"
     imgs = "".join(
         f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
         f"<figcaption>{html.escape(name)}</figcaption></figure>" for name, png in figs.items())
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>body{{font-family:sans-serif;max-width:70em;margin:auto}}pre{{white-space:pre-wrap}}"
-            f"figure{{display:inline-block;margin:.5em}}</style></head><body>{body}{imgs}</body></html>")
+    return f"{_PAGE_HEAD}{html.escape(title)}{_PAGE_STYLE}</head><body>{body}{imgs}</body></html>"

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 
 from xlrag.errors import CorpusError, CorpusRowError, InvalidArgumentError
 from xlrag.evals.stats import bootstrap_ci, bootstrap_macro_ci
+from xlrag.outputs import check_output, lines_kind
 from xlrag.validate import check_k, did_you_mean
 
 __all__ = [
@@ -415,6 +416,21 @@ def _trec_field(name: str, value: str) -> str:
     return value
 
 
+def _trec_line(line: str) -> str | None:
+    fields = line.split()
+    if len(fields) != 6 or fields[1] != "Q0":
+        return "not a 'qid Q0 docid rank score tag' line"
+    try:
+        int(fields[3]), float(fields[4])
+    except ValueError:
+        return "its rank or score is not a number"
+    return None
+
+
+# what --trec writes: a file holding anything else is refused, not replaced
+TREC_RUN = lines_kind("a TREC run", "run.trec", _trec_line)
+
+
 def write_trec_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float]]], tag: str = "xlrag") -> int:
     """Write ``run`` as a TREC run file, one ``qid Q0 docid rank score tag`` line per entry,
     ranks from 1 in list order; returns the number of lines. Scores must strictly decrease
@@ -423,6 +439,7 @@ def write_trec_run(path: str | Path, run: Mapping[str, Sequence[tuple[str, float
     path = Path(path)
     if path.is_dir() or not path.parent.is_dir():
         raise InvalidArgumentError("path", "a file in an existing directory", str(path))
+    check_output(path, "path", TREC_RUN)
     tag = _trec_field("tag", tag)
     lines = []
     for qid, entries in run.items():

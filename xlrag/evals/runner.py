@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.config import LLMConfig
-from xlrag.errors import IndexNotFoundError
 from xlrag.evals.experiment import (
     Cell,
     DatasetConfig,
@@ -67,11 +66,10 @@ class ExperimentRunner(StudyRun):
     def retriever(self, ds: DatasetConfig):
         if ds.name not in self._retrievers:
             from xlrag.demo import DEMO_SPLITTER, demo_embedder
+            from xlrag.evals.run_index import run_index
             from xlrag.indexes.embed_cache import CachedEmbedder
             from xlrag.indexes.embedders import build_embedder
-            from xlrag.indexes.indexer import build_index
             from xlrag.indexes.retriever import CrossLingualRetriever
-            from xlrag.indexes.store import LanguageStores
 
             index = ds.index_dir or self.out / f"index-{ds.name}"
             vendored = ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent)
@@ -79,24 +77,10 @@ class ExperimentRunner(StudyRun):
             # the vendored corpora's local embeddings ship with the package; any other is cached in the run
             embedder = (demo_embedder() if vendored and local
                         else CachedEmbedder(build_embedder(self.config.embedder), self.out / "embeddings.sqlite"))
-            stores = None
-            if index.is_dir():
-                # A complete index is used as it is: checking it against the corpus means
-                # splitting every document again (10 s for the demo corpora), on every run.
-                # `xlrag index` brings an index up to date with its corpus.
-                try:
-                    stores = LanguageStores.open(index, embedder.name, embedder.dim)
-                except IndexNotFoundError:
-                    stores = None
-                if stores is not None and not stores.complete:
-                    stores = None  # half-built: finish it below
-            if stores is None:
-                # this dataset's corpus only: an index holding the other demo corpus too would
-                # put its languages into the `all` and `balanced` results
-                splitter = DEMO_SPLITTER if vendored else None
-                build_index(ds.corpus, index, embedder=embedder, embedder_config=self.config.embedder,
-                            splitter=splitter)
-                stores = LanguageStores.open(index, embedder.name, embedder.dim)
+            # this dataset's corpus only: an index holding the other demo corpus too would
+            # put its languages into the `all` and `balanced` results
+            stores = run_index(self.folder, ds.name, ds.corpus, index, embedder,
+                               embedder_config=self.config.embedder, splitter=DEMO_SPLITTER if vendored else None)
             from xlrag.evals.retrieval_run import IndexInventory
 
             # the report scores retrieval from the records alone: it needs each document's
