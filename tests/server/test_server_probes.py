@@ -1,0 +1,74 @@
+"""`xlrag serve` as a careless user and an unlucky operator meet it (issue #32): an index moved
+away before the first request, SIGTERM a moment into a local model's answer, a bad perspectives
+request behind a busy generation slot. Real server processes, a real llama.cpp model
+(gemma-3-270m, the catalogue's smallest), real files and signals."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from tests.server.conftest import QUESTION, wait_until_up
+
+XLRAG = str(Path(sys.executable).with_name("xlrag"))
+SMALLEST = "gemma-3-270m"  # xlrag.chains.local.catalogue: a few seconds an answer
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(index: Path, cwd: Path, *options: str, ready: str = "/v1/health") -> Iterator[tuple[subprocess.Popen, str]]:
+    """``xlrag serve`` over ``index`` with the smallest local model, up once ``ready`` answers 200."""
+    port = _free_port()
+    # cwd: no xlrag.yaml of the repository's is read; PYTHONPATH passes on: the xlrag under test
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLRAG_")}
+    env.update({"XLRAG_LLM__MODEL": SMALLEST, "ANONYMIZED_TELEMETRY": "False"})
+    proc = subprocess.Popen([XLRAG, "serve", "--index-dir", str(index), "--no-auth", "--port", str(port), *options],
+                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(proc, url, path=ready)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _unavailable(response: httpx.Response, tmp_path: Path) -> None:
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["type"] == "index_unavailable", error
+    assert "moved or removed" in error["message"] and "IndexNotFoundError" in error["message"], error
+    assert str(tmp_path) not in response.text  # the reason, never the server's paths
+
+
+def test_an_index_moved_away_before_the_first_request_is_never_served(xquad_index, tmp_path):
+    index = tmp_path / "index"
+    shutil.copytree(xquad_index, index)
+    # up without a request that opens the index: the first request comes after the move
+    with serving(index, tmp_path, ready="/openapi.json") as (_proc, url):
+        away = tmp_path / "moved"
+        index.rename(away)
+        _unavailable(httpx.get(f"{url}/v1/health", timeout=60), tmp_path)  # a load balancer routes elsewhere
+        _unavailable(httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION}, timeout=60), tmp_path)
+        _unavailable(httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, timeout=120), tmp_path)
+        # no database where the index was: a rebuild there is not refused
+        assert not index.exists(), sorted(p.name for p in index.rglob("*"))
+        away.rename(index)  # put back: served again, by the same process
+        health = httpx.get(f"{url}/v1/health", timeout=60)
+        assert health.status_code == 200, health.text
+        assert health.json()["index"]["languages"] == ["ar", "de", "en", "es", "ru", "zh"]
+        assert httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
