@@ -5,8 +5,10 @@ request behind a busy generation slot. Real server processes, a real llama.cpp m
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -15,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.server.conftest import QUESTION, wait_until_up
 
@@ -72,3 +75,49 @@ def test_an_index_moved_away_before_the_first_request_is_never_served(xquad_inde
         assert health.status_code == 200, health.text
         assert health.json()["index"]["languages"] == ["ar", "de", "en", "es", "ru", "zh"]
         assert httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
+
+
+def _events(response: httpx.Response) -> Iterator[tuple[str, dict]]:
+    name, data = None, []
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            continue
+        if not line:
+            if name is not None:
+                yield name, json.loads("\n".join(data))
+            name, data = None, []
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+
+
+ROUNDS = 10
+
+
+@pytest.mark.slow
+def test_sigterm_at_the_first_token_of_a_local_model_exits_0_every_time(xquad_index, tmp_path):
+    """A 1-second grace cuts the answer while llama.cpp is still generating it in a worker
+    thread; the model must not be freed under that thread (it was: signal 11, exit 139)."""
+    rounds = []
+    for _ in range(ROUNDS):
+        with serving(xquad_index, tmp_path, "--grace-seconds", "1") as (proc, url):
+            events: list[tuple[str, dict]] = []
+            # closed-book: no retrieval before the model, so each round is the model's answer alone
+            body = {"question": "Who won Super Bowl 50?", "lang": "en", "mode": "no_ir", "stream": True}
+            with httpx.Client(timeout=120) as client, client.stream("POST", f"{url}/v1/ask", json=body) as response:
+                assert response.status_code == 200
+                for event in _events(response):
+                    events.append(event)
+                    if [n for n, _ in events].count("token") == 1 and event[0] == "token":
+                        proc.send_signal(signal.SIGTERM)
+            output = proc.communicate(timeout=120)[0]
+        last, data = events[-1]
+        ended = data["error"]["type"] if last == "error" else last
+        rounds.append((proc.returncode, ended, "token" in [n for n, _ in events], output))
+    summary = f"exit codes {[code for code, *_ in rounds]}, streams ended {[ended for _, ended, *_ in rounds]}"
+    crashed = [o for code, *_, o in rounds if code != 0]
+    assert not crashed, f"{summary}; the first failed round's output:\n{crashed[0][-3000:]}"
+    assert all(ended in ("shutting_down", "done") for _, ended, _, _ in rounds), summary
+    assert all(tokens for _, _, tokens, _ in rounds), summary  # each signal came mid-answer
+    assert not [o for *_, o in rounds if "Traceback" in o or "Fatal Python error" in o]
