@@ -12,6 +12,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +22,7 @@ import httpx
 import pytest
 
 from tests.server.conftest import QUESTION, wait_until_up
+from tests.server.test_graceful_shutdown import server, slow_openai
 
 XLRAG = str(Path(sys.executable).with_name("xlrag"))
 SMALLEST = "gemma-3-270m"  # xlrag.chains.local.catalogue: a few seconds an answer
@@ -121,3 +124,39 @@ def test_sigterm_at_the_first_token_of_a_local_model_exits_0_every_time(xquad_in
     assert all(ended in ("shutting_down", "done") for _, ended, _, _ in rounds), summary
     assert all(tokens for _, _, tokens, _ in rounds), summary  # each signal came mid-answer
     assert not [o for *_, o in rounds if "Traceback" in o or "Fatal Python error" in o]
+
+
+def test_a_bad_perspectives_request_is_refused_at_once_behind_a_busy_slot(xquad_index, tmp_path):
+    streaming = threading.Event()
+
+    def hold_the_slot(url: str) -> None:
+        """A long streamed answer (400 words, one every 0.2 s): the only generation slot is taken."""
+        try:
+            with httpx.Client(timeout=120) as client, client.stream(
+                    "POST", f"{url}/v1/ask", json={"question": QUESTION, "stream": True}) as response:
+                for name, _ in _events(response):
+                    if name == "token":
+                        streaming.set()
+        except httpx.TransportError:
+            pass  # the server was stopped under it: the test is over
+
+    with slow_openai(words=400) as llm_url, server(xquad_index, llm_url, grace=1, cwd=tmp_path) as (_proc, url):
+        holder = threading.Thread(target=hold_the_slot, args=(url,), daemon=True)
+        holder.start()
+        assert streaming.wait(60), "the long answer did not start"
+        assert httpx.get(f"{url}/v1/health", timeout=10).json()["generation"]["active"] == 1
+        for body, kind, words in [
+            ({"question": QUESTION, "langs": ["en", "xx"]}, "unknown_language", "unknown language code 'xx'"),
+            ({"question": QUESTION, "langs": ["en", "fi"]}, "language_not_indexed", "no 'fi' store"),
+            ({"question": QUESTION, "langs": ["en", "ru", "es", "de"], "max_langs": 3}, "invalid_argument",
+             "max_langs=3"),
+        ]:
+            t0 = time.monotonic()
+            r = httpx.post(f"{url}/v1/perspectives", json=body, timeout=20)  # the queue would hold it 80 s
+            seconds = time.monotonic() - t0
+            assert r.status_code == 422, r.text
+            error = r.json()["error"]
+            assert error["type"] == kind and words in error["message"], error
+            assert seconds < 10, seconds
+        health = httpx.get(f"{url}/v1/health", timeout=10).json()["generation"]
+        assert health == {**health, "active": 1, "queued": 0}  # none of them ever queued
