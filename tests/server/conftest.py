@@ -168,8 +168,9 @@ def sse_events(response: httpx.Response) -> list[tuple[str, Any]]:
     return events
 
 
-def wait_until_up(proc: Any, url: str, seconds: float = 180) -> None:
-    """Until ``url``'s /v1/health answers 200; fails with the server's output if it exits first."""
+def wait_until_up(proc: Any, url: str, seconds: float = 180, path: str = "/v1/health") -> None:
+    """Until ``url``'s ``path`` answers 200; fails with the server's output if it exits first.
+    ``path`` "/openapi.json": up without a request that opens the index."""
     import subprocess
     import time
 
@@ -178,7 +179,7 @@ def wait_until_up(proc: Any, url: str, seconds: float = 180) -> None:
     while True:
         assert proc.poll() is None, proc.communicate()[0]
         try:
-            if httpx.get(f"{url}/v1/health", timeout=5).status_code == 200:
+            if httpx.get(f"{url}{path}", timeout=5).status_code == 200:
                 return
         except httpx.TransportError:
             pass

@@ -11,7 +11,8 @@ Chroma reports damage as ``InternalError`` (or sqlite errors) from deep inside
 its Rust core; :func:`guard` is the one place that turns those into
 :class:`IndexCorruptError`, and :func:`verify_files` detects the damage it would
 otherwise hide (a deleted database is silently recreated empty; deleted vector
-files leave passages that are never found) before a client is opened.
+files leave passages that are never found) before a client is opened. A client
+only opens a local database that exists: only an index's writer creates one.
 """
 
 from __future__ import annotations
@@ -275,6 +276,23 @@ class Backend:
 
     @property
     def client(self) -> Any:
+        """The Chroma client over the index's existing files. A local database that is not there
+        is an error, never created: Chroma would create an empty one in its place, and a reader
+        (a server whose index was moved away) would answer 'no passages' from it, and leave behind
+        a database that makes the folder no index and no empty folder. Writers create it with
+        :meth:`create_database`."""
+        if self._client is None and self.store.kind == "persistent" and not (self._chroma_dir / SQLITE).is_file():
+            from xlrag.errors import IndexNotFoundError
+
+            raise IndexNotFoundError(self.index_dir, f"its Chroma database chroma/{SQLITE} is not there: the folder "
+                                     f"was moved or removed, or its build never began")
+        return self._open()
+
+    def create_database(self) -> None:
+        """Create the local database (a new index's writer), or open the one already there."""
+        self._open()
+
+    def _open(self) -> Any:
         if self._client is None:
             os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
             import chromadb

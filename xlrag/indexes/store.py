@@ -182,7 +182,7 @@ class LanguageStores:
             raise IndexCorruptError(backend.where, "the server holds its stores but not its manifest")
         stores = cls(index_dir, IndexManifest(embedder=embedder, dim=dim, splitter=splitter or {}), store)
         with stores._guard():
-            stores.backend.client  # noqa: B018  the database exists before the manifest that readers trust
+            stores.backend.create_database()  # the database exists before the manifest that readers trust
         stores.save_manifest()
         return stores
 

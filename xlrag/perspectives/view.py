@@ -83,20 +83,39 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         return Perspectives
 
     # -- choose -------------------------------------------------------------------------------
-    def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
+    def check(self, value: Any) -> PerspectivesInput:
+        """``value`` checked as far as it can be without a model: its fields, and the languages it
+        names (an unknown code, one with no store, more than ``max_langs``). A server calls this
+        before it queues for a generation slot, so that a bad request is refused at once rather
+        than after every answer ahead of it in the queue."""
+        inp = _coerce(value)
+        retriever = self._retriever()
+        if inp.langs is not None:  # what choose_langs refuses of given languages, without ranking any
+            choose_langs(inp.question, inp.lang or "", retriever.languages, langs=inp.langs, rules=(),
+                         territories=(), max_langs=self._bound(inp), ranked=list)
+        return inp
+
+    def _retriever(self) -> Any:
         retriever = self.pipeline.retriever
         if retriever is None:
             raise ConfigError("perspectives compare the sources of each language: they need an index "
                               "(retrieval.mode no_ir has none)")
+        return retriever
+
+    @staticmethod
+    def _bound(inp: PerspectivesInput) -> int:
+        # languages named by the caller are their own bound, unless max_langs is given too
+        return inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
+
+    def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
+        retriever = self._retriever()
         query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang))
 
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
 
-        # languages named by the caller are their own bound, unless max_langs is given too
-        bound = inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
         choice = choose_langs(query.text, query.lang or "", retriever.languages, langs=inp.langs, rules=self.rules,
-                              territories=self.territories, max_langs=bound, ranked=ranked)
+                              territories=self.territories, max_langs=self._bound(inp), ranked=ranked)
         return query, choice
 
     @staticmethod

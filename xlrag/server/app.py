@@ -237,6 +237,9 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
     if server.retriever is None:
         raise ApiError(422, "no_index", "this server answers closed-book (mode no_ir): it has no language stores "
                                         "to compare")
+    # everything a bad request can be refused for, before it queues: a 422 now, not after the
+    # answers ahead of it (up to queue_timeout)
+    await asyncio.to_thread(server.perspectives.check, body.view_input())
     async with server.limiter.slot():
         return await server.drain.bounded(server.perspectives.ainvoke(body.view_input()))
 

@@ -18,7 +18,15 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from xlrag.errors import IndexDirError, PolicyError, ProviderError, XlragError
+from xlrag.errors import (
+    DiskFullError,
+    IndexCorruptError,
+    IndexDirError,
+    IndexNotFoundError,
+    PolicyError,
+    ProviderError,
+    XlragError,
+)
 from xlrag.server.models import ErrorResponse
 
 __all__ = ["ApiError", "CatchAllMiddleware", "error_payload", "error_response", "install_handlers", "xlrag_status"]
@@ -62,6 +70,15 @@ def xlrag_status(e: XlragError) -> tuple[int, str]:
     return 500, _snake(type(e).__name__)  # the server's configuration
 
 
+# What an index failure means, in words that hold none of the server's paths (its message does):
+# enough for a probe's reader to know whether to restore the folder, rebuild it, or free space.
+_INDEX_REASONS: tuple[tuple[type[IndexDirError], str], ...] = (
+    (IndexNotFoundError, "not found: the index folder was moved or removed, or holds no index"),
+    (IndexCorruptError, "damaged: check it with 'xlrag check' or rebuild it"),
+    (DiskFullError, "its disk is full"),
+)
+
+
 def xlrag_error(e: XlragError, where: str) -> tuple[int, dict[str, Any]]:
     """Status and payload for one of xlrag's errors. The client's own mistakes (422) are told
     as they are; the server's (its index, its config: messages that hold its file paths) are
@@ -73,8 +90,9 @@ def xlrag_error(e: XlragError, where: str) -> tuple[int, dict[str, Any]]:
     rid = uuid.uuid4().hex[:12]
     log.error("request %s (%s): %s: %s", rid, where, type(e).__name__, e)
     what = "the server's index is unavailable" if kind == "index_unavailable" else "the server is misconfigured"
-    return status, error_payload(kind, f"{what} ({type(e).__name__}, request id {rid}); the server log has "
-                                       f"the details")
+    reason = next((f"{why}; " for cls, why in _INDEX_REASONS if isinstance(e, cls)), "")
+    return status, error_payload(kind, f"{what} ({reason}{type(e).__name__}, request id {rid}); the server log "
+                                       f"has the details")
 
 
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:

@@ -64,6 +64,15 @@ _CACHE_SIZE = 2
 _MODELS: OrderedDict[tuple[str, int, int, str | None], tuple[Any, threading.Lock]] = OrderedDict()
 _MODELS_LOCK = threading.Lock()
 
+# Streams generating in worker threads, with each one's cancel flag. Cancelling a stream (a
+# client that left, a server's grace period that ended) ends its asyncio side at once, but its
+# worker sees the flag only at its next token: until then it is inside llama.cpp, and the
+# model must not be freed under it (see _close_all).
+_STREAMS: dict[threading.Thread, threading.Event] = {}
+#: Seconds the process's exit waits for streams to leave llama.cpp before freeing the models:
+#: a cancelled one leaves at its next token; only a prompt still being read takes longer.
+_EXIT_WAIT = 30.0
+
 
 _NATIVE_LOG: Any = None
 
@@ -95,11 +104,33 @@ def _route_native_log() -> None:
 
 def _close_all() -> None:
     """Free native models before interpreter teardown, when llama.cpp's own __del__
-    would run with its ctypes bindings already gone (a noisy, harmless TypeError)."""
+    would run with its ctypes bindings already gone (a noisy, harmless TypeError).
+
+    Never under a generation: freeing a context while a cancelled stream's worker was still
+    decoding in it killed the server with signal 11 after a short grace period (issue #32).
+    So the streams still running are cancelled (at exit nobody reads them) and awaited, and
+    each model is freed holding its lock, which every generation holds while it runs. The lock
+    is not released: a generation starting after this would call into freed memory, so it
+    waits instead, until the process ends. A model still in use after the wait is left to the
+    operating system."""
+    import logging
+    import time
+
+    deadline = time.monotonic() + _EXIT_WAIT
+    for worker, cancel in list(_STREAMS.items()):
+        cancel.set()
+        if worker.is_alive():
+            worker.join(max(0.0, deadline - time.monotonic()))
     with _MODELS_LOCK:
-        for llama, _ in _MODELS.values():
-            llama.close()
+        entries = list(_MODELS.values())
         _MODELS.clear()
+    for llama, lock in entries:
+        # the streams are done; this waits only for a generation no stream accounts for
+        if lock.acquire(timeout=max(1.0, deadline - time.monotonic())):
+            llama.close()
+        else:
+            logging.getLogger("xlrag.llama_cpp").warning(
+                "a local model was still generating at exit; it is left to the operating system to free")
 
 
 def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None,
@@ -414,8 +445,11 @@ class LocalLlamaChat(BaseChatModel):
                     loop.call_soon_threadsafe(queue.put_nowait, ("error", e))
                 except RuntimeError:  # the loop is gone; nobody is listening
                     pass
+            finally:
+                _STREAMS.pop(threading.current_thread(), None)
 
         worker = threading.Thread(target=produce, name="xlrag-llama-stream", daemon=True)
+        _STREAMS[worker] = cancel  # before it starts: an exit that comes first still waits for it
         worker.start()
         try:
             while True:
