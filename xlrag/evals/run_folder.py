@@ -38,6 +38,7 @@ from pydantic import BaseModel, ValidationError
 from xlrag.config import LLMConfig
 from xlrag.errors import RunFolderBusyError, XlragError
 from xlrag.evals.fingerprint import RunFingerprint
+from xlrag.jsonl import LineError, parse_line
 
 __all__ = ["FAILURES", "RECORDS", "RunFolder", "RunSummary", "concurrency", "current_records", "read_records",
            "versions"]
@@ -62,8 +63,8 @@ def read_records(path: Path, repair: bool = False) -> list[dict]:
         if not line.endswith(b"\n"):
             break  # torn: the process died mid-write
         try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+            records.append(parse_line(line))
+        except LineError:
             break
         good_end = pos
     if good_end < len(raw):
