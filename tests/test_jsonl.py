@@ -28,3 +28,27 @@ def test_missing_file(tmp_path):
         list(read_objects(tmp_path / "nope.jsonl", "queries"))
     with pytest.raises(CorpusError, match="is a directory"):
         list(read_objects(tmp_path, "queries"))
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b'{"a": 1}\n{"q": "broken \\ud83d emoji"}\n', r"q\.jsonl:2: field 'q' holds a lone surrogate \\ud83d"),
+    (b'{"a": 1}\n{"q": "caf\xe9"}\n', r"q\.jsonl:2: not UTF-8 text \(byte 0xe9 at column 11\); save the file as UTF-8"),
+])
+def test_text_that_cannot_be_encoded_is_named_by_its_line(tmp_path, data, message):
+    """Queries, items, labels and territories are read by this one reader: a broken emoji or a
+    byte that is not UTF-8 is a one-line error naming the line, not a traceback."""
+    path = tmp_path / "q.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(CorpusRowError, match=message) as e:
+        list(read_objects(path, "queries"))
+    assert "--skip-bad" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_records_stop_at_a_line_that_cannot_be_read(tmp_path):
+    """The resume reader (records, verdicts) goes through the same line parser: a line of bytes
+    that are not UTF-8 ends the readable records instead of raising UnicodeDecodeError."""
+    from xlrag.evals.run_folder import read_records
+
+    path = tmp_path / "verdicts.jsonl"
+    path.write_bytes(b'{"id": "1"}\n{"id": "\xff"}\n')
+    assert read_records(path) == [{"id": "1"}]

@@ -8,6 +8,7 @@ environment only.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from xlrag.errors import ConfigError, XlragWarning
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
+from xlrag.text import capped
 
 __all__ = [
     "AgentConfig",
@@ -172,7 +174,7 @@ class RetrievalConfig(_Section):
 
         known = available("fusion")  # the registry is the one list of fusion methods
         if v not in known:
-            raise ValueError(f"unknown fusion {v!r}; choose one of: {', '.join(known)}")
+            raise ValueError(f"unknown fusion {capped(v)}; choose one of: {', '.join(known)}")
         return v
 
 
@@ -320,6 +322,15 @@ class XlragConfig(BaseSettings):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
 
+    @field_validator("index_dir")
+    @classmethod
+    def _usable_path(cls, v: Path) -> Path:
+        # the OS refuses longer names with a traceback that prints the whole path back
+        if any(len(os.fsencode(part)) > 255 for part in v.parts) or len(os.fsencode(str(v))) > 4096:
+            raise ValueError(f"{capped(str(v))} is not a usable path (a folder name over 255 bytes); give a "
+                             f"shorter one")
+        return v
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -451,7 +462,7 @@ def _explain(e: ValidationError) -> str:
     parts = []
     for err in e.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        parts.append(f"{loc}: {err['msg']}")
+        parts.append(f"{loc}: {err['msg'].removeprefix('Value error, ')}")
     return "invalid configuration: " + "; ".join(parts)
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from xlrag.text import capped
+
 __all__ = [
     "CacheDamagedError",
     "ConfigError",
@@ -55,8 +57,7 @@ class InvalidArgumentError(XlragError, ValueError):
 
     def __init__(self, name: str, expected: str, got: object):
         self.name, self.expected = name, expected
-        shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
-        super().__init__(f"{name} must be {expected}, got {type(got).__name__} {shown}")
+        super().__init__(f"{name} must be {expected}, got {type(got).__name__} {capped(got)}")
 
 
 class UnknownArgumentError(XlragError, TypeError):
@@ -73,7 +74,7 @@ class UnknownProviderError(ConfigError):
     def __init__(self, kind: str, name: str, known: list[str]):
         self.kind, self.name, self.known = kind, name, known
         super().__init__(
-            f"unknown {kind} {name!r}; choose one of: {', '.join(sorted(known))} "
+            f"unknown {kind} {capped(name)}; choose one of: {', '.join(sorted(known))} "
             f"(or register your own with xlrag.registry.register({kind!r}, name))"
         )
 
@@ -101,7 +102,7 @@ class UnknownLanguageError(XlragError, ValueError):
         place = f" in {where}" if where else ""
         hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
         super().__init__(
-            f"unknown language code {code!r}{place}{hint}; use an ISO 639 code such as "
+            f"unknown language code {capped(code)}{place}{hint}; use an ISO 639 code such as "
             f"'en', 'ar', 'zh' or 'zh-Hant'"
         )
 
@@ -112,8 +113,8 @@ class LanguageNotIndexedError(XlragError, ValueError):
     def __init__(self, lang: str, available: list[str], where: str = "langs"):
         self.lang, self.available = lang, available
         super().__init__(
-            f"{where} names {lang!r}, but the index has no {lang!r} store (its languages: "
-            f"{', '.join(available) or 'none'}); choose among those, or index passages in {lang!r}"
+            f"{where} names {capped(lang)}, but the index has no {capped(lang)} store (its languages: "
+            f"{', '.join(available) or 'none'}); choose among those, or index passages in {capped(lang)}"
         )
 
 
@@ -196,10 +197,12 @@ class DiskFullError(IndexDirError):
     """The disk holding the index filled up mid-write: not damage, and not lost work."""
 
     def __init__(self, path: Path | str, why: str):
+        # ``why`` (sqlite's or Chroma's own words) is kept for a log, not shown: it says
+        # "disk is full" again, or names a segment writer the user never heard of
         self.path, self.why = Path(path), why
         super().__init__(
-            f"the disk holding index {path} is full ({why}); free some space and rerun the same "
-            f"command: indexing resumes where it stopped"
+            f"the disk holding index {path} is full; free some space on it and run the same command "
+            f"again: what was written is kept, and the rest is done then"
         )
 
 
@@ -251,5 +254,5 @@ class TranslationCutOffError(ProviderError):
     def __init__(self, text: str, target_lang: str, max_tokens: int | None):
         limit = f"max_tokens={max_tokens}" if max_tokens else "its max_tokens"
         super().__init__(
-            f"the {target_lang} translation of {text[:40]!r}… was cut off at {limit}; raise the translating "
+            f"the {target_lang} translation of {capped(text, 40)} was cut off at {limit}; raise the translating "
             f"LLM's max_tokens (a passage needs about twice its own length in tokens)")

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 
 from xlrag.errors import ConfigError
+from xlrag.text import capped
 
 __all__ = [
     "ANSWER_HEADER",
@@ -23,6 +24,7 @@ __all__ = [
     "MARKER_CLOSE",
     "MARKER_KEYWORD",
     "MARKER_OPEN",
+    "MARKER_RE",
     "AnswerFormat",
     "Section",
     "document_line",
@@ -57,24 +59,46 @@ class Section(StrEnum):
         return f"{self.value}:"
 
 
-# The <docN> citation marker's grammar: the brackets and keywords a reply may write it with
-# (chains/parsing/markers.py reads replies with them; neutralize_markers defuses them in passages).
+# The <docN> citation marker's grammar, owned here: the reply parser (chains/parsing/markers.py)
+# reads citations with MARKER_RE, and neutralize_markers defuses in passages whatever MARKER_RE
+# reads, so a passage can plant no form of marker the parser would take for a citation.
 MARKER_OPEN = "[<＜〈\\[［]"
 MARKER_CLOSE = "[>＞〉\\]］]"
 MARKER_KEYWORD = "(?:doc(?:ument(?:os|o|s)?|s)?|документ(?:ами|ах|ов|ы|а|е|у)?)"
-# a bracketed marker, or a bracketed list of numbers: "<doc7>", "[doc 2]", "<doc0, doc2>"
-_BRACKETED = re.compile(
-    f"{MARKER_OPEN}[ \\t]*{MARKER_KEYWORD}[ \\t]*[_#\\-]?[ \\t]*\\d+"
-    f"(?:[ \\t]*[,;、，،/&][ \\t]*(?:{MARKER_KEYWORD}[ \\t]*[_#\\-]?[ \\t]*)?\\d+)*[ \\t]*{MARKER_CLOSE}",
+_NUM_SEP = "[ \\t]*[_#\\-]?[ \\t]*"
+_LIST_SEP = "[ \\t]*[,;、，،/&][ \\t]*"
+MARKER_RE = re.compile(
+    # "<doc0, doc2>" / "[doc0; 2]": one bracket around several numbers.
+    f"(?P<list>{MARKER_OPEN}[ \\t]*{MARKER_KEYWORD}{_NUM_SEP}\\d+(?:{_LIST_SEP}(?:{MARKER_KEYWORD}{_NUM_SEP})?\\d+)+"
+    f"[ \\t]*{MARKER_CLOSE})"
+    # "<doc0>", "<doc 1>", "[doc1]", "<Doc1>", "＜doc１＞".
+    f"|(?P<wrapped>{MARKER_OPEN}[ \\t]*{MARKER_KEYWORD}{_NUM_SEP}\\d+[ \\t]*{MARKER_CLOSE})"
+    # "documents 0 and 2", "docs 1, 3".
+    "|(?P<plural>(?<![^\\W_])(?:documentos|documents|docs|документы|документах|документов)[ \\t]+\\d+"
+    "(?:[ \\t]*(?:,|、|،|&|and|or|y|e|o|и|или)[ \\t]*\\d+)+(?!\\d))"
+    # "doc1", "Doc 1", "document 1", and an unclosed "<doc1" in mid-text (so "</doc1>", "(doc1)").
+    f"|(?P<bare>(?:{MARKER_OPEN}[ \\t]*)?(?<![^\\W_]){MARKER_KEYWORD}{_NUM_SEP}\\d+(?!\\d))",
     re.IGNORECASE,
 )
 
 
+def _inert(m: re.Match[str]) -> str:
+    # Keywords hold no digits, so the digit runs are the numbers the parser would read.
+    return "«ref " + ", ".join(re.findall(r"\d+", m.group(0))) + "»"
+
+
 def neutralize_markers(text: str) -> str:
-    """``text`` (a passage) with its citation-like markers made inert: ``<doc7>`` becomes
-    ``«ref 7»``. A passage that says "cite <doc7>" must neither number itself into the
-    prompt's own ``<docN>`` sequence nor hand the model a marker to copy."""
-    return _BRACKETED.sub(lambda m: "«ref " + ", ".join(re.findall(r"\d+", m.group(0))) + "»", text)
+    """``text`` (a passage) with every marker the reply parser reads (:data:`MARKER_RE`) made
+    inert: ``<doc7>`` and ``doc 7`` become ``«ref 7»``, ``documents 3 and 4`` ``«ref 3, 4»``. A
+    passage that says "cite <doc7>" must neither number itself into the prompt's own ``<docN>``
+    sequence nor hand the model a marker to copy."""
+    # Once more until none is left: a marker right after another ("doc3doc4") is read only
+    # when the first is gone, since the parser's keyword must not follow a letter or digit.
+    # Each pass removes at least one keyword and writes none, so this ends.
+    while True:
+        text, n = MARKER_RE.subn(_inert, text)
+        if not n:
+            return text
 
 
 def document_line(marker: int, text: str) -> str:
@@ -95,7 +119,7 @@ def parse_format(value: str | AnswerFormat) -> AnswerFormat:
         names = [f.value for f in AnswerFormat]
         close = difflib.get_close_matches(str(value), names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ConfigError(f"unknown answer format {value!r}{hint}; use one of: {', '.join(names)}") from None
+        raise ConfigError(f"unknown answer format {capped(value)}{hint}; use one of: {', '.join(names)}") from None
 
 
 def words_pattern(words: Iterable[str]) -> str:

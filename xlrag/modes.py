@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator
 
+from xlrag.text import capped
+
 __all__ = ["AUTO", "AgentMode", "IRMode", "Mode", "parse_mode"]
 
 
@@ -48,7 +50,7 @@ def parse_mode(value: object, *, allow_auto: bool = False) -> IRMode | Literal["
     from xlrag.validate import did_you_mean
 
     hint = did_you_mean(value, known) if isinstance(value, str) else ""
-    raise ValueError(f"unknown IR mode {value!r}{hint}; use one of: {', '.join(known)}")
+    raise ValueError(f"unknown IR mode {capped(value)}{hint}; use one of: {', '.join(known)}")
 
 
 Mode = Annotated[IRMode, BeforeValidator(parse_mode)]

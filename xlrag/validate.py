@@ -14,6 +14,7 @@ from xlrag.errors import (
     UnknownArgumentError,
     XlragDeprecationWarning,
 )
+from xlrag.text import ECHO_LIMIT, capped
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -26,8 +27,10 @@ M = TypeVar("M", bound="BaseModel")
 
 def did_you_mean(name: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``known``, or ''."""
+    if len(name) > 4 * ECHO_LIMIT:
+        return ""  # nothing that long is a typo of a name
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return f" (did you mean {capped(close[0])}?)" if close else ""
 
 
 def check_kwargs(where: str, given: Iterable[str], valid: Iterable[str]) -> None:
@@ -36,7 +39,7 @@ def check_kwargs(where: str, given: Iterable[str], valid: Iterable[str]) -> None
     valid = list(valid)
     for key in given:
         if key not in valid:
-            raise UnknownArgumentError(f"{where}() got an unexpected keyword argument {key!r}"
+            raise UnknownArgumentError(f"{where}() got an unexpected keyword argument {capped(key)}"
                                        f"{did_you_mean(key, valid)}; valid: {', '.join(valid)}")
 
 

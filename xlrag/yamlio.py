@@ -12,12 +12,32 @@ from typing import Any
 import yaml
 
 from xlrag.errors import ConfigError
+from xlrag.text import capped
 
 __all__ = ["load_yaml", "read_yaml_file"]
 
 
+# xlrag's own files nest a few levels; past this, PyYAML's recursive composer (and pydantic
+# after it) would hit Python's recursion limit and die with a traceback instead.
+MAX_DEPTH = 64
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a mapping holding the same key twice."""
+    """SafeLoader that refuses a mapping holding the same key twice, and nesting deeper than
+    :data:`MAX_DEPTH`."""
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"lists or mappings nested more than {MAX_DEPTH} levels deep; xlrag's settings "
+                    f"need only a few levels, so flatten it", self.peek_event().start_mark)
+            return super().compose_node(parent, index)  # type: ignore[misc]
+        finally:
+            self._depth -= 1
 
 
 def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -31,7 +51,7 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
             continue  # an unhashable key: construct_mapping says so below
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} appears twice (lines {seen[key]} and {line}); keep one",
+                None, None, f"key {capped(key)} appears twice (lines {seen[key]} and {line}); keep one",
                 key_node.start_mark)
         seen[key] = line
     return loader.construct_mapping(node, deep=deep)
@@ -47,6 +67,8 @@ def load_yaml(text: str, where: str) -> Any:
         return yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass: no arbitrary objects
     except yaml.YAMLError as e:
         raise ConfigError(f"{where} is not valid YAML: {_describe(e)}") from None
+    except RecursionError:  # deep aliases, say: whatever got past the depth check
+        raise ConfigError(f"{where} nests too deep to read; xlrag's settings need only a few levels") from None
 
 
 def _describe(e: yaml.YAMLError) -> str:

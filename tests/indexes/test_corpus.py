@@ -102,7 +102,9 @@ def test_bom_and_utf16_corpora_are_read(tmp_path, name, data):
 def test_undecodable_and_unreadable_corpora_are_one_line_errors(tmp_path):
     f = tmp_path / "latin1.jsonl"
     f.write_bytes('{"id": "d1", "text": "caf\xe9", "lang": "fr"}\n'.encode("latin-1"))
-    with pytest.raises(CorpusError, match=r"not UTF-8 or UTF-16 text.*save it as UTF-8") as e:
+    # one row's bytes, named by its line: the other rows may still be read (--skip-bad)
+    with pytest.raises(CorpusRowError, match=r"latin1.jsonl:1: not UTF-8 text \(byte 0xe9 at column 26\); "
+                                             r"save the file as UTF-8") as e:
         load_corpus(f)
     assert "\n" not in str(e.value)
     # Tests run as root, where permissions are not enforced; a file whose read fails at the
@@ -125,3 +127,53 @@ def test_skip_bad_hint_only_where_it_helps(tmp_path):
         load_corpus(BAD / "bad_json.jsonl")
     loaded = load_corpus(BAD / "bad_json.jsonl", skip_bad=True)
     assert "--skip-bad" not in str(loaded.skipped[0]) and "bad_json.jsonl:4" in str(loaded.skipped[0])
+
+
+def test_text_that_cannot_be_encoded_is_a_skippable_row(tmp_path):
+    """A lone surrogate (a broken emoji's JSON escape) or bytes that are not UTF-8, in JSONL and
+    in CSV (and in a CSV's metadata JSON): each a row error naming its line, skipped with
+    --skip-bad; the good rows are read."""
+    good = '{"id": "a", "lang": "en", "text": "Ceuta is a Spanish city."}\n'
+    cases = {
+        "sur.jsonl": (good + '{"id": "b", "lang": "en", "text": "broken \\ud83d emoji"}\n').encode(),
+        "meta.jsonl": (good + '{"id": "b", "lang": "en", "text": "ok", "metadata": {"t": ["x", "\\udc00"]}}\n').encode(),
+        "bytes.jsonl": good.encode() + b'{"id": "b", "lang": "en", "text": "bad \xff byte"}\n',
+        "bytes.csv": b"id,lang,text\na,en,Ceuta is a Spanish city.\nb,en,bad \xff byte\n",
+        "meta.csv": b'id,lang,text,metadata\na,en,Ceuta is a Spanish city.,\nb,en,ok,"{""t"": ""\\ud800""}"\n',
+    }
+    reasons = {"sur.jsonl": "field 'text' holds a lone surrogate \\ud83d at character 8",
+               "meta.jsonl": "field 'metadata.t[1]' holds a lone surrogate \\udc00",
+               "bytes.jsonl": "not UTF-8 text (byte 0xff",
+               "bytes.csv": "not UTF-8 text (byte 0xff",
+               "meta.csv": "field 'metadata.t' holds a lone surrogate \\ud800"}
+    for name, data in cases.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        with pytest.raises(CorpusRowError) as e:
+            load_corpus(f)
+        assert e.value.line == (3 if name.endswith(".csv") else 2), (name, str(e.value))
+        assert reasons[name] in str(e.value) and "--skip-bad" in str(e.value), (name, str(e.value))
+        loaded = load_corpus(f, skip_bad=True)
+        assert [d.id for d in loaded.documents] == ["a"] and [s.line for s in loaded.skipped] == [e.value.line]
+    # a valid pair is a character like any other
+    f = tmp_path / "pair.jsonl"
+    f.write_text('{"id": "a", "lang": "en", "text": "an emoji \\ud83d\\ude00 whole"}\n', encoding="utf-8")
+    assert load_corpus(f).documents[0].text == "an emoji \U0001f600 whole"
+
+
+def test_clumsy_corpus_messages_say_what_happened_and_what_to_do(tmp_path):
+    with pytest.raises(CorpusError, match=r"is a directory, not a file; pass the corpus file itself"):
+        load_corpus(tmp_path)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"holds no rows; write one JSON object per line"):
+        load_corpus(empty)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"all 1 rows were skipped as malformed \(the first: line 1, missing text "
+                                          r"field 'text'\); fix them and index again"):
+        load_corpus(bad, skip_bad=True)
+    odd = tmp_path / "corpus"
+    odd.write_text("x", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"unsupported format '\(no extension\)'; save it as .jsonl, .csv"):
+        load_corpus(odd)

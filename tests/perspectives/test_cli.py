@@ -77,3 +77,19 @@ def test_the_real_local_model_answers_each_language_and_compares(demo_index, mon
     assert data["status"] in ("consensus", "disagreement", "unsure", "single")
     assert (data["status"] == "single") == (len(answered) < 2)
     assert "Verdict:" in page.read_text(encoding="utf-8")
+
+
+def test_the_html_page_carries_no_control_characters(view):
+    """A model's (or a corpus's) escape sequences do not reach the page: html.escape leaves
+    ESC, BEL and C1 controls as they are."""
+    import re
+
+    from xlrag.perspectives import to_html
+
+    hostile = {**DISAGREE, "ru": ("24", "24 points.\x1b[2J\x07 \x9b31mred\x00")}
+    persp, _ = view(hostile)
+    result = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    assert "\x1b" in to_html.__globals__["to_markdown"](result)  # the text itself still has them
+    page = to_html(result)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", page), repr(page)
+    assert "24 points.[2J 31mred" in page  # the words stay, only the controls go

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from xlrag.modes import IRMode
 from xlrag.schema import CHANNELS, QueryFields
+from xlrag.text import strip_controls
 
 # the help of the root and of each group names every one of its commands (tests/test_cli_surface.py)
 ROOT_HELP = ("Cross-lingual RAG: index a corpus into language stores (info, check and delete manage it), "
@@ -115,11 +116,6 @@ def shown_warnings() -> Iterator[None]:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-# C0 and C1 control characters but tab and newline: a model's text must not move the cursor,
-# clear the screen or open an escape sequence on the user's terminal
-_CONTROLS = dict.fromkeys([*(c for c in range(0x20) if c not in (0x09, 0x0A)), 0x7F, *range(0x80, 0xA0)])
-
-
 def fit(text: str, cells: int) -> str:
     """``text`` cut to ``cells`` terminal cells with an ellipsis: Chinese and Arabic characters
     can take two cells each, so counting characters overflows a table and squeezes its columns."""
@@ -136,7 +132,7 @@ def shown(text: str) -> str:
 
 def terminal_text(text: str) -> str:
     """``text`` without control characters, for printing a model's tokens as they come."""
-    return text.translate(_CONTROLS)
+    return strip_controls(text)
 
 
 def echo(message: str) -> None:

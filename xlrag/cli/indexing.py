@@ -65,7 +65,8 @@ def index(
     try:
         cfg = _config(config, index_dir=index_dir, embedder=embedder, chunk_size=chunk_size)
         with Progress(TextColumn("[bold]indexing[/] {task.fields[lang]}"), BarColumn(), MofNCompleteColumn(),
-                      TimeRemainingColumn(), console=err, transient=True) as bar:
+                      TimeRemainingColumn(), console=err, transient=True,
+                      disable=not err.is_terminal) as bar:  # off a terminal it would only leave a blank line
             task = bar.add_task("index", total=None, lang="")
 
             def progress(done: int, total: int, lang: str) -> None:
@@ -74,7 +75,7 @@ def index(
             report = build_index(corpus, cfg.index_dir, embedder_config=cfg.embedder, splitter=cfg.splitter,
                                  fields=FieldMap.parse(fields), skip_bad=skip_bad, progress=progress,
                                  source=source, store=cfg.store, rebuild=rebuild, wait=not no_wait,
-                                 on_wait=_waiting)
+                                 on_wait=_waiting, notice=warn)
     except XlragError as e:
         _fail(e)
     for row in report.skipped_rows:

@@ -47,6 +47,7 @@ from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import Channel
+from xlrag.text import capped
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -239,7 +240,7 @@ class ExperimentConfig(_Strict):
         if v not in known:
             from xlrag.validate import did_you_mean
 
-            raise ValueError(f"unknown fusion {v!r}{did_you_mean(v, known)}; use one of: {', '.join(known)}")
+            raise ValueError(f"unknown fusion {capped(v)}{did_you_mean(v, known)}; use one of: {', '.join(known)}")
         return v
 
     @model_validator(mode="after")

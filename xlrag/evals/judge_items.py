@@ -22,6 +22,7 @@ from xlrag.errors import ConfigError, CorpusError, CorpusRowError, UnknownLangua
 from xlrag.evals.judges import JudgePanel, PanelConfig, PanelVerdict
 from xlrag.locking import FolderLock
 from xlrag.outputs import check_output, jsonl_kind, read_appended
+from xlrag.text import capped
 
 __all__ = ["JudgeItem", "judge_file", "load_panel", "read_items", "verdict_row"]
 
@@ -100,7 +101,7 @@ def read_items(path: str | Path) -> list[tuple[dict[str, Any], JudgeItem]]:
             raise CorpusRowError(path, n, _why(e), skippable=False) from None
         key = str(item.id)
         if key in seen:
-            raise CorpusRowError(path, n, f"id {key!r} is also on line {seen[key]}; give each row its own id",
+            raise CorpusRowError(path, n, f"id {capped(key)} is also on line {seen[key]}; give each row its own id",
                                  skippable=False)
         seen[key] = n
         rows.append((row, item))

@@ -491,7 +491,12 @@ HTML_PAGE = document_kind("an HTML page", "view.html", _our_page)
 
 
 def html_document(title: str, md: str, figs: dict[str, bytes]) -> str:
-    """A self-contained page: the Markdown report, then the figures as embedded PNGs."""
+    """A self-contained page: the Markdown report, then the figures as embedded PNGs. Corpus and
+    model text reach it (a perspectives page, a report's answers): its control characters are
+    dropped, since html.escape leaves an ESC or a NUL as it is."""
+    from xlrag.text import strip_controls
+
+    title, md = strip_controls(title), strip_controls(md)
     body = "<pre>" + html.escape(md) + "</pre>"
     imgs = "".join(
         f'<figure><img alt="{html.escape(name)}" src="data:image/png;base64,{base64.b64encode(png).decode()}">'

@@ -17,8 +17,10 @@ from pydantic import BaseModel, Field
 
 from xlrag.detect import LanguageDetector, LinguaDetector
 from xlrag.errors import CorpusError, CorpusRowError, UnknownLanguageError
+from xlrag.jsonl import open_text, read_rows, undecodable, unencodable
 from xlrag.languages import normalize
 from xlrag.schema import Document
+from xlrag.text import capped
 
 __all__ = ["CorpusLoad", "FieldMap", "load_corpus"]
 
@@ -60,48 +62,29 @@ class CorpusLoad:
     detected: int = 0  # documents whose language was detected rather than given
 
 
-def _encoding(path: Path) -> str:
-    """UTF-8, with or without a BOM, or UTF-16 with its BOM (what spreadsheet exports write)."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(4)
-    except OSError as e:
-        raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
-    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return "utf-16"
-    return "utf-8-sig"  # also reads plain UTF-8
-
-
 def _rows(path: Path) -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_or_row_number, raw_row)``; a row that cannot be parsed is an exception value."""
-    try:
-        yield from _parse_rows(path)
-    except UnicodeError as e:
-        raise CorpusError(f"{path} is not UTF-8 or UTF-16 text ({e.reason} at byte {getattr(e, 'start', '?')}); "
-                          f"save it as UTF-8") from None
-    except OSError as e:
-        raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
-    except csv.Error as e:
-        raise CorpusError(f"{path} is not a readable CSV file ({e}); check its quoting") from None
-
-
-def _parse_rows(path: Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_or_row_number, raw_row)``; a row that cannot be read is an exception value
+    (xlrag.jsonl owns what a line may hold: UTF-8 text, JSON, no lone surrogate)."""
     suffix = path.suffix.lower()
     if suffix in {".jsonl", ".ndjson", ".json"}:
-        with path.open(encoding=_encoding(path)) as fh:
-            for n, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    yield n, json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield n, CorpusRowError(path, n, f"invalid JSON ({e.msg} at column {e.colno})")
+        yield from read_rows(path, "corpus")
     elif suffix == ".csv":
-        with path.open(encoding=_encoding(path), newline="") as fh:
-            reader = csv.DictReader(fh)
-            for row in reader:
-                yield reader.line_num, row
+        try:
+            with open_text(path, "corpus", newline="") as fh:
+                reader = csv.DictReader(fh)
+                for row in reader:
+                    # a row with more cells than the header keeps the extra ones in a list
+                    cells = [c for v in (*row.keys(), *row.values()) for c in (v if isinstance(v, list) else [v])]
+                    why = next((w for c in cells if isinstance(c, str) and (w := undecodable(c))), None)
+                    yield reader.line_num, CorpusRowError(path, reader.line_num, why) if why else row
+        except UnicodeError as e:  # only a UTF-16 file cut mid-character is left to fail here
+            raise CorpusError(f"corpus file {path} is not UTF-8 or UTF-16 text ({e.reason}); save it as UTF-8") from None
+        except OSError as e:
+            raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
+        except csv.Error as e:
+            raise CorpusError(f"corpus file {path} is not a readable CSV file ({e}); check its quoting") from None
     elif suffix in {".parquet", ".pq"}:
+        # Arrow checks its strings are UTF-8 when it reads them: no row holds a lone surrogate
         from xlrag.registry import require
 
         require("pyarrow", "parquet", "a Parquet corpus")
@@ -110,11 +93,12 @@ def _parse_rows(path: Path) -> Iterator[tuple[int, Any]]:
         try:
             table = pq.read_table(path)
         except Exception as e:  # pyarrow raises several unrelated types for bad files
-            raise CorpusError(f"{path} is not a readable Parquet file: {e}") from None
+            raise CorpusError(f"corpus file {path} is not a readable Parquet file: {e}") from None
         for n, row in enumerate(table.to_pylist(), start=1):
             yield n, row
     else:
-        raise CorpusError(f"{path}: unsupported corpus format {suffix!r}; use .jsonl, .csv or .parquet")
+        raise CorpusError(f"corpus file {path} has the unsupported format {suffix or '(no extension)'!r}; "
+                          f"save it as .jsonl, .csv or .parquet")
 
 
 def _metadata(row: dict[str, Any], fields: FieldMap) -> dict[str, Any]:
@@ -149,6 +133,9 @@ def _document(path: Path, n: int, row: Any, fields: FieldMap) -> tuple[Document,
         meta = _metadata(row, fields)
     except (ValueError, json.JSONDecodeError) as e:
         raise CorpusRowError(path, n, f"bad metadata: {e}") from None
+    why = unencodable(meta, "metadata")  # a metadata column's own JSON may escape a lone surrogate
+    if why:
+        raise CorpusRowError(path, n, why)
     raw_lang = row.get(fields.lang) if fields.lang else None
     needs_detection = raw_lang in (None, "")
     lang = ""
@@ -156,7 +143,7 @@ def _document(path: Path, n: int, row: Any, fields: FieldMap) -> tuple[Document,
         try:
             norm = normalize(str(raw_lang))
         except UnknownLanguageError:
-            raise CorpusRowError(path, n, f"unknown language code {raw_lang!r}") from None
+            raise CorpusRowError(path, n, f"unknown language code {capped(raw_lang)}") from None
         lang = norm.code
         if norm.script:
             meta = {**meta, "script": norm.script}
@@ -185,7 +172,8 @@ def load_corpus(
     if not path.exists():
         raise CorpusError(f"corpus file {path} does not exist; check the --corpus path")
     if not path.is_file():
-        raise CorpusError(f"corpus path {path} is not a file")
+        raise CorpusError(f"corpus path {path} is a directory, not a file; pass the corpus file itself "
+                          f"(.jsonl, .csv or .parquet) to --corpus")
     docs: list[Document] = []
     undetected: list[int] = []
     skipped: list[CorpusRowError] = []
@@ -196,7 +184,7 @@ def load_corpus(
                 raise row
             doc, needs = _document(path, n, row, fields)
             if doc.id in seen:
-                raise CorpusRowError(path, n, f"duplicate id {doc.id!r} (first on line {seen[doc.id]})")
+                raise CorpusRowError(path, n, f"duplicate id {capped(doc.id)} (first on line {seen[doc.id]})")
             seen[doc.id] = n
         except CorpusRowError as e:
             if not skip_bad:
@@ -221,5 +209,9 @@ def load_corpus(
             docs[i] = docs[i].model_copy(update={"lang": lang, "metadata": {**docs[i].metadata, "lang_detected": True}})
         docs = [d for d in docs if d.lang]
     if not docs:
-        raise CorpusError(f"{path} holds no usable documents")
+        if skipped:
+            raise CorpusError(f"corpus file {path}: all {len(skipped)} rows were skipped as malformed (the first: "
+                              f"line {skipped[0].line}, {skipped[0].reason}); fix them and index again")
+        raise CorpusError(f"corpus file {path} holds no rows; write one JSON object per line, "
+                          f'e.g. {{"id": "d1", "lang": "en", "text": "..."}}')
     return CorpusLoad(documents=docs, skipped=skipped, detected=len(undetected))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,21 +27,23 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from xlrag.config import EmbedderConfig, SplitterConfig, StoreConfig
-from xlrag.errors import IndexDirError
+from xlrag.errors import IndexDirError, XlragWarning
 from xlrag.indexes.chroma import Backend
 from xlrag.indexes.corpus import FieldMap, load_corpus
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.integrity import CheckReport, check_index
 from xlrag.indexes.lexical import prune_lexical, sync_lexical
 from xlrag.indexes.lock import WriterLock
-from xlrag.indexes.splitting import PassageSplitter, passage_id
+from xlrag.indexes.splitting import HUGE_DOCUMENT_CHARS, PassageSplitter, passage_id
 from xlrag.indexes.store import LanguageStores, metadata_for
 from xlrag.schema import Document, Passage
+from xlrag.text import capped
 
 __all__ = ["DEFAULT_SOURCE", "DeleteReport", "IndexReport", "Progress", "build_index", "delete_documents",
            "document_fingerprint", "index_documents"]
 
-# (passages done, passages to do, language)
+# (passages done, passages to do, language); while a huge document is split,
+# (characters split, characters in it, "splitting DOC_ID")
 Progress = Callable[[int, int, str], None]
 DEFAULT_SOURCE = "python"
 
@@ -77,7 +80,8 @@ def document_fingerprint(doc: Document, source: str) -> str:
     return hashlib.sha1(blob.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
 
 
-def _passages(documents: Sequence[Document], splitter: SplitterConfig, source: str
+def _passages(documents: Sequence[Document], splitter: SplitterConfig, source: str,
+              progress: Progress | None = None, notice: Callable[[str], None] | None = None,
               ) -> tuple[list[Passage], dict[str, dict]]:
     split = PassageSplitter(splitter)
     started = time.time()  # newest version wins when check --repair meets two
@@ -85,7 +89,19 @@ def _passages(documents: Sequence[Document], splitter: SplitterConfig, source: s
     metas: dict[str, dict] = {}
     for doc in documents:
         fp = document_fingerprint(doc, source)
-        for p in split.split(doc):
+        on_split = None
+        if len(doc.text) > HUGE_DOCUMENT_CHARS:
+            # minutes of splitting, then of embedding: said once, then shown as it goes
+            message = (f"document {capped(doc.id)} is {len(doc.text) / 1e6:.1f} million characters: splitting and "
+                       f"embedding it can take minutes; its progress is shown as it goes")
+            if notice:
+                notice(message)
+            else:
+                warnings.warn(message, XlragWarning, stacklevel=3)
+            if progress:
+                phase = f"splitting {capped(doc.id, 30)}"
+                on_split = lambda done, total, phase=phase: progress(done, total, phase)  # noqa: E731
+        for p in split.split(doc, on_split):
             p = p.model_copy(update={"id": passage_id(doc.id, p.position, f"{fp}\x00{p.text}")})
             passages.append(p)
             metas[p.id] = {**metadata_for(p, source, fp), "at": started}
@@ -119,6 +135,7 @@ def index_documents(
     on_wait: Callable[[str], None] | None = None,
     batch_size: int = 32,
     progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
     skipped_rows: Sequence[str] = (),
     detected_langs: int = 0,
 ) -> IndexReport:
@@ -126,7 +143,8 @@ def index_documents(
 
     ``wait=False`` raises :class:`~xlrag.errors.IndexLockedError` at once if another
     process is writing; otherwise ``on_wait`` gets one message and the call queues.
-    ``rebuild`` wipes the whole index (all sources) first.
+    ``rebuild`` wipes the whole index (all sources) first. ``notice`` gets one line per huge
+    document (an :class:`~xlrag.errors.XlragWarning` without it).
     """
     t0 = time.perf_counter()
     splitter = splitter or SplitterConfig()
@@ -135,7 +153,7 @@ def index_documents(
     with WriterLock(index_dir, wait=wait, on_wait=on_wait):
         stores = _open_for_write(index_dir, embedder, splitter, store, rebuild)
         stores.save_manifest(status="building")
-        passages, metas = _passages(documents, splitter, source)
+        passages, metas = _passages(documents, splitter, source, progress, notice)
         wanted = {p.id: p.lang for p in passages}
         doc_ids = {d.id for d in documents}
 
@@ -245,7 +263,7 @@ def delete_documents(
                     found[lang].append(pid)
         missing = [d for d in wanted if d not in known]
         if missing:
-            hints = [f"{d!r}" + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(d, known, 1)) else "")
+            hints = [capped(d) + (f" (did you mean {capped(close[0])}?)" if (close := difflib.get_close_matches(d, known, 1)) else "")
                      for d in missing]
             raise IndexDirError(f"no document {', '.join(hints)} in index {index_dir}; nothing was deleted; "
                                 f"list ids with 'xlrag retrieve --json' or check the corpus")
@@ -274,6 +292,7 @@ def build_index(
     rebuild: bool = False,
     wait: bool = True,
     on_wait: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> IndexReport:
     """Index a corpus file into ``index_dir`` (created if needed). See :func:`index_documents`.
 
@@ -295,6 +314,7 @@ def build_index(
         on_wait=on_wait,
         batch_size=batch_size or embedder_config.batch_size,
         progress=progress,
+        notice=notice,
         skipped_rows=[str(e) for e in loaded.skipped],
         detected_langs=loaded.detected,
     )

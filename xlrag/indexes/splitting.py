@@ -13,7 +13,13 @@ from collections.abc import Callable, Iterable
 from xlrag.config import SplitterConfig
 from xlrag.schema import Document, Passage
 
-__all__ = ["PassageSplitter", "passage_body", "passage_id"]
+__all__ = ["HUGE_DOCUMENT_CHARS", "PassageSplitter", "passage_body", "passage_id"]
+
+# A document longer than this is split a segment at a time, each cut at a line break (or a
+# space), so that the indexer can say how far it got: a 10 MB document takes minutes to split.
+# Shorter documents are split whole, as before, so their passages (and ids) do not change.
+HUGE_DOCUMENT_CHARS = 1_000_000
+_SEGMENT_CHARS = 200_000
 
 
 def passage_id(doc_id: str, position: int, text: str) -> str:
@@ -63,8 +69,14 @@ class PassageSplitter:
             tokenizer=_tokenizer(self.config.tokenizer),
         )
 
-    def split(self, doc: Document) -> list[Passage]:
-        chunks = [c for c in self._splitter.split_text(doc.text) if c.strip()]
+    def split(self, doc: Document, progress: Callable[[int, int], None] | None = None) -> list[Passage]:
+        """``doc``'s passages; ``progress(characters split, characters in all)`` is called after
+        each segment of a huge document (once for any other)."""
+        chunks: list[str] = []
+        for end, segment in _segments(doc.text):
+            chunks += [c for c in self._splitter.split_text(segment) if c.strip()]
+            if progress:
+                progress(end, len(doc.text))
         out = []
         for pos, chunk in enumerate(chunks):
             text = f"{doc.title}\n{chunk}" if self.config.prepend_title and doc.title else chunk
@@ -83,3 +95,21 @@ class PassageSplitter:
 
     def split_all(self, docs: Iterable[Document]) -> list[Passage]:
         return [p for d in docs for p in self.split(d)]
+
+
+def _segments(text: str) -> list[tuple[int, str]]:
+    """``text`` as ``(end offset, segment)`` pieces: whole when not huge, else about
+    ``_SEGMENT_CHARS`` each, cut after a line break, else after a space."""
+    if len(text) <= HUGE_DOCUMENT_CHARS:
+        return [(len(text), text)]
+    out, start = [], 0
+    while start < len(text):
+        end = min(start + _SEGMENT_CHARS, len(text))
+        if end < len(text):
+            cut = text.rfind("\n", start + _SEGMENT_CHARS // 2, end)
+            if cut < 0:
+                cut = text.rfind(" ", start + _SEGMENT_CHARS // 2, end)
+            end = cut + 1 if cut >= 0 else end
+        out.append((end, text[start:end]))
+        start = end
+    return out

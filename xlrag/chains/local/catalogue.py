@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.errors import MissingDependencyError, UnknownProviderError
+from xlrag.text import capped
 
 __all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry", "check_chat_format", "lookup", "names"]
 
@@ -136,7 +137,7 @@ def lookup(name: str | None) -> CatalogueEntry:
     close = difflib.get_close_matches(key, CATALOGUE, n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     err = UnknownProviderError("local model", name or "", names())
-    err.args = (f"unknown local model {name!r}{hint}; choose one of: {', '.join(names())} "
+    err.args = (f"unknown local model {capped(name)}{hint}; choose one of: {', '.join(names())} "
                 f"(see `xlrag models list`), or load any GGUF with llm.model_path",)
     raise err
 

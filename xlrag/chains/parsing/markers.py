@@ -6,24 +6,11 @@ import re
 from dataclasses import dataclass
 
 from xlrag.chains.parsing.common import _dedupe
-from xlrag.formats import MARKER_CLOSE as _CLOSE
-from xlrag.formats import MARKER_KEYWORD as _KW
 from xlrag.formats import MARKER_OPEN as _OPEN
-
-_NUM_SEP = "[ \\t]*[_#\\-]?[ \\t]*"
-_LIST_SEP = "[ \\t]*[,;、，،/&][ \\t]*"
-_MARKER_RE = re.compile(
-    # "<doc0, doc2>" / "[doc0; 2]": one bracket around several numbers.
-    f"(?P<list>{_OPEN}[ \\t]*{_KW}{_NUM_SEP}\\d+(?:{_LIST_SEP}(?:{_KW}{_NUM_SEP})?\\d+)+[ \\t]*{_CLOSE})"
-    # "<doc0>", "<doc 1>", "[doc1]", "<Doc1>", "＜doc１＞".
-    f"|(?P<wrapped>{_OPEN}[ \\t]*{_KW}{_NUM_SEP}\\d+[ \\t]*{_CLOSE})"
-    # "documents 0 and 2", "docs 1, 3".
-    "|(?P<plural>(?<![^\\W_])(?:documentos|documents|docs|документы|документах|документов)[ \\t]+\\d+"
-    "(?:[ \\t]*(?:,|、|،|&|and|or|y|e|o|и|или)[ \\t]*\\d+)+(?!\\d))"
-    # "doc1", "Doc 1", "document 1", and an unclosed "<doc1" in mid-text.
-    f"|(?P<bare>(?:{_OPEN}[ \\t]*)?(?<![^\\W_]){_KW}{_NUM_SEP}\\d+(?!\\d))",
-    re.IGNORECASE,
+from xlrag.formats import (
+    MARKER_RE as _MARKER_RE,  # the grammar's one owner: the neutraliser reads it too
 )
+
 # An opening bracket or a half-written marker at the very end: generation stopped mid-marker.
 _DANGLING_RE = re.compile(
     f"{_OPEN}[ \\t]*(?:d(?:o(?:c(?:u[a-z]*)?)?)?)?[ \\t]*\\d*[ \\t]*$", re.IGNORECASE

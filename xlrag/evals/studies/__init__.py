@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from xlrag.errors import ConfigError
+from xlrag.text import capped
 
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
@@ -82,7 +83,7 @@ def load_run_config(path: str | Path, settings: XlragConfig | None = None) -> An
     name = data["study"]
     studies = [s for s in STUDIES if s != GRID]
     if name not in studies:
-        raise ConfigError(f"{path}: unknown study {name!r}{did_you_mean(str(name), studies)}; "
+        raise ConfigError(f"{path}: unknown study {capped(name)}{did_you_mean(str(name), studies)}; "
                           f"use one of: {', '.join(studies)}, or no study: key for an experiment grid")
     model = STUDIES[name].get("config")
     data, filled = with_settings(model, data, settings)
