@@ -117,6 +117,7 @@ def test_five_writers_a_reader_and_a_kill(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert report["missing_vectors"] == [] and report["duplicates"] == [] and report["stale_documents"] == []
     assert report["count_mismatches"] == [] and report["self_miss"] == [] and report["sample_checked"] == 30
+    assert report["lexical_stale"] == []  # each store's BM25 index built from exactly its passages
     docs = {json.loads(x)["id"] for a, b in SLICES.values() for x in lines[a:b]}
     assert report["passages"] == len(docs)
     assert sum(seen["seen"].values()) == len(docs)  # the open reader ended seeing every passage

@@ -28,10 +28,10 @@ from xlrag.indexes.lexical import LexicalStores
 from xlrag.indexes.names import NameTranslator
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
-from xlrag.indexes.store import LanguageStores
+from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import IRMode
-from xlrag.schema import Channel, Hit, Query, Retrieval, make_query
+from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
 from xlrag.validate import check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
@@ -209,12 +209,7 @@ class CrossLingualRetriever:
         if len(searches) > 1 and self.stores.complete:
             rankings = self._map(lambda s: self.stores.rank(s.store, vectors[s.text], s.quota, s.text), searches)
             chosen = select(rankings, self.fusion, plan.k, plan.shares)
-            wanted: dict[str, list[str]] = {}
-            for i, r, _ in chosen:
-                wanted.setdefault(rankings[i].store, []).append(rankings[i].ids[r])
-            stores = list(wanted)
-            read = dict(zip(stores, self._map(lambda lang: self.stores.passages(lang, wanted[lang]), stores),
-                            strict=True))
+            read = self._read_chosen(rankings, chosen)
             try:
                 return [Fused(read[rankings[i].store][rankings[i].ids[r]], f, rankings[i].scores[r],
                               rankings[i].store, rankings[i].query_text, r + 1) for i, r, f in chosen]
@@ -222,6 +217,17 @@ class CrossLingualRetriever:
                 pass  # a chosen id was deleted since the ranking (a write ended): search afresh
         results = self._map(lambda s: self.stores.search(s.store, vectors[s.text], s.quota, s.text), searches)
         return fuse(results, self.fusion, plan.k, plan.shares)
+
+    def _read_chosen(self, rankings: Sequence[StoreChannels] | Sequence[StoreRanking],
+                     chosen: Sequence[tuple[int, int, float]]) -> dict[str, dict[str, Passage]]:
+        """The passages fusion chose, read in one call per store that has any (ids deleted since
+        the ranking are left out: the caller searches again)."""
+        wanted: dict[str, list[str]] = {}
+        for i, r, _ in chosen:
+            wanted.setdefault(rankings[i].store, []).append(rankings[i].ids[r])
+        stores = list(wanted)
+        return dict(zip(stores, self._map(lambda lang: self.stores.passages(lang, wanted[lang]), stores),
+                        strict=True))
 
     def _lexical_text(self, q: Query, store: str, planned: str, notes: list[str]) -> str:
         """The text the lexical channel searches ``store`` with: the plan's own (a translation,
@@ -283,12 +289,7 @@ class CrossLingualRetriever:
             fuse_channels(s.store, texts.get(s.store, s.text), dense.get(i, {}), lexical.get(i, {}), s.quota, hybrid)
             for i, s in enumerate(searches)]
         chosen = select(per_store, self.fusion, plan.k, plan.shares)
-        wanted: dict[str, list[str]] = {}
-        for i, r, _ in chosen:
-            wanted.setdefault(per_store[i].store, []).append(per_store[i].ids[r])
-        stores = list(wanted)
-        read = dict(zip(stores, self._map(lambda lang: self.stores.passages(lang, wanted[lang]), stores),
-                        strict=True))
+        read = self._read_chosen(per_store, chosen)
         out: list[Fused] = []
         for i, r, f in chosen:
             sc = per_store[i]
