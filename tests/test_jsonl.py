@@ -44,11 +44,17 @@ def test_text_that_cannot_be_encoded_is_named_by_its_line(tmp_path, data, messag
     assert "--skip-bad" not in str(e.value) and "\n" not in str(e.value)
 
 
-def test_records_stop_at_a_line_that_cannot_be_read(tmp_path):
-    """The resume reader (records, verdicts) goes through the same line parser: a line of bytes
-    that are not UTF-8 ends the readable records instead of raising UnicodeDecodeError."""
+def test_records_refuse_a_line_that_cannot_be_read(tmp_path):
+    """The resume reader never cuts a file at a bad line that is not its last (#32: only a torn
+    last line is repaired): bytes that are not UTF-8 are an error naming the line, the file kept."""
+    import pytest
+
+    from xlrag.errors import OutputPathError
     from xlrag.evals.run_folder import read_records
 
-    path = tmp_path / "verdicts.jsonl"
-    path.write_bytes(b'{"id": "1"}\n{"id": "\xff"}\n')
-    assert read_records(path) == [{"id": "1"}]
+    path = tmp_path / "records.jsonl"
+    raw = b'{"key": "1"}\n{"key": "\xff"}\n{"key": "3"}\n'
+    path.write_bytes(raw)
+    with pytest.raises(OutputPathError, match="2"):
+        read_records(path, repair=True)
+    assert path.read_bytes() == raw

@@ -49,7 +49,7 @@ def benchmark_module():
 
 def test_json_shape(cli_json):
     report, _ = cli_json
-    assert report["mode"] == "all" and report["fusion"] == "zscore" and report["k"] == 20
+    assert report["mode"] == "all" and report["fusion"] == "rrf" and report["k"] == 20  # the config's defaults
     s = report["summary"]
     for group in ("same_lang", "cross_lang"):
         assert list(s[group]) == METRICS
@@ -78,7 +78,7 @@ def test_cli_equals_the_benchmark_scoring_path(cli_json, travel_index, embedder)
     report, _ = cli_json
     bench = benchmark_module()
     stores = LanguageStores.open(travel_index, embedder.name, embedder.dim)
-    retriever = CrossLingualRetriever(stores, embedder, "all", k=bench.K, fusion="zscore")
+    retriever = CrossLingualRetriever(stores, embedder, "all", k=bench.K)  # the config's default channels and fusion
     try:
         expected = bench.score(retriever, read_jsonl(QUERIES), load_qrels(QRELS), IndexInventory.of(stores))
         # An independent count in the benchmark's original terms: the gold document's first
@@ -102,7 +102,7 @@ def test_trec_file(cli_json):
     report, trec = cli_json
     lines = trec.read_text(encoding="utf-8").splitlines()
     rows = [line.split(" ") for line in lines]
-    assert all(len(r) == 6 and r[1] == "Q0" and r[5] == "xlrag-all-zscore" for r in rows)
+    assert all(len(r) == 6 and r[1] == "Q0" and r[5] == "xlrag-all-rrf" for r in rows)
     per_query = defaultdict(list)
     for qid, _, doc, rank, score, _ in rows:
         per_query[qid].append((doc, int(rank), float(score)))

@@ -35,7 +35,8 @@ def test_every_inert_name_is_a_field_of_its_model():
 
 
 @pytest.mark.parametrize("change", [
-    {"retrieve_k": 7}, {"k": 2}, {"fusion": "rrf"}, {"modes": ["qlang"]}, {"rerank": {"name": "cohere"}},
+    {"retrieve_k": 7}, {"k": 2}, {"fusion": "zscore"}, {"channels": ["dense"]}, {"lexical_translation": "off"},
+    {"modes": ["qlang"]}, {"rerank": {"name": "cohere"}},
     {"llms": [{"provider": "local", "max_tokens": 64}]}, {"llms": [{"provider": "local", "temperature": 0.5}]},
     {"variants": [{"name": "localized", "format": "answer"}]}, {"variants": [{"name": "en", "prompt_lang": "en"}]},
     {"variants": [{"name": "localized", "rerank": "attribution"}]}, {"judges": {"judges": [{"seed": 0}]}},
