@@ -124,6 +124,33 @@ class CachedTranslations:
         return {"n": len(s), "mean": round(statistics.mean(s), 3), "median": round(statistics.median(s), 3)} if s else {}
 
 
+class CachedScores:
+    """The reranker's scorer behind a JSON file: each (question, passage) scored once, with the
+    seconds each question's candidates took, saved after every question so a stopped run resumes."""
+
+    def __init__(self, inner: Any, path: Path, every: int = 10):
+        self.inner, self.path, self.every = inner, path, every
+        raw = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        self.scores: dict[str, float] = raw.get("scores", {})
+        self.seconds: list[float] = raw.get("seconds", [])
+        self.model = raw.get("model")
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        keys = [f"{query}\t{p}" for p in passages]
+        todo = [i for i, key in enumerate(keys) if key not in self.scores]
+        if todo:
+            t0 = time.perf_counter()
+            fresh = self.inner.score(query, [passages[i] for i in todo])
+            self.seconds.append(round(time.perf_counter() - t0, 3))
+            self.scores.update({keys[i]: float(x) for i, x in zip(todo, fresh, strict=True)})
+            self.path.write_text(json.dumps({"model": self.model, "scores": self.scores, "seconds": self.seconds},
+                                            ensure_ascii=False), encoding="utf-8")
+            if len(self.seconds) % self.every == 0:
+                print(f"  reranked {len(self.seconds)} questions, median {statistics.median(self.seconds):.1f} s",
+                      flush=True)
+        return [self.scores[key] for key in keys]
+
+
 def travel() -> tuple[list[Document], list[dict], dict]:
     docs = [Document(**d) for d in read_jsonl(ROOT / "xlrag" / "data" / "travel" / "corpus.jsonl")]
     return docs, read_jsonl(TRAVEL / "queries.jsonl"), load_qrels(TRAVEL / "qrels.jsonl")
@@ -290,6 +317,8 @@ def main() -> None:
     ap.add_argument("--rerank-model", default=None, help="the reranker's LLM (catalogue name); default: its own")
     ap.add_argument("--rerank-candidates", type=int, default=None,
                     help="how many of the 20 fused candidates the reranker scores (default: all)")
+    ap.add_argument("--rerank-passage-tokens", type=int, default=None,
+                    help="each passage cut to this many tokens for the reranker (default: rerank.max_passage_tokens)")
     ap.add_argument("--out", default="channels.json")
     args = ap.parse_args()
     sections = [x for x in args.sections.split(",") if x]
@@ -351,15 +380,25 @@ def main() -> None:
 
         sample = stratified(queries, qrels, doc_lang, args.rerank_sample)
         cfg = RerankConfig(name="llm", llm=LLMConfig(model=args.rerank_model) if args.rerank_model else None,
-                           candidates=args.rerank_candidates)
+                           candidates=args.rerank_candidates,
+                           **({"max_passage_tokens": args.rerank_passage_tokens} if args.rerank_passage_tokens else {}))
         reranker = build_reranker(cfg)
+        # scores cached per (question, passage) under the reranker's settings: a stopped run resumes
+        tag = f"{args.rerank_model or 'default'}-{cfg.method}-{cfg.max_passage_tokens}"
+        scores = CachedScores(reranker.scorer, CACHE / f"rerank-scores-{tag}.json")
+        scores.model = reranker.model
+        reranker.scorer = scores
         # the reranker's cost is the point here: one reranked arm, the default's, beside both unreranked
         for name, rr in (("dense/zscore", None), (DEFAULT, None), (DEFAULT, reranker)):
-            key = f"balanced/{name}{' + rerank' if rr else ''} (sample {len(sample)})"
+            what = f" + rerank {reranker.model}, {cfg.candidates or K} of {K}, {cfg.max_passage_tokens} tokens" if rr else ""
+            key = f"balanced/{name}{what} (sample {len(sample)})"
             r = run_arm(stores, embedder, sample, qrels, inventory, "balanced", None, reranker=rr, **ARMS[name])
             travel_r[key] = r
             print(line(f"travel {key}", r), flush=True)
-        results["rerank"] = {"config": cfg.model_dump(mode="json"), "sample": len(sample)}
+        results.setdefault("rerank", {})[tag] = {"config": cfg.model_dump(mode="json"), "sample": len(sample), "model": reranker.model,
+                             "seconds_per_question": {"n": len(scores.seconds),
+                                                      "median": round(statistics.median(scores.seconds), 2),
+                                                      "mean": round(statistics.mean(scores.seconds), 2)}}
         save()
 
     if {"xquad", "timing"} & set(sections):

@@ -284,3 +284,17 @@ def test_a_bare_reply_is_an_answer_not_a_document_list(retriever, hits):
     assert a.answer == "308" and "invalid_citation" not in a.flags and "no_citations" in a.flags
     a = fin(state(retriever, hits), AIMessage(" <doc1>\nAnswer: 308\nExplanation: because <doc1>."), None)
     assert a.answer == "308" and [c.marker for c in a.citations] == [1]
+
+
+@pytest.mark.parametrize(("metadata", "cut"), [
+    ({"finish_reason": "stop"}, False),  # the provider says it finished: no full stop needed
+    ({"finish_reason": "length"}, True),  # it says the budget ran out, however complete it reads
+    ({}, True),  # it says nothing: the text's last character decides ("119" is not an ending)
+])
+def test_the_providers_word_on_how_a_reply_ended_decides_truncated(retriever, hits, metadata, cut):
+    from xlrag.chains.profiles import ProviderProfile
+
+    out = "Cited Documents: <doc0>\nAnswer: 110 أو 111\nExplanation: الإسعاف والمطافئ: 110 أو 111\nشرطة الطوارئ: 119"
+    a = finalize(state(retriever, hits).model_copy(update={"message": AIMessage(out, response_metadata=metadata)}),
+                 None, ProviderProfile())
+    assert ("truncated" in a.flags) is cut

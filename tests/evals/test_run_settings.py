@@ -41,9 +41,9 @@ def test_the_experiment_beats_the_xlrag_config_which_beats_the_defaults(tmp_path
     monkeypatch.setenv("XLRAG_RETRIEVAL__FUSION", "zscore")
     assert load_run_config(exp, load_config(user)).fusion == "zscore"
     # no settings (a run folder's snapshot, the Python API): nothing from any config
-    monkeypatch.setenv("XLRAG_RETRIEVAL__FUSION", "rrf")
+    monkeypatch.setenv("XLRAG_RETRIEVAL__FUSION", "score")
     bare = load_run_config(exp)
-    assert (bare.fusion, bare.retrieve_k, bare.embedder.name, bare.llms) == ("zscore", 20, "local", [LLMConfig()])
+    assert (bare.fusion, bare.retrieve_k, bare.embedder.name, bare.llms) == ("rrf", 20, "local", [LLMConfig()])
 
 
 def test_only_what_the_user_set_counts_not_the_configs_defaults(tmp_path):

@@ -80,7 +80,10 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
         parsed = _citation_reply(cleaned, hits, options)
         if parsed.status == "unparseable":
             flags.append("unparseable")
-        if parsed.truncated:
+        # the provider's word on how the reply ended beats reading its last character: an
+        # explanation ending on "119" with no full stop is finished when llama.cpp says "stop"
+        reported = profile.reported_cut_off(message) if profile is not None else None
+        if parsed.truncated if reported is None else reported:
             flags.append("truncated")
         answer, explanation = parsed.answer, parsed.explanation
         citations = resolve_markers([*parsed.cited, *parsed.inline], hits)

@@ -77,8 +77,14 @@ class ProviderProfile(BaseModel):
 
     def cut_off(self, message: BaseMessage | Any) -> bool:
         """Whether the reply ended because it reached max_tokens, not because it was done."""
+        return self.reported_cut_off(message) is True
+
+    def reported_cut_off(self, message: BaseMessage | Any) -> bool | None:
+        """What the provider says of how the reply ended: True at max_tokens, False when it
+        finished (or met a stop sequence), None when it does not say."""
         key, value = self.cut_off_at
-        return (getattr(message, "response_metadata", None) or {}).get(key) == value
+        reported = (getattr(message, "response_metadata", None) or {}).get(key)
+        return None if reported is None else reported == value
 
     def few_shot_default(self, llm: Any) -> bool:
         return False
