@@ -94,3 +94,14 @@ def test_retries_is_the_old_name_of_max_retries():
     from xlrag.config import EmbedderConfig
 
     assert "max_retries" in EmbedderConfig.model_fields and "max_retries" in LLMConfig.model_fields
+
+
+@pytest.mark.parametrize(("section", "field", "kind"), [("retrieval", "fusion", "fusion"), ("rerank", "name", "reranker")])
+def test_a_setting_naming_a_provider_is_checked_against_the_registry(section, field, kind):
+    from xlrag.config import XlragConfig
+    from xlrag.registry import available
+
+    for name in available(kind):  # every registered name is accepted, and only those
+        XlragConfig(**{section: {field: name}})
+    with pytest.raises(ValueError, match=r"\(did you mean '.+'\?\); choose one of: " + ", ".join(available(kind))):
+        XlragConfig(**{section: {field: available(kind)[-1][:-1] + "q"}})

@@ -170,12 +170,9 @@ class RetrievalConfig(_Section):
     @field_validator("fusion")
     @classmethod
     def _known_fusion(cls, v: str) -> str:
-        from xlrag.registry import available
+        from xlrag.registry import known
 
-        known = available("fusion")  # the registry is the one list of fusion methods
-        if v not in known:
-            raise ValueError(f"unknown fusion {capped(v)}; choose one of: {', '.join(known)}")
-        return v
+        return known("fusion", v, "fusion")  # the registry is the one list of fusion methods
 
 
 
@@ -260,12 +257,9 @@ class RerankConfig(_Section):
     @field_validator("name")
     @classmethod
     def _known_reranker(cls, v: str) -> str:
-        from xlrag.registry import available
+        from xlrag.registry import known
 
-        known = available("reranker")  # the registry is the one list of rerankers
-        if v not in known:
-            raise ValueError(f"unknown rerank.name {v!r}; choose one of: {', '.join(known)}")
-        return v
+        return known("reranker", v, "rerank.name")  # the registry is the one list of rerankers
 
 
 class AnswerConfig(_Section):

@@ -76,6 +76,19 @@ def available(kind: Kind) -> list[str]:
     return sorted(n for k, n in _FACTORIES if k == kind)
 
 
+def known(kind: Kind, name: str, setting: str) -> str:
+    """``name`` if it is registered for ``kind``, else a ValueError naming ``setting``, the
+    closest registered name and all of them: the one check of a setting that names a provider."""
+    names = available(kind)
+    if name not in names:
+        from xlrag.text import capped
+        from xlrag.validate import did_you_mean
+
+        raise ValueError(f"unknown {setting} {capped(name)}{did_you_mean(name, names)}; "
+                         f"choose one of: {', '.join(names)}")
+    return name
+
+
 def get(kind: Kind, name: str) -> Callable[..., Any]:
     """The callable registered as ``name`` for ``kind``; unknown names list the known ones."""
     _load_builtins(kind)

@@ -11,6 +11,7 @@ None of these are autouse, so other tests in this folder are unaffected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -72,23 +73,24 @@ def _get(url: str, timeout: float = 2.0) -> bytes:
         return resp.read()
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server on gemma-3-270m."""
+@contextlib.contextmanager
+def serve_llama(model: str, log_dir: Path, n_ctx: int = 2048, ready_within: float = 180) -> Iterator[str]:
+    """Base URL (``http://127.0.0.1:PORT/v1``) of a real llama_cpp.server on the catalogue
+    model ``model``, stopped on exit."""
     from xlrag.chains.llms import bundled_model_path
 
     port = _free_port()
-    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    log = log_dir / "server.log"
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path("gemma-3-270m"),
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path(model),
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(TEST_THREADS), "--seed", "0", "--verbose", "False"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + ready_within
         while True:
             if proc.poll() is not None:
                 pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
@@ -99,7 +101,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready after 120 s:\n{log.read_text()[-3000:]}")
+                pytest.fail(f"llama_cpp.server not ready after {ready_within:.0f} s:\n{log.read_text()[-3000:]}")
             time.sleep(0.2)
         yield base
     finally:
@@ -109,6 +111,13 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of a real llama_cpp.server on gemma-3-270m."""
+    with serve_llama("gemma-3-270m", tmp_path_factory.mktemp("llama-server"), ready_within=120) as base:
+        yield base
 
 
 # -- recorded vendor responses, replayed over real HTTP ----------------------------------------

@@ -139,7 +139,7 @@ def test_listwise_returns_every_candidate_once(reranker):
 def test_an_unknown_rerank_name_is_one_line_naming_the_choices(tmp_path):
     cfg = tmp_path / "xlrag.yaml"
     cfg.write_text("rerank:\n  name: colbert\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"unknown rerank.name 'colbert'; choose one of: cohere, llm, none") as e:
+    with pytest.raises(ConfigError, match=r"unknown rerank.name 'colbert' \(did you mean 'cohere'\?\); choose one of: cohere, llm, none") as e:
         load_config(cfg)
     assert "\n" not in str(e.value)
 
@@ -184,43 +184,12 @@ def test_a_reranker_failing_mid_call_raises_provider_error():
 
 @pytest.fixture(scope="module")
 def instruct_server(tmp_path_factory):
-    """A real llama_cpp.server on 127.0.0.1 serving the instruct qwen2.5-coder-0.5b (its chat
-    template makes the first reply token the verdict, which the base gemma's does not)."""
-    import json
-    import os
-    import subprocess
-    import sys
-    import time
+    """A real llama_cpp.server serving the instruct qwen2.5-coder-0.5b (its chat template makes
+    the first reply token the verdict, which the base gemma's does not)."""
+    from tests.chains.conftest import serve_llama
 
-    from tests.chains.conftest import PROXY_VARS, _free_port, _get
-    from xlrag.chains.llms import bundled_model_path
-
-    port = _free_port()
-    log = tmp_path_factory.mktemp("instruct-server") / "server.log"
-    env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS} | {"NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"}
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path("qwen2.5-coder-0.5b-instruct"),
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "1024", "--n_threads", str(TEST_THREADS),
-           "--seed", "0", "--verbose", "False"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
-            try:
-                if json.loads(_get(f"{base}/models")).get("data"):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server not ready after 180 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.2)
+    with serve_llama("qwen2.5-coder-0.5b-instruct", tmp_path_factory.mktemp("instruct-server"), n_ctx=1024) as base:
         yield base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_openai_logprobs_from_a_real_llama_cpp_server(instruct_server, monkeypatch):

@@ -149,23 +149,37 @@ def serve(retriever):
         yield start
 
 
-def sse_events(response: httpx.Response) -> list[tuple[str, Any]]:
-    """The (event, data) pairs of a text/event-stream, in order (pings dropped)."""
+def iter_sse_events(response: httpx.Response) -> Iterator[tuple[str, Any]]:
+    """The (event, data) pairs of a text/event-stream as they arrive (pings dropped): a test can
+    act mid-stream (send a signal after the first token)."""
     import json
 
-    events, name, data = [], None, []
+    name, data = None, []
     for line in response.iter_lines():
         if line.startswith(":"):
             continue
         if not line:
             if name is not None:
-                events.append((name, json.loads("\n".join(data))))
+                yield name, json.loads("\n".join(data))
             name, data = None, []
         elif line.startswith("event:"):
             name = line[6:].strip()
         elif line.startswith("data:"):
             data.append(line[5:].strip())
-    return events
+
+
+def sse_events(response: httpx.Response) -> list[tuple[str, Any]]:
+    """The (event, data) pairs of a whole text/event-stream, in order (pings dropped)."""
+    return list(iter_sse_events(response))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def wait_until_up(proc: Any, url: str, seconds: float = 180, path: str = "/v1/health") -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import QUESTION, wait_until_up
+from tests.server.conftest import QUESTION, free_port, iter_sse_events, wait_until_up
 
 REPLY = ("Cited Documents: <doc0>\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
          "Explanation: Según <doc0>, la defensa solo permitió 308 puntos en toda la temporada.")
@@ -87,12 +86,6 @@ def slow_openai(words: int) -> Iterator[str]:
         server.server_close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 SERVE = """
 import sys
 from xlrag.config import XlragConfig
@@ -106,7 +99,7 @@ serve(cfg, port=int(sys.argv[3]), no_auth=True, limits=ServerLimits(grace_second
 
 @contextmanager
 def server(index: Path, llm_url: str, grace: float, cwd: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLRAG_")}
     env.update({"OPENAI_API_KEY": "sk-test-drain", "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
     proc = subprocess.Popen([sys.executable, "-c", SERVE.format(grace=grace), str(index), llm_url, str(port)],
@@ -128,28 +121,13 @@ def _stream_then_sigterm(proc: subprocess.Popen, url: str, after_tokens: int) ->
     with httpx.Client(timeout=120) as client, client.stream(
             "POST", f"{url}/v1/ask", json={"question": QUESTION, "stream": True}) as response:
         assert response.status_code == 200
-        for event in _iter_events(response):
+        for event in iter_sse_events(response):
             events.append(event)
             if signalled is None and sum(name == "token" for name, _ in events) >= after_tokens:
                 proc.send_signal(signal.SIGTERM)
                 signalled = time.monotonic()
     assert signalled is not None, events
     return events, time.monotonic() - signalled
-
-
-def _iter_events(response: httpx.Response) -> Iterator[tuple[str, dict]]:
-    name, data = None, []
-    for line in response.iter_lines():
-        if line.startswith(":"):
-            continue
-        if not line:
-            if name is not None:
-                yield name, json.loads("\n".join(data))
-            name, data = None, []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
 
 
 @pytest.mark.slow

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.clitools import error_line, run
-from tests.server.conftest import QUESTION, wait_until_up
+from tests.server.conftest import QUESTION, free_port, wait_until_up
 
 
 def test_serve_without_a_key_fails_with_a_one_line_fix(xquad_index, monkeypatch):
@@ -35,14 +34,8 @@ def test_a_missing_index_is_a_one_line_error(tmp_path, monkeypatch):
     assert "is not an xlrag index" in error_line(run("serve", "--index-dir", tmp_path / "nothing"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLRAG_")}
     xlrag = Path(sys.executable).with_name("xlrag")
     # cwd: no xlrag.yaml of the repository's is read

@@ -5,11 +5,9 @@ request behind a busy generation slot. Real server processes, a real llama.cpp m
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,23 +19,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import QUESTION, wait_until_up
+from tests.server.conftest import QUESTION, free_port, iter_sse_events, wait_until_up
 from tests.server.test_graceful_shutdown import server, slow_openai
 
 XLRAG = str(Path(sys.executable).with_name("xlrag"))
 SMALLEST = "gemma-3-270m"  # xlrag.chains.local.catalogue: a few seconds an answer
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def serving(index: Path, cwd: Path, *options: str, ready: str = "/v1/health") -> Iterator[tuple[subprocess.Popen, str]]:
     """``xlrag serve`` over ``index`` with the smallest local model, up once ``ready`` answers 200."""
-    port = _free_port()
+    port = free_port()
     # cwd: no xlrag.yaml of the repository's is read; PYTHONPATH passes on: the xlrag under test
     env = {k: v for k, v in os.environ.items() if not k.startswith("XLRAG_")}
     env.update({"XLRAG_LLM__MODEL": SMALLEST, "ANONYMIZED_TELEMETRY": "False"})
@@ -80,21 +72,6 @@ def test_an_index_moved_away_before_the_first_request_is_never_served(xquad_inde
         assert httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
 
 
-def _events(response: httpx.Response) -> Iterator[tuple[str, dict]]:
-    name, data = None, []
-    for line in response.iter_lines():
-        if line.startswith(":"):
-            continue
-        if not line:
-            if name is not None:
-                yield name, json.loads("\n".join(data))
-            name, data = None, []
-        elif line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-
-
 ROUNDS = 10
 
 
@@ -110,7 +87,7 @@ def test_sigterm_at_the_first_token_of_a_local_model_exits_0_every_time(xquad_in
             body = {"question": "Who won Super Bowl 50?", "lang": "en", "mode": "no_ir", "stream": True}
             with httpx.Client(timeout=120) as client, client.stream("POST", f"{url}/v1/ask", json=body) as response:
                 assert response.status_code == 200
-                for event in _events(response):
+                for event in iter_sse_events(response):
                     events.append(event)
                     if [n for n, _ in events].count("token") == 1 and event[0] == "token":
                         proc.send_signal(signal.SIGTERM)
@@ -134,7 +111,7 @@ def test_a_bad_perspectives_request_is_refused_at_once_behind_a_busy_slot(xquad_
         try:
             with httpx.Client(timeout=120) as client, client.stream(
                     "POST", f"{url}/v1/ask", json={"question": QUESTION, "stream": True}) as response:
-                for name, _ in _events(response):
+                for name, _ in iter_sse_events(response):
                     if name == "token":
                         streaming.set()
         except httpx.TransportError:

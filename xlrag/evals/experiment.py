@@ -47,7 +47,6 @@ from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import Channel
-from xlrag.text import capped
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -234,14 +233,9 @@ class ExperimentConfig(_Strict):
     @field_validator("fusion")
     @classmethod
     def _known_fusion(cls, v: str) -> str:
-        from xlrag.registry import available
+        from xlrag.registry import known
 
-        known = available("fusion")
-        if v not in known:
-            from xlrag.validate import did_you_mean
-
-            raise ValueError(f"unknown fusion {capped(v)}{did_you_mean(v, known)}; use one of: {', '.join(known)}")
-        return v
+        return known("fusion", v, "fusion")
 
     @model_validator(mode="after")
     def _unique(self) -> ExperimentConfig:
