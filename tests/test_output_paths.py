@@ -47,7 +47,7 @@ def test_eval_judge_refuses_to_wipe_a_notes_file_or_a_csv(tmp_path):
         out = tmp_path / name
         out.write_bytes(data)
         res = _xlrag("eval", "judge", "--in", _items(tmp_path), "--out", out, "--panel", _panel(tmp_path))
-        _one_line_error(res, f"{out}:1:", "not JSON", "left untouched")
+        _one_line_error(res, f"{out}:1:", "invalid JSON", "left untouched")
         assert out.read_bytes() == data
     assert not list(tmp_path.glob("*.lock")) and not list(tmp_path.glob("*.holder"))
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.errors import OutputPathError
+from xlrag.jsonl import LineError, parse_line
 
 __all__ = ["Kind", "check_output", "check_run_folder", "document_kind", "jsonl_kind", "lines_kind",
            "read_appended"]
@@ -48,9 +48,9 @@ def jsonl_kind(what: str, example: str, *keys: str) -> Kind:
 
     def line(text: str) -> str | None:
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            return "not JSON"
+            obj = parse_line(text)  # the one JSONL line reader (lone surrogates, bad UTF-8)
+        except LineError as e:
+            return str(e)
         if not isinstance(obj, dict):
             return f"a JSON {type(obj).__name__}, not an object"
         missing = [k for k in keys if k not in obj]
@@ -102,7 +102,7 @@ def _scan(path: Path, kind: Kind, option: str) -> tuple[list[dict[str, Any]], in
             if why:
                 raise _refuse(option, path, kind, n, why)
             if kind.jsonl:
-                records.append(json.loads(text))
+                records.append(parse_line(text))
         end += len(line)
     return records, end
 
