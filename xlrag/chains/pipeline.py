@@ -140,12 +140,12 @@ class Pipeline(BaseModel):
             few_shot = prof.few_shot_default(llm)
         if grammar is None:
             grammar = configured_grammar(llm)
-        fmt = parse_format(fmt)
+        fmt, k = parse_format(fmt), _check_k(k)
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
-            prof.check_grammar(llm, fmt, max(1, k or getattr(retriever, "k", None) or 1))
+            prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
         after = [PostHocCitations(attributor)] if attributor is not None else []
-        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=_check_k(k), grammar=grammar,
+        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
                    max_question_chars=max_question_chars)

@@ -34,7 +34,6 @@ from xlrag.schema import Citation, Hit
 
 __all__ = [
     "CHAT",
-    "GRAMMAR_KEY",
     "PROVIDER_KEY",
     "AnthropicProfile",
     "CohereProfile",
@@ -115,8 +114,10 @@ class ProviderProfile(BaseModel):
         Vendors' APIs take no grammar, and ignoring the setting would pass unconstrained
         replies off as constrained ones, so asking is an error.
         """
+        from xlrag.chains.local.grammar import SETTING
+
         raise ConfigError(f"llm provider {self.name!r} takes no answer grammar (only the local llama.cpp "
-                          f"provider does); set llm.grammar: false")
+                          f"provider does); set {SETTING}: false")
 
     def check_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int) -> None:
         """Fail now, with the setting to change, if ``llm`` cannot take ``fmt``'s grammar."""
@@ -168,10 +169,12 @@ class LocalProfile(ProviderProfile):
         return {"grammar": answer_grammar(fmt, n_docs, n_options)}
 
     def check_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int) -> None:
+        from xlrag.chains.local.grammar import SETTING
+
         compile_grammar = getattr(llm, "compile_grammar", None)
         if compile_grammar is None:
             raise ConfigError(f"the local profile's grammar needs xlrag's llama.cpp model, not "
-                              f"{type(llm).__name__}; set llm.grammar: false")
+                              f"{type(llm).__name__}; set {SETTING}: false")
         # a citation reply may carry a choice line (options given per call): both shapes
         for n_options in ((2,) if fmt is AnswerFormat.MC else (0, 2) if fmt is AnswerFormat.CITATION else (0,)):
             compile_grammar(self.answer_grammar(llm, fmt, n_docs, n_options)["grammar"])

@@ -5,7 +5,7 @@ Every literal comes from :mod:`xlrag.formats` (the headers, the ``<docN>`` marke
 prompt asks for and the parser reads; ``tests/chains/local/test_grammar.py`` proves that every
 reply the grammar admits parses with status ok.
 
-A grammar string is compiled once per model (:func:`compiled`): llama.cpp builds its sampler
+A grammar string is checked once per model (:func:`compiled`): llama.cpp builds its sampler
 from the string on every call, and a string it rejects would crash that call natively, so it
 is checked against the model's vocabulary first and refused with a :class:`ConfigError`.
 """
@@ -13,11 +13,17 @@ is checked against the model's vocabulary first and refused with a :class:`Confi
 from __future__ import annotations
 
 import json
+import os
+import sys
+import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
+from xlrag.chains.parsing.common import _SENTENCE_FINAL
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     ANSWER_HEADER,
@@ -28,7 +34,7 @@ from xlrag.formats import (
 )
 from xlrag.prompts.library import _LETTERS
 
-__all__ = ["SETTING", "TEXT_EXCLUDED", "answer_grammar", "compiled"]
+__all__ = ["LEAD_EXCLUDED", "SETTING", "TEXT_EXCLUDED", "answer_grammar", "compiled"]
 
 #: The configuration key that turns the grammar on, named in every error about it.
 SETTING = "llm.grammar"
@@ -39,9 +45,14 @@ SETTING = "llm.grammar"
 #: so a model cannot invent one (``<doc9>`` over three passages) or a chat turn token.
 TEXT_EXCLUDED = "\n\r\t:<>"
 
-# Sentence-final characters an explanation may end with: the parser (chains/parsing/common.py)
-# reads a section ending otherwise as cut off.
-_FINAL = ".!?…。！？؟।॥۔"
+#: Characters an answer may not start with: the parser tidies an answer line by dropping "**",
+#: "__", empty brackets and edge commas (chains/parsing/markers.py, ``_tidy_line``), so an answer
+#: made only of them would read as no answer; one starting otherwise keeps its first character.
+LEAD_EXCLUDED = " *_,;、，،([（［"
+
+# The sentence-final characters an explanation may end with: the parser reads a section ending
+# otherwise as cut off. Sorted, so one format and count always give the same grammar string.
+_FINAL = "".join(sorted(_SENTENCE_FINAL))
 
 
 def _literal(text: str) -> str:
@@ -65,7 +76,7 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
     options: the citation format's choice line, or the mc format's letter).
 
     citation: an optional ``Cited Documents:`` header (the prompt ends with it, and chat models
-    restate it), up to ``n_docs`` markers of shown passages, then the answer line (``Answer:``
+    restate it), one to ``n_docs`` markers of shown passages (none when none is shown), then the answer line (``Answer:``
     text, or ``Chosen Option:`` and a letter) and an ``Explanation:`` line ending a sentence or
     on a marker. mc: one option letter. answer: one line of text.
     """
@@ -74,7 +85,7 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
     if n_options > len(_LETTERS):
         raise ConfigError(f"{n_options} options given but only {len(_LETTERS)} letters exist; "
                           f"pass at most {len(_LETTERS)} options")
-    first = _char_class(TEXT_EXCLUDED + " ", negated=True)
+    first = _char_class(TEXT_EXCLUDED + LEAD_EXCLUDED, negated=True)
     rest = _char_class(TEXT_EXCLUDED, negated=True)
     rules = [f"text ::= {first} {rest}*"]
     letters = _char_class(_LETTERS[:n_options], negated=False) if n_options else None
@@ -90,8 +101,10 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
     cited = "cited " if n_docs else ""
     rules.insert(0, f"root ::= {_literal(CITED_HEADER)}? \" \"? {cited}\"\\n\" {answer} \"\\n\" explanation")
     if n_docs:
-        # each shown passage at most once in practice; n_docs entries bound a model that loops
-        rules.append(f'cited ::= (marker (", " marker){{0,{n_docs - 1}}})?')
+        # At least one: the format asks which passages the answer rests on, and the 0.5B model
+        # left the line empty when it could (a wrong citation is still caught by the substance
+        # checks). At most n_docs entries bound a model that loops.
+        rules.append(f'cited ::= marker (", " marker){{0,{n_docs - 1}}}')
         rules.append(f"marker ::= {_markers(n_docs)}")
         piece = f"({rest} | marker)"
         end = f"({_char_class(_FINAL, negated=False)} | marker)"
@@ -125,11 +138,36 @@ def compiled(llama: Any, text: str, model_name: str) -> Any:
     with _ACCEPTED_LOCK:
         accepted = _ACCEPTED.setdefault(llama, set())
         if text not in accepted:
-            sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode("utf-8"), b"root")
+            with _native_stderr() as said:
+                sampler = llama_cpp.llama_sampler_init_grammar(llama._model.vocab, text.encode("utf-8"), b"root")
             if not sampler:
                 first = text.strip().splitlines()[0] if text.strip() else "(empty)"
+                reason = next((x.strip() for x in said if "error" in x.lower()), "rejected")
                 raise ConfigError(f"the answer grammar (starting {first[:60]!r}) does not compile for local model "
-                                  f"{model_name} (llama.cpp's reason is in the debug log); set {SETTING}: false")
+                                  f"{model_name} ({reason[:160]}); set {SETTING}: false")
             llama_cpp.llama_sampler_free(sampler)
             accepted.add(text)
     return _grammar_object(text)
+
+
+@contextmanager
+def _native_stderr() -> Iterator[list[str]]:
+    """What native code writes to stderr meanwhile, as lines, instead of the terminal.
+
+    llama.cpp prints a grammar's parse error straight to file descriptor 2, past the log
+    callback: uncaught, it would add lines of its own around xlrag's one-line error.
+    """
+    lines: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with tempfile.TemporaryFile(mode="w+b") as sink:
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield lines
+            finally:
+                os.dup2(saved, 2)
+                sink.seek(0)
+                lines.extend(sink.read().decode("utf-8", errors="replace").splitlines())
+    finally:
+        os.close(saved)
