@@ -12,6 +12,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from tests.conftest import ROOT
+from tests.prompts.recorded import recorded_format
 from xlrag.chains.echo import drop_echo as _drop_echo
 from xlrag.chains.echo import echo_reference
 from xlrag.chains.parsing import parse_citation, parse_mc
@@ -113,8 +114,9 @@ def test_a_reply_copying_the_sent_choice_line_is_an_echo(retriever):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             user = messages[-1].content
             seen.append(user)
-            line = next(x for x in user.splitlines() if x.startswith(CHOICE_HEADER))
-            self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{line}")])
+            # the format's instruction line, written under the choice header as if it were the choice
+            line = next(x for x in user.splitlines() if f'"{CHOICE_HEADER}"' in x)
+            self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{CHOICE_HEADER} {line}")])
             return super()._generate(messages, stop, run_manager, **kwargs)
 
     chain = build_chain(retriever, Copier(messages=iter([])), fmt="citation", k=2, few_shot=False)
@@ -136,11 +138,14 @@ PLACEHOLDER_ECHOES = [
 @pytest.mark.parametrize(("lang", "reply"), PLACEHOLDER_ECHOES)
 def test_template_placeholders_are_an_echo_not_an_answer(lang, reply):
     lib = PromptLibrary()
-    template = lib.render("citation_format", lang, answer_header=Section.ANSWER.header)
+    # the replies were recorded under the example block shipped before #33, which held placeholders
+    template = recorded_format(lang, Section.ANSWER.header)
     value = next(x for x in template.splitlines() if x.startswith(Section.ANSWER.header))
-    assert value.split(":", 1)[1].strip().rstrip("….") in reply  # the reply copies this language's template
+    assert value.split(":", 1)[1].strip().rstrip("….") in reply  # the reply copies that template
+    shipped = lib.render("citation_format", lang, answer_header=Section.ANSWER.header)
+    assert value not in shipped and shipped.splitlines()[-2] == Section.ANSWER.header  # gone now
     msgs = lib.build_messages(lang, "¿Quién controla Ceuta?", ["Ceuta."], "citation")
-    ref = echo_reference(msgs, ["Ceuta."], "¿Quién controla Ceuta?")
+    ref = echo_reference([*msgs, ("user", template)], ["Ceuta."], "¿Quién controla Ceuta?")
     cleaned = _drop_echo(reply, ref)
     assert "Answer" not in cleaned and "Explanation" not in cleaned, cleaned
     parsed = parse_citation(f"{CITED_HEADER} {cleaned}", 3)

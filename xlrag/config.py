@@ -220,6 +220,10 @@ class LLMConfig(_Section):
     few_shot: bool | None = Field(
         None, description="show one worked example of the answer format; None: the model profile's measured default"
     )
+    grammar: bool = Field(
+        False, description="local provider: hold each reply to its answer format with a llama.cpp grammar, so "
+        "it always parses; off until the answer benchmark measures its effect on answers (other providers: an error)"
+    )
 
     @classmethod
     def parse_spec(cls, spec: str, base: LLMConfig | None = None) -> LLMConfig:

@@ -10,6 +10,7 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from tests.chains.conftest import TEST_THREADS
+from tests.prompts.recorded import recorded_format
 from xlrag.chains.echo import echo_reference
 from xlrag.chains.grounding import PostHocAttributor
 from xlrag.chains.rag import ChainInput, ChainState, build_chain, finalize
@@ -78,9 +79,9 @@ def test_no_citations_get_post_hoc_ones_marked_as_such(retriever, hits):
 
 def test_template_echo_is_not_an_answer(retriever, hits):
     lib = PromptLibrary()
-    example = next(x for x in lib.render("citation_format", "en", answer_header="Answer:").splitlines()
-                   if x.startswith("Answer:"))
-    a = fin(state(retriever, hits), AIMessage(example), None)
+    # the example block holds headers only (#33): what is left to copy is the instruction line
+    instruction = lib.render("citation_format", "en", answer_header="Answer:").splitlines()[0]
+    a = fin(state(retriever, hits), AIMessage(f"Answer: {instruction}"), None)
     assert "prompt_echo" in a.flags and a.answer is None
 
 
@@ -89,13 +90,16 @@ def test_a_copied_citation_line_then_a_real_answer_is_answered(retriever, hits):
     out = ("Cited Documents: المستندات التي استخدمتها، مثل <doc0>, <doc2>\n\n"
            "Answer: نعم، يمكن قيادة السيارة في غيانا برخصة اماراتية.\n\n"
            "Explanation: من المستندات، يمكن القيادة بالرخصة الإماراتية دون الحاجة للاختبار.")
-    a = fin(state(retriever, hits, question="هل يمكن القيادة في غيانا برخصة إماراتية؟", lang="ar"),
-            AIMessage(out), None)
+    # recorded under the Arabic example block shipped before #33, so compared with that prompt
+    st = state(retriever, hits, question="هل يمكن القيادة في غيانا برخصة إماراتية؟", lang="ar")
+    st = st.model_copy(update={"echo_reference": st.echo_reference + "\n" + recorded_format("ar", "Answer:")})
+    a = fin(st, AIMessage(out), None)
     assert "prompt_echo" in a.flags and a.model_citations == []  # the example's markers are not citations
     assert a.answer == "نعم، يمكن قيادة السيارة في غيانا برخصة اماراتية." and a.answered
-    echo_only = fin(state(retriever, hits), AIMessage("Cited Documents: the documents you used, for example <doc0>, <doc2>"),
-                    None)
-    assert "prompt_echo" in echo_only.flags and not echo_only.answered
+    # today's prompt: its instruction line (which names <doc0>, <doc1>) copied as the citations
+    instruction = PromptLibrary().render("citation_format", "en", answer_header="Answer:").splitlines()[0]
+    echo_only = fin(state(retriever, hits), AIMessage(f"Cited Documents: {instruction}"), None)
+    assert "prompt_echo" in echo_only.flags and not echo_only.answered and echo_only.model_citations == []
 
 
 def test_mc_parses_native_options(retriever, hits):
@@ -251,8 +255,10 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
 def test_echo_detection_on_real_replies(lang, output, kept):
     from xlrag.chains.echo import drop_echo as _drop_echo
 
-    # These replies came from the chat-style prompt, so the reference is cut from it.
-    msgs = PromptLibrary().build_messages(lang, QUESTION_EN, ["a passage"], "citation")
+    # These replies came from the chat-style prompt shipped before #33, so the reference is cut
+    # from it: today's prompt with that example block.
+    msgs = [*PromptLibrary().build_messages(lang, QUESTION_EN, ["a passage"], "citation"),
+            ("user", recorded_format(lang, "Answer:"))]
     assert _drop_echo(output, echo_reference(msgs, ["a passage"], QUESTION_EN)) == (output if kept is None else kept)
 
 

@@ -9,6 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.clitools import error_line, run
+from tests.prompts.recorded import recorded_format
 from xlrag.checks.lexical import tokenize
 from xlrag.errors import ConfigError
 from xlrag.evals.calibration import (
@@ -39,6 +40,7 @@ from xlrag.evals.lexical_judge import (
     in_other_language,
 )
 from xlrag.evals.run_folder import read_records
+from xlrag.prompts import PromptLibrary
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +139,8 @@ def test_spot_checks(items):
     assert echo.answer == echo.question and not echo.truth
     marker = [i for i in items if i.kind == "non_answer"]
     assert {"", "<doc1>"} & {i.answer for i in marker}
-    assert any("your answer" in i.answer for i in marker if i.lang == "en")
+    # the shipped example block holds headers only (#33): a copied template line is a bare header
+    assert any(i.answer in {"Cited Documents:", "Answer:", "Explanation:"} for i in marker if i.lang == "en")
     # a Cyrillic gold answer is offered in English; a Latin one ("Troika Design Group") in another script
     ru = [i for i in by_id.values() if i.kind == "parallel_gold" and i.lang == "ru"]
     cyrillic = [i for i in ru if any("\u0400" <= ch <= "\u04ff" for ch in i.gold[0])]
@@ -249,7 +252,13 @@ def test_lexical_judge_turns_down_echoes_and_templates():
     q = "Where did the Panthers play Super Bowl 50 against Denver?"
     verdict, why = judge.vote(q, ["Denver"], q, "en")
     assert verdict is False and "repeats the question" in why
-    verdict, why = judge.vote("How many points?", ["your answer"], "Answer: your answer", "en")
+    # the shipped template's instruction line, copied as the answer
+    instruction = PromptLibrary().render("citation_format", "en", answer_header="Answer:").splitlines()[0]
+    verdict, why = judge.vote("How many points?", ["308"], instruction, "en")
+    assert verdict is False and "template" in why
+    # a placeholder of an older template (replies recorded before #33) under a judge given that template
+    old = LexicalJudge(LexicalJudgeConfig(kind="lexical"), templates=[recorded_format("en", "Answer:")])
+    verdict, why = old.vote("How many points?", ["your answer"], "Answer: your answer", "en")
     assert verdict is False and "template" in why
     assert gold_recall("It gave up 308 points", ["136", "308"], "en") == (1.0, "308")
 

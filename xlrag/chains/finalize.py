@@ -43,7 +43,7 @@ def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> b
     return not refusal_despite_evidence(said, query.text, top, lang).passed
 
 
-def _citation_reply(cleaned: str, hits: list[Hit], options: list[str] | None) -> Any:
+def _citation_reply(cleaned: str, n_docs: int, options: list[str] | None) -> Any:
     """The citation-format reply, parsed (a bare reply is an answer with no citations)."""
     answer_section = Section.CHOICE if options else Section.ANSWER
     lowered = cleaned.lower()
@@ -55,7 +55,7 @@ def _citation_reply(cleaned: str, hits: list[Hit], options: list[str] | None) ->
     else:
         # A bare reply ("308") is an answer with no citations, not a list of documents.
         text = f"{CITED_HEADER}\n{answer_section.header} {cleaned.strip()}"
-    return parse_citation(text, len(hits), answer_section)
+    return parse_citation(text, n_docs, answer_section)
 
 
 def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> GroundedAnswer:
@@ -77,7 +77,7 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
             flags.append(mc.status)
         index, chosen, answer = mc.index, mc.option, mc.option
     elif fmt is AnswerFormat.CITATION:
-        parsed = _citation_reply(cleaned, hits, options)
+        parsed = _citation_reply(cleaned, len(hits), options)
         if parsed.status == "unparseable":
             flags.append("unparseable")
         # the provider's word on how the reply ended beats reading its last character: an

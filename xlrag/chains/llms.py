@@ -60,6 +60,7 @@ from xlrag.chains.local.runtime import (
 )
 from xlrag.chains.profiles import (
     FEW_SHOT_KEY,
+    GRAMMAR_KEY,
     PROVIDER_KEY,
     AnthropicProfile,
     CohereProfile,
@@ -225,6 +226,7 @@ def build_llm(cfg: LLMConfig | None = None) -> BaseChatModel:
     llm = create("llm", cfg.provider, cfg)
     # Public metadata, so build_chain finds the provider's profile (and the configured
     # few_shot choice) without inspecting the model's type.
-    llm.metadata = {**(llm.metadata or {}), PROVIDER_KEY: cfg.provider, FEW_SHOT_KEY: cfg.few_shot}
+    llm.metadata = {**(llm.metadata or {}), PROVIDER_KEY: cfg.provider, FEW_SHOT_KEY: cfg.few_shot,
+                    GRAMMAR_KEY: cfg.grammar}
     return llm
 

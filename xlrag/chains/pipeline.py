@@ -29,7 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.chains.echo import echo_reference, strip_markup
 from xlrag.chains.finalize import message_text, parse_reply
 from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
-from xlrag.chains.profiles import ProviderProfile, configured_few_shot, profile_for
+from xlrag.chains.profiles import (
+    ProviderProfile,
+    Request,
+    configured_few_shot,
+    configured_grammar,
+    profile_for,
+)
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.errors import ConfigError
 from xlrag.formats import (
@@ -104,6 +110,7 @@ class Pipeline(BaseModel):
     prompts: PromptLibrary = Field(default_factory=PromptLibrary)
     profile: ProviderProfile
     few_shot: bool
+    grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
@@ -116,9 +123,12 @@ class Pipeline(BaseModel):
                prompts: PromptLibrary | None = None, attributor: PostHocAttributor | None = None,
                post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
-               owns_retriever: bool = False, max_question_chars: int | None = None) -> Pipeline:
+               owns_retriever: bool = False, max_question_chars: int | None = None,
+               grammar: bool | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
-        and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them."""
+        and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
+        ``grammar`` (None: the ``llm.grammar`` the model was built with) is compiled here, so a
+        model that cannot take it fails now rather than on the first question."""
         from xlrag.chains.grounding import PostHocAttributor
 
         prof = profile_for(llm, profile)
@@ -128,8 +138,14 @@ class Pipeline(BaseModel):
             few_shot = configured_few_shot(llm)
         if few_shot is None:
             few_shot = prof.few_shot_default(llm)
+        if grammar is None:
+            grammar = configured_grammar(llm)
+        fmt, k = parse_format(fmt), _check_k(k)
+        if grammar:
+            # the grammar's shape is the same for any number of passages: k's (or one) stands for all
+            prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
         after = [PostHocCitations(attributor)] if attributor is not None else []
-        return cls(retriever=retriever, llm=llm, fmt=parse_format(fmt), mode=mode, k=_check_k(k),
+        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
                    max_question_chars=max_question_chars)
@@ -287,6 +303,9 @@ class Pipeline(BaseModel):
         sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
         msgs = [*msgs, *(followup or [])]
         request = self.profile.request(msgs, hits, self.profile.stop(self.llm, self.prompts, lang))
+        if self.grammar:
+            held = self.profile.answer_grammar(self.llm, self.fmt, len(hits), len(state.options or ()))
+            request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
         return state.model_copy(update={"request": request,
                                         "echo_reference": echo_reference(sent, docs, query.text, state.options)})
 

@@ -27,7 +27,8 @@ from xlrag.chains.vendor_citations import (
     cohere_citations,
     cohere_documents,
 )
-from xlrag.errors import UnknownProviderError
+from xlrag.errors import ConfigError, UnknownProviderError
+from xlrag.formats import AnswerFormat
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Citation, Hit
 
@@ -46,6 +47,7 @@ __all__ = [
 
 PROVIDER_KEY = "xlrag_provider"  # in BaseChatModel.metadata
 FEW_SHOT_KEY = "xlrag_few_shot"  # LLMConfig.few_shot, carried with the model built from it
+GRAMMAR_KEY = "xlrag_grammar"  # LLMConfig.grammar, likewise
 
 Messages = list[tuple[str, Any]]
 
@@ -106,6 +108,21 @@ class ProviderProfile(BaseModel):
         bind = getattr(type(llm), "bind_tools", None)
         return bind is not None and bind is not BaseChatModel.bind_tools
 
+    def answer_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int, n_options: int) -> dict[str, Any]:
+        """Call options that hold the reply to ``fmt`` over ``n_docs`` passages (``llm.grammar``).
+
+        Vendors' APIs take no grammar, and ignoring the setting would pass unconstrained
+        replies off as constrained ones, so asking is an error.
+        """
+        from xlrag.chains.local.grammar import SETTING
+
+        raise ConfigError(f"llm provider {self.name!r} takes no answer grammar (only the local llama.cpp "
+                          f"provider does); set {SETTING}: false")
+
+    def check_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int) -> None:
+        """Fail now, with the setting to change, if ``llm`` cannot take ``fmt``'s grammar."""
+        self.answer_grammar(llm, fmt, n_docs, 2 if fmt is AnswerFormat.MC else 0)
+
     def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         """Call options that hold the reply to the JSON ``schema``.
 
@@ -144,6 +161,23 @@ class LocalProfile(ProviderProfile):
         # with blank lines, or starts another document.
         labels = [prompts.render(role, lang) for role in ("question_label", "documents_label")]
         return [*(f"\n{label}:" for label in labels), *(f"\n{label} :" for label in labels), "\n\n", "\n<doc"]
+
+    def answer_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int, n_options: int) -> dict[str, Any]:
+        from xlrag.chains.local.grammar import answer_grammar
+
+        # the text only: LocalLlamaChat compiles it for its model, once (chains/local/grammar.py)
+        return {"grammar": answer_grammar(fmt, n_docs, n_options)}
+
+    def check_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int) -> None:
+        from xlrag.chains.local.grammar import SETTING
+
+        compile_grammar = getattr(llm, "compile_grammar", None)
+        if compile_grammar is None:
+            raise ConfigError(f"the local profile's grammar needs xlrag's llama.cpp model, not "
+                              f"{type(llm).__name__}; set {SETTING}: false")
+        # a citation reply may carry a choice line (options given per call): both shapes
+        for n_options in ((2,) if fmt is AnswerFormat.MC else (0, 2) if fmt is AnswerFormat.CITATION else (0,)):
+            compile_grammar(self.answer_grammar(llm, fmt, n_docs, n_options)["grammar"])
 
     def json_request(self, schema: dict[str, Any], name: str) -> dict[str, Any]:
         # LocalLlamaChat turns this into a llama.cpp grammar (base) or response_format (chat)
@@ -202,6 +236,11 @@ def profile_for(llm: Any, profile: ProviderProfile | str | None = None) -> Provi
     if found is None:
         raise UnknownProviderError("llm profile", name, registry.profiled("llm"))
     return found
+
+
+def configured_grammar(llm: Any) -> bool:
+    """``LLMConfig.grammar`` of the config the model was built from (False: not set)."""
+    return bool((getattr(llm, "metadata", None) or {}).get(GRAMMAR_KEY))
 
 
 def configured_few_shot(llm: Any) -> bool | None:

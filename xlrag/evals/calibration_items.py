@@ -118,7 +118,8 @@ def _sentences(text: str) -> list[str]:
 
 def _template_answers(lang: str) -> list[str]:
     """What a model that copies the format instead of answering says: the shipped citation
-    format's lines in ``lang`` and the answer line's placeholder alone ("your answer")."""
+    format's example lines in ``lang`` (since #33 the bare headers) and the answer line's
+    placeholder alone (since #33 none: empty)."""
     from xlrag.prompts import ANSWER_HEADER, PromptLibrary
 
     lines = PromptLibrary().render("citation_format", lang, answer_header=ANSWER_HEADER).splitlines()[1:]

@@ -262,6 +262,13 @@ class LocalLlamaChat(BaseChatModel):
         read logits themselves (the LLM reranker); hold the lock for every use of the context."""
         return self._load()
 
+    def compile_grammar(self, text: str) -> Any:
+        """The GBNF grammar ``text`` compiled for this model (a one-line ConfigError if it cannot be)."""
+        from xlrag.chains.local.grammar import compiled
+
+        llama, _ = self._load()
+        return compiled(llama, text, self.model_name)
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this model's tokenizer (no BOS)."""
         llama, _ = self._load()
@@ -304,6 +311,11 @@ class LocalLlamaChat(BaseChatModel):
             "seed": kwargs.get("seed", self.seed),
             "stop": stops,
         }
+        grammar = kwargs.get("grammar")
+        if grammar is not None:
+            # a GBNF answer grammar (chains/local/grammar.py); llama.cpp takes it for chat
+            # completions too, where the chat template still frames the turn
+            params["grammar"] = self.compile_grammar(grammar)
         schema = kwargs.get("json_schema")
         if schema is not None:
             # A grammar built from the schema: the model cannot write anything but such JSON.
