@@ -192,9 +192,16 @@ class StoreConfig(_Section):
     )
 
 
+#: ``llm.draft`` values: no speculative decoding, or llama-cpp-python's prompt-lookup drafts.
+DRAFTS: tuple[str, ...] = ("none", "prompt_lookup")
+
+
 class LLMConfig(_Section):
     # do not change what the model answers (xlrag.evals.fingerprint): a run keeps its records
-    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"timeout", "max_retries", "n_threads"})
+    # (the prefix cache restores exactly the state llama.cpp would compute, and prompt lookup only
+    # proposes tokens the model then verifies, one sampling per written token as without it)
+    RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"timeout", "max_retries", "n_threads",
+                                                        "prefix_cache_mb", "draft", "draft_tokens"})
 
     @model_validator(mode="before")
     @classmethod
@@ -224,6 +231,35 @@ class LLMConfig(_Section):
         False, description="local provider: hold each reply to its answer format with a llama.cpp grammar, so "
         "it always parses; off until the answer benchmark measures its effect on answers (other providers: an error)"
     )
+    prefix_cache_mb: int = Field(
+        256, description="local provider: MB of RAM for llama.cpp states of past prompts; a new prompt restores "
+                         "the one sharing its longest prefix, so the static instructions and worked example are "
+                         "not read again after a judge or translation prompt ran in between. A state costs about "
+                         "28 KB per token for qwen2.5-coder-1.5b (~40 MB for a 1,500-token prompt): 256 MB keeps "
+                         "the last few prompts of the default model. 0 = off"
+    )
+    draft: str = Field(
+        "none", description="local provider: speculative decoding; prompt_lookup drafts the next tokens by "
+                            "finding the last ones in the prompt (answers copy spans of the passages) and the model "
+                            "verifies them, so greedy output is unchanged. llama-cpp-python then computes logits "
+                            "for every prompt token, which slows prompt reading: none until the answer benchmark "
+                            "measures it"
+    )
+    draft_tokens: int = Field(10, ge=1, le=64, description="prompt_lookup: tokens drafted per step")
+
+    @field_validator("prefix_cache_mb")
+    @classmethod
+    def _cache_size(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError(f"{v} MB is negative; use 0 (off) or a positive number of MB")
+        return v
+
+    @field_validator("draft")
+    @classmethod
+    def _known_draft(cls, v: str) -> str:
+        if v not in DRAFTS:
+            raise ValueError(f"unknown llm.draft {v!r}; choose one of: {', '.join(DRAFTS)}")
+        return v
 
     @classmethod
     def parse_spec(cls, spec: str, base: LLMConfig | None = None) -> LLMConfig:

@@ -11,7 +11,7 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["CHANNELS", "Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields", "Retrieval",
+__all__ = ["CHANNELS", "AnswerUsage", "Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields", "Retrieval",
            "make_query"]
 
 #: The ways a store is searched (``retrieval.channels``): dense vectors, BM25 over the store
@@ -207,6 +207,21 @@ class Citation(BaseModel):
         return self.source == "post_hoc"
 
 
+class AnswerUsage(BaseModel):
+    """What the answering LLM call cost, as far as its provider reports it (None: not reported)."""
+
+    prompt_tokens: int | None = Field(None, description="tokens of the prompt the model was given")
+    completion_tokens: int | None = Field(None, description="tokens the model wrote")
+    prompt_tokens_evaluated: int | None = Field(
+        None, description="local models: prompt tokens llama.cpp had to read; the rest were reused")
+    prompt_tokens_cached: int | None = Field(
+        None, description="prompt tokens reused: still in the local model's context or restored by its prefix "
+                          "cache (llm.prefix_cache_mb), or read from a vendor's prompt cache")
+    time_to_first_token: float | None = Field(
+        None, description="local models: seconds from when the call had the model to its first generated token "
+                          "(mostly reading the prompt); waiting for other calls is not counted")
+
+
 class GroundedAnswer(BaseModel):
     """A parsed, validated answer with its citations and the passages it was shown."""
 
@@ -231,6 +246,7 @@ class GroundedAnswer(BaseModel):
     index_complete: bool = Field(True, description="False when the index was half-built, or a store could not be "
                                                    "searched by every channel: passages may be missing")
     retrieval_notes: list[str] = Field(default_factory=list, description="why a wanted store was not searched")
+    usage: AnswerUsage | None = Field(None, description="tokens and time of the answering LLM call, where reported")
 
     @property
     def answered(self) -> bool:

@@ -171,6 +171,11 @@ def test_the_local_model_streams_its_tokens(retriever):
     assert len(tokens) >= 2 and all(isinstance(t, AnswerToken) for t in tokens)
     assert isinstance(final, GroundedAnswer) and final.raw_output == "".join(t.text for t in tokens)
     assert final.answer and final.model.startswith("local/gemma-3-270m") and len(final.passages) == 2
+    # what the call cost reaches the answer (#33): exact prompt tokens, read vs reused, first token
+    usage = final.usage
+    assert usage is not None and usage.prompt_tokens and usage.completion_tokens
+    assert usage.prompt_tokens_evaluated + usage.prompt_tokens_cached == usage.prompt_tokens
+    assert usage.time_to_first_token is not None and usage.time_to_first_token > 0
     (llm_run,) = tracer.find("llm")  # the model's own streaming callbacks, token by token
     said = [e["kwargs"]["token"] for e in llm_run.events if e["name"] == "new_token"]
     assert [t for t in said if t] == [t.text for t in tokens]

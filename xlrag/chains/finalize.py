@@ -16,10 +16,10 @@ from xlrag.chains.profiles import ProviderProfile
 from xlrag.chains.state import ChainState
 from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
 from xlrag.formats import CITED_HEADER, AnswerFormat, Section
-from xlrag.schema import Citation, GroundedAnswer, Hit, Query
+from xlrag.schema import AnswerUsage, Citation, GroundedAnswer, Hit, Query
 from xlrag.text import first_line
 
-__all__ = ["finalize", "message_text", "parse_reply"]
+__all__ = ["finalize", "message_text", "message_usage", "parse_reply"]
 
 
 def message_text(message: Any) -> str:
@@ -30,6 +30,23 @@ def message_text(message: Any) -> str:
     if isinstance(content, list):  # content blocks (Anthropic, Cohere)
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content)
+
+
+def message_usage(message: Any) -> AnswerUsage | None:
+    """The cost of an LLM reply: the local runtime's ``response_metadata`` (exact prompt tokens,
+    evaluated vs reused, time to first token), else LangChain's standard ``usage_metadata``
+    (vendors; ``cache_read`` is their prompt cache). None when the reply reports nothing."""
+    meta = getattr(message, "response_metadata", None) or {}
+    usage = getattr(message, "usage_metadata", None) or {}
+    cached = (usage.get("input_token_details") or {}).get("cache_read")
+    fields = {
+        "prompt_tokens": meta.get("prompt_tokens", usage.get("input_tokens")),
+        "completion_tokens": meta.get("completion_tokens", usage.get("output_tokens")),
+        "prompt_tokens_evaluated": meta.get("prompt_tokens_evaluated"),
+        "prompt_tokens_cached": meta.get("prompt_tokens_cached", cached),
+        "time_to_first_token": meta.get("time_to_first_token"),
+    }
+    return AnswerUsage(**fields) if any(v is not None for v in fields.values()) else None
 
 
 def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> bool:
@@ -109,7 +126,7 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
                           model=state.model, passages=hits, raw_output=raw, answer=answer,
                           explanation=explanation, option_index=index, chosen_option=chosen,
                           citations=citations, flags=flags, index_complete=state.complete,
-                          retrieval_notes=state.notes)
+                          retrieval_notes=state.notes, usage=message_usage(message))
 
 
 def finalize(state: ChainState, attributor: PostHocAttributor | None,

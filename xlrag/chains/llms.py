@@ -99,7 +99,8 @@ DEFAULT_MODELS: dict[str, str] = {
 @register("llm", "local", profile=LocalProfile())
 def _local(cfg: LLMConfig) -> BaseChatModel:
     common = {"n_ctx": cfg.n_ctx, "n_threads": cfg.n_threads, "seed": cfg.seed,
-              "temperature": cfg.temperature, "max_tokens": cfg.max_tokens}
+              "temperature": cfg.temperature, "max_tokens": cfg.max_tokens,
+              "prefix_cache_mb": cfg.prefix_cache_mb, "draft": cfg.draft, "draft_tokens": cfg.draft_tokens}
     if cfg.model_path is not None or (cfg.model and cfg.model.lower().endswith(".gguf")):
         require(RUNTIME[1], LOCAL_EXTRA, "a local GGUF model")
         # any GGUF: driven through a chat template only when a chat_format is given

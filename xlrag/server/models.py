@@ -17,7 +17,15 @@ from xlrag.agents.chat import Source
 from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
 from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
-from xlrag.schema import Channel, CitationSource, GroundedAnswer, Hit, QueryFields, Retrieval
+from xlrag.schema import (
+    AnswerUsage,
+    Channel,
+    CitationSource,
+    GroundedAnswer,
+    Hit,
+    QueryFields,
+    Retrieval,
+)
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -138,6 +146,7 @@ class AnswerOut(_Out):
                                        "afterwards, not by the model)")
     index_complete: bool = Field(description=GroundedAnswer.model_fields["index_complete"].description)
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
+    usage: AnswerUsage | None = Field(None, description=GroundedAnswer.model_fields["usage"].description)
 
     @classmethod
     def of(cls, a: GroundedAnswer) -> AnswerOut:
@@ -151,7 +160,7 @@ class AnswerOut(_Out):
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
             flags=list(a.flags), verified=not unverified(a),
-            index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes))
+            index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes), usage=a.usage)
 
 
 class AskResponse(_Out):

@@ -15,6 +15,7 @@ import atexit
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import closing
@@ -33,6 +34,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
+from xlrag.config import DRAFTS, LLMConfig
 from xlrag.errors import ProviderError
 
 __all__ = ["DEFAULT_STOP", "LocalLlamaChat", "bundled_model_path", "chat_messages", "render_prompt"]
@@ -53,15 +55,19 @@ def bundled_model_path(name: str | None = None) -> str:
     return str(assemble(lookup(name)))
 
 
-# Loaded llama.cpp models shared by every LocalLlamaChat with the same (path, n_ctx,
-# n_threads). Loading costs seconds and a few hundred MB per copy, and chains, judges and
+# Loaded llama.cpp models shared by every LocalLlamaChat with the same file and settings
+# (_ModelKey). Loading costs seconds and a few hundred MB per copy, and chains, judges and
 # translators each build their own chat model from the same config, so without sharing a
 # pipeline would hold several identical copies. Each entry carries the lock that serialises
 # use of its native context (llama.cpp contexts are not thread-safe). The cache is small:
 # the least recently used model is dropped beyond _CACHE_SIZE (chat models already holding
 # it keep it alive until they go away).
 _CACHE_SIZE = 2
-_MODELS: OrderedDict[tuple[str, int, int, str | None], tuple[Any, threading.Lock]] = OrderedDict()
+# The file's size and modification time are part of the key: a file replaced at the same path
+# (a new download, another model copied over it) gets a new model and with it a new prefix cache,
+# whose states were computed by the old weights and must never be restored into the new ones.
+_ModelKey = tuple[str, int, int, int, int, str | None, int, str, int]
+_MODELS: OrderedDict[_ModelKey, tuple[Any, threading.Lock]] = OrderedDict()
 _MODELS_LOCK = threading.Lock()
 
 # Streams generating in worker threads, with each one's cancel flag. Cancelling a stream (a
@@ -133,28 +139,114 @@ def _close_all() -> None:
                 "a local model was still generating at exit; it is left to the operating system to free")
 
 
+_LLAMA_CLASS: Any = None
+
+
+def _llama_class() -> Any:
+    """``Llama`` that notes, at the first generated token, when it came and how many prompt
+    tokens llama.cpp had to evaluate for it (``first_token``: :class:`_FirstToken` or None), and
+    whose saved states (the prefix cache's) hold no logits.
+
+    The count is of the tokens handed to ``eval`` before the first token was sampled: the prompt
+    tokens neither still in the context from the previous call nor restored from the prefix
+    cache (draft batches come later). llama.cpp's perf counters were no use: they report at least
+    1 for each of their two counts, so they overstate by one for most prompts.
+
+    ``save_state`` copies the logits buffer (up to n_batch x n_vocab floats: 238 MB for a
+    392-token prompt of qwen2.5, 0.34 s, after every answer) and the cache's capacity counts only
+    the KV state, so a few entries would hold gigabytes unaccounted. Nothing reads restored logits:
+    after a restore ``generate`` evaluates at least the prompt's last token again
+    (``_requires_eval``), and xlrag asks completions for no logprobs. So one row is saved, and
+    restored into one row: broadcast over the buffer as ``load_state`` would, it first-touched up
+    to 311 MB that a model without ``logits_all`` never uses otherwise (0.6 s on the first
+    restore)."""
+    global _LLAMA_CLASS
+    if _LLAMA_CLASS is None:
+        from llama_cpp import Llama
+
+        class XlragLlama(Llama):  # type: ignore[misc]
+            first_token: _FirstToken | None = None
+            evaluated: int = 0
+
+            def save_state(self) -> Any:
+                scores, self.scores = self.scores, self.scores[:1]
+                try:
+                    return super().save_state()
+                finally:
+                    self.scores = scores
+
+            def load_state(self, state: Any) -> None:
+                scores, self.scores = self.scores, self.scores[:1]
+                try:
+                    super().load_state(state)
+                finally:
+                    self.scores = scores
+
+            def eval(self, tokens: Sequence[int]) -> None:
+                self.evaluated += len(tokens)
+                super().eval(tokens)
+
+            def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+                self.first_token, self.evaluated = None, 0
+                steps = super().generate(tokens, *args, **kwargs)
+                try:
+                    token = next(steps)
+                    self.first_token = _FirstToken(time.perf_counter(), len(tokens), self.evaluated)
+                    while True:
+                        sent = yield token  # create_completion never sends, but generate's protocol allows it
+                        token = steps.send(sent)
+                except StopIteration:
+                    return
+                finally:
+                    steps.close()
+
+        _LLAMA_CLASS = XlragLlama
+    return _LLAMA_CLASS
+
+
+class _FirstToken:
+    """When a generation's first token came (``time.perf_counter``), the prompt's tokens and how
+    many of them llama.cpp evaluated (the rest were reused)."""
+
+    __slots__ = ("at", "evaluated", "prompt")
+
+    def __init__(self, at: float, prompt: int, evaluated: int):
+        self.at, self.prompt, self.evaluated = at, prompt, evaluated
+
+
 def _shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None,
-                  chat_format: str | None = None) -> tuple[Any, threading.Lock]:
-    key = (os.path.realpath(path), n_ctx, n_threads, chat_format)
+                  chat_format: str | None = None, prefix_cache_mb: int = 0, draft: str = "none",
+                  draft_tokens: int = 10) -> tuple[Any, threading.Lock]:
+    if not os.path.isfile(path):
+        raise ProviderError(
+            f"local model file {path} does not exist; set llm.model_path to a GGUF file, "
+            f"or choose a catalogue entry with --llm local:<name> (see `xlrag models list`)"
+        )
+    if draft not in DRAFTS:
+        raise ProviderError(f"unknown llm.draft {draft!r}; choose one of: {', '.join(DRAFTS)}")
+    stat = os.stat(path)
+    key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, n_ctx, n_threads, chat_format,
+           prefix_cache_mb, draft, draft_tokens if draft != "none" else 0)
     with _MODELS_LOCK:
         if key in _MODELS:
             _MODELS.move_to_end(key)
             return _MODELS[key]
-        if not os.path.isfile(path):
-            raise ProviderError(
-                f"local model file {path} does not exist; set llm.model_path to a GGUF file, "
-                f"or choose a catalogue entry with --llm local:<name> (see `xlrag models list`)"
-            )
-        from llama_cpp import Llama
+        from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
         _route_native_log()
 
+        draft_model = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft == "prompt_lookup" else None
         try:
             # chat_format None lets llama.cpp use the GGUF's own chat template
-            llama = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
-                          seed=seed if seed is not None else 0, verbose=False)
+            llama = _llama_class()(model_path=path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
+                                   seed=seed if seed is not None else 0, draft_model=draft_model, verbose=False)
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise ProviderError(f"could not load local model {path}: {e}") from e
+        if prefix_cache_mb:
+            from llama_cpp import LlamaRAMCache
+
+            # with the model, never shared: its states are only valid for these weights
+            llama.set_cache(LlamaRAMCache(capacity_bytes=prefix_cache_mb << 20))
         entry = (llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
@@ -222,6 +314,11 @@ class LocalLlamaChat(BaseChatModel):
     temperature: float = 0.0
     max_tokens: int = 256
     stop: list[str] = Field(default_factory=lambda: list(DEFAULT_STOP))
+    prefix_cache_mb: int = Field(LLMConfig.model_fields["prefix_cache_mb"].default, ge=0,
+                                 description="see LLMConfig.prefix_cache_mb")
+    draft: str = Field(LLMConfig.model_fields["draft"].default, description="see LLMConfig.draft")
+    draft_tokens: int = Field(LLMConfig.model_fields["draft_tokens"].default, ge=1,
+                              description="see LLMConfig.draft_tokens")
 
     _llama: Any = PrivateAttr(default=None)
     _lock: threading.Lock | None = PrivateAttr(default=None)
@@ -254,7 +351,8 @@ class LocalLlamaChat(BaseChatModel):
             self._path = self.model_path or bundled_model_path(self.entry)
             threads = self.n_threads or os.cpu_count() or 1
             self._llama, self._lock = _shared_model(self._path, self.n_ctx, threads, self.seed,
-                                                    self.chat_format if self.chat else None)
+                                                    self.chat_format if self.chat else None,
+                                                    self.prefix_cache_mb, self.draft, self.draft_tokens)
         return self._llama, self._lock
 
     def native(self) -> tuple[Any, threading.Lock]:
@@ -327,10 +425,25 @@ class LocalLlamaChat(BaseChatModel):
                 params["response_format"] = {"type": "json_object", "schema": schema}
         return params, n_prompt
 
-    def _metadata(self, finish_reason: str | None, n_prompt: int, n_completion: int) -> dict[str, Any]:
+    def _metadata(self, finish_reason: str | None, n_prompt: int, n_completion: int,
+                  timing: dict[str, Any] | None = None) -> dict[str, Any]:
         return {"model_name": self.model_name, "model_provider": "llama-cpp",
                 "finish_reason": finish_reason, "prompt_tokens": n_prompt,
-                "completion_tokens": n_completion}
+                "completion_tokens": n_completion, **(timing or {})}
+
+    @staticmethod
+    def _timing(llama: Any, started: float) -> dict[str, Any]:
+        """``time_to_first_token`` (seconds from when this call had the model, its lock taken, to
+        the first generated token: templating, prefix-cache restore, prompt evaluation and the first
+        sampling; waiting for other calls is not counted), the prompt's exact token count, and how
+        many of them llama.cpp evaluated vs reused (still in the context, or restored by the prefix
+        cache). Empty when no token was generated. Call holding the model lock."""
+        first = getattr(llama, "first_token", None)
+        if first is None or first.at < started:
+            return {}
+        return {"time_to_first_token": round(first.at - started, 4), "prompt_tokens": first.prompt,
+                "prompt_tokens_evaluated": first.evaluated,
+                "prompt_tokens_cached": max(0, first.prompt - first.evaluated)}
 
     @staticmethod
     def _usage(n_prompt: int, n_completion: int) -> UsageMetadata:
@@ -351,10 +464,12 @@ class LocalLlamaChat(BaseChatModel):
         llama, lock = self._load()
         try:
             with lock:
+                started = time.perf_counter()
                 if isinstance(prompt, str):
                     out = llama.create_completion(prompt, **params)
                 else:
                     out = llama.create_chat_completion(messages=prompt, **params)
+                timing = self._timing(llama, started)
         except Exception as e:
             raise ProviderError(f"local model {self.model_name} failed: {e}") from e
         choice = out["choices"][0]
@@ -362,7 +477,7 @@ class LocalLlamaChat(BaseChatModel):
         usage = out.get("usage") or {}
         n_prompt = usage.get("prompt_tokens", n_prompt)
         n_completion = usage.get("completion_tokens", 0)
-        meta = self._metadata(choice.get("finish_reason"), n_prompt, n_completion)
+        meta = self._metadata(choice.get("finish_reason"), n_prompt, n_completion, timing)
         message = AIMessage(content=text, response_metadata=meta,
                             usage_metadata=self._usage(n_prompt, n_completion))
         return ChatResult(generations=[ChatGeneration(message=message)],
@@ -374,6 +489,7 @@ class LocalLlamaChat(BaseChatModel):
         llama, lock = self._load()
         text, finish = "", None
         with lock:
+            started = time.perf_counter()
             try:
                 if isinstance(prompt, str):
                     stream = llama.create_completion(prompt, stream=True, **params)
@@ -397,8 +513,11 @@ class LocalLlamaChat(BaseChatModel):
                 raise ProviderError(f"local model {self.model_name} failed: {e}") from e
             # Streams carry no usage; count the generated text with the model's tokenizer.
             n_completion = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
+            timing = self._timing(llama, started)
+            n_prompt = timing.get("prompt_tokens", n_prompt)  # exact where generation started
         yield ChatGenerationChunk(
-            message=AIMessageChunk(content="", response_metadata=self._metadata(finish, n_prompt, n_completion),
+            message=AIMessageChunk(content="", response_metadata=self._metadata(finish, n_prompt, n_completion,
+                                                                                timing),
                                    usage_metadata=self._usage(n_prompt, n_completion),
                                    chunk_position="last"),
         )
