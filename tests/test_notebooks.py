@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ runs top to bottom, so none can rot."""
+"""Every notebook in notebooks/ runs top to bottom, so none can rot: the ones sharing a worker
+(tests/test_notebooks_alone.py runs the longest on its own)."""
 
 from __future__ import annotations
 
@@ -6,23 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+from tests.notebook_run import ALONE, NOTEBOOKS, run_notebook, shard
 
 
-def test_there_are_notebooks():
+def test_there_are_notebooks_and_each_runs_in_exactly_one_file():
     assert NOTEBOOKS
+    assert ALONE <= {p.name for p in NOTEBOOKS}  # a renamed notebook cannot drop out of the suite
+    assert sorted(shard(True) + shard(False)) == NOTEBOOKS
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shard(False), ids=lambda p: p.name)
 def test_notebook_runs(path: Path, tmp_path: Path):
-    import nbformat
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(path, as_version=4)
-    # Run in a scratch folder: notebooks write their indexes beside themselves.
-    NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
-    assert not errors
+    run_notebook(path, tmp_path)
