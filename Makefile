@@ -43,7 +43,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/indexing.py
 	$(PY) benchmarks/retrieval.py
-	$(PY) benchmarks/channels.py --sections travel,shown,peers,xquad,timing
+	$(PY) benchmarks/channels.py --sections travel,shown,peers,llm,xquad,timing
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .cache/site
