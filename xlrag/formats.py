@@ -25,13 +25,27 @@ __all__ = [
     "MARKER_KEYWORD",
     "MARKER_OPEN",
     "MARKER_RE",
+    "OPTION_LETTERS",
     "AnswerFormat",
     "Section",
+    "check_option_count",
     "document_line",
     "neutralize_markers",
     "parse_format",
     "words_pattern",
 ]
+
+# The letters options are shown with ("A) ...", "B) ..."): the prompt writes them, the mc parser
+# and the answer grammar read them.
+OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def check_option_count(n: int) -> int:
+    """``n`` if that many options can each have a letter, else a one-line ConfigError."""
+    if n > len(OPTION_LETTERS):
+        raise ConfigError(f"{n} options given but only {len(OPTION_LETTERS)} letters exist; "
+                          f"pass at most {len(OPTION_LETTERS)} options")
+    return n
 
 
 class AnswerFormat(StrEnum):

@@ -20,7 +20,9 @@ from xlrag.formats import (
     CHOICE_HEADER,
     CITED_HEADER,
     EXPLANATION_HEADER,
+    OPTION_LETTERS,
     AnswerFormat,
+    check_option_count,
     document_line,
     parse_format,
 )
@@ -64,7 +66,6 @@ FALLBACK_LANGUAGE = "en"
 
 
 _PACKAGE = "xlrag.prompts"
-_LETTERS = string.ascii_uppercase
 
 
 def placeholders(template: str) -> set[str]:
@@ -90,12 +91,8 @@ def placeholders(template: str) -> set[str]:
 
 def format_options(options: Sequence[str]) -> str:
     """``['x', 'y']`` → ``'A) x\\nB) y'``."""
-    if len(options) > len(_LETTERS):
-        raise ConfigError(
-            f"{len(options)} options given but only {len(_LETTERS)} letters exist; "
-            f"pass at most {len(_LETTERS)} options"
-        )
-    return "\n".join(f"{_LETTERS[i]}) {str(opt).strip()}" for i, opt in enumerate(options))
+    check_option_count(len(options))
+    return "\n".join(f"{OPTION_LETTERS[i]}) {str(opt).strip()}" for i, opt in enumerate(options))
 
 
 def format_documents(documents: Sequence[str]) -> str:

@@ -1,7 +1,7 @@
 """llama.cpp GBNF grammars that hold a local model's reply to an answer format (issue #33).
 
 Every literal comes from :mod:`xlrag.formats` (the headers, the ``<docN>`` marker) and
-:mod:`xlrag.prompts.library` (the option letters), so the grammar cannot drift from what the
+the option letters, so the grammar cannot drift from what the
 prompt asks for and the parser reads; ``tests/chains/local/test_grammar.py`` proves that every
 reply the grammar admits parses with status ok.
 
@@ -23,16 +23,17 @@ from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from xlrag.chains.parsing.common import _SENTENCE_FINAL
+from xlrag.chains.parsing.common import SENTENCE_FINAL
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     ANSWER_HEADER,
     CHOICE_HEADER,
     CITED_HEADER,
     EXPLANATION_HEADER,
+    OPTION_LETTERS,
     AnswerFormat,
+    check_option_count,
 )
-from xlrag.prompts.library import _LETTERS
 
 __all__ = ["LEAD_EXCLUDED", "SETTING", "TEXT_EXCLUDED", "answer_grammar", "compiled"]
 
@@ -52,7 +53,7 @@ LEAD_EXCLUDED = " *_,;、，،([（［"
 
 # The sentence-final characters an explanation may end with: the parser reads a section ending
 # otherwise as cut off. Sorted, so one format and count always give the same grammar string.
-_FINAL = "".join(sorted(_SENTENCE_FINAL))
+_FINAL = "".join(sorted(SENTENCE_FINAL))
 
 
 def _literal(text: str) -> str:
@@ -82,13 +83,11 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
     """
     if n_docs < 0 or n_options < 0:
         raise ValueError("n_docs and n_options must be >= 0")
-    if n_options > len(_LETTERS):
-        raise ConfigError(f"{n_options} options given but only {len(_LETTERS)} letters exist; "
-                          f"pass at most {len(_LETTERS)} options")
+    check_option_count(n_options)
     first = _char_class(TEXT_EXCLUDED + LEAD_EXCLUDED, negated=True)
     rest = _char_class(TEXT_EXCLUDED, negated=True)
     rules = [f"text ::= {first} {rest}*"]
-    letters = _char_class(_LETTERS[:n_options], negated=False) if n_options else None
+    letters = _char_class(OPTION_LETTERS[:n_options], negated=False) if n_options else None
     if fmt is AnswerFormat.MC:
         if letters is None:
             raise ConfigError("format 'mc' needs options; pass options=['...', '...']")

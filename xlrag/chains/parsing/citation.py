@@ -8,8 +8,8 @@ from typing import Literal
 
 from xlrag.chains.parsing.common import (
     _CLOSERS,
-    _SENTENCE_FINAL,
     _STOP_LINE_RE,
+    SENTENCE_FINAL,
     _cut_at_echo,
     _dedupe,
 )
@@ -118,7 +118,7 @@ def _ends_complete(value: str) -> bool:
     if markers and markers[-1].end == len(s):
         return True  # "... is Spanish <doc0>", "... (see <doc0>)"
     last = s[-1]
-    if last in _SENTENCE_FINAL:
+    if last in SENTENCE_FINAL:
         return True
     # Thai, Lao, Khmer, Myanmar do not end sentences with punctuation: cannot tell.
     return _in_ranges(last, ((0x0E00, 0x0EFF), (0x1000, 0x109F), (0x1780, 0x17FF)))

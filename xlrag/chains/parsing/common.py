@@ -14,7 +14,7 @@ from xlrag.prompts.library import label_words
 # scripts that use them (CJK, Arabic, Devanagari, Urdu) do not put spaces after them.
 _TERM_SPACED = ".!?…"
 _TERM_CLOSED = "。！？؟।॥۔"
-_SENTENCE_FINAL = frozenset(_TERM_SPACED + _TERM_CLOSED)
+SENTENCE_FINAL = frozenset(_TERM_SPACED + _TERM_CLOSED)
 # Characters that may trail a terminator and still belong to the sentence.
 _CLOSERS = "\"'”’»)]}）」』】*_"
 

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from xlrag.chains.parsing.common import _CLOSERS, _cut_at_echo, _is_word
 from xlrag.chains.parsing.names import _find_hits, _Form, _Hit, _make_forms
 from xlrag.chains.parsing.results import MCParse
-from xlrag.formats import Section, words_pattern
+from xlrag.formats import OPTION_LETTERS, Section, words_pattern
 from xlrag.prompts.library import label_words
 
 # Characters accepted as option labels, mapped to the Latin letter they stand for.
-_LABELS: dict[str, str] = {c: c for c in string.ascii_uppercase}
+_LABELS: dict[str, str] = {c: c for c in OPTION_LETTERS}
 _LABELS.update({c: c.upper() for c in string.ascii_lowercase})
 _LABELS.update(
     {
@@ -186,7 +186,7 @@ class _MCReader:
             r = self._skip_spaces(q, end)
             if r >= end or t[r] == "\n" or t[r] in "-–—":
                 return self._label_index(ch), r
-            if ch in string.ascii_uppercase:
+            if ch in OPTION_LETTERS:
                 if r in self.hit_starts:
                     return self._label_index(ch), r  # "B United Kingdom"
                 # "B because ...". "A" and "I" are excluded: in English they are words.
@@ -249,7 +249,7 @@ class _MCReader:
             ch, after = m.group(1), m.group("after")
             # "option B because" counts; "Answer: A country ..." does not.
             if not after or after == "\n" or after in _AFTER_LABEL or (
-                ch in string.ascii_uppercase and ch not in "AI"
+                ch in OPTION_LETTERS and ch not in "AI"
             ):
                 letter(ch)
         for m in _PAIR_LETTER_RE.finditer(t):

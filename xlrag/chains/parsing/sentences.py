@@ -7,9 +7,9 @@ from collections.abc import Mapping
 
 from xlrag.chains.parsing.common import (
     _CLOSERS,
-    _SENTENCE_FINAL,
     _TERM_CLOSED,
     _TERM_SPACED,
+    SENTENCE_FINAL,
     _dedupe,
     _is_word,
 )
@@ -24,7 +24,7 @@ _ABBREVIATIONS = frozenset(
 def _is_spaced_boundary(text: str, i: int, marker_starts: Mapping[int, _Marker]) -> bool:
     j = i + 1
     if j < len(text) and not (
-        text[j].isspace() or text[j] in _CLOSERS or text[j] in _SENTENCE_FINAL
+        text[j].isspace() or text[j] in _CLOSERS or text[j] in SENTENCE_FINAL
         or j in marker_starts
     ):
         return False  # "3.5", "U.S.A", "example.com"
@@ -62,9 +62,9 @@ def _absorb_markers(text: str, end: int, marker_starts: Mapping[int, _Marker]) -
             saw = True
             continue
         break
-    if saw and (p >= n or text[p] == "\n" or text[p] in _SENTENCE_FINAL):
+    if saw and (p >= n or text[p] == "\n" or text[p] in SENTENCE_FINAL):
         j = p
-        while j < n and (text[j] in _SENTENCE_FINAL or text[j] in _CLOSERS):
+        while j < n and (text[j] in SENTENCE_FINAL or text[j] in _CLOSERS):
             j += 1
     return j
 
@@ -87,7 +87,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
             continue
         if ch in _TERM_CLOSED or (ch in _TERM_SPACED and _is_spaced_boundary(text, i, marker_starts)):
             end = i + 1
-            while end < n and (text[end] in _SENTENCE_FINAL or text[end] in _CLOSERS):
+            while end < n and (text[end] in SENTENCE_FINAL or text[end] in _CLOSERS):
                 end += 1
             end = _absorb_markers(text, end, marker_starts)
             spans.append((start, end))
