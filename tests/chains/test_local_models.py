@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from tests.chains.conftest import TEST_THREADS
 from xlrag.chains.llms import LocalLlamaChat, build_llm
-from xlrag.chains.local import assembly, runtime
+from xlrag.chains.local import assembly, loaded
 from xlrag.chains.local.assembly import ModelChecksumError, assemble, gguf_name, sha256_file
 from xlrag.chains.local.catalogue import CATALOGUE, DEFAULT_ENTRY, lookup
 from xlrag.chains.profiles import profile_for
@@ -56,11 +56,11 @@ def test_corrupt_byte_is_a_clear_error_and_nothing_loads(tmp_path: Path, gemma_c
     data[len(data) // 2] ^= 0xFF
     damaged.write_bytes(bytes(data))
     monkeypatch.setenv("XLRAG_CACHE_DIR", str(tmp_path))
-    before = dict(runtime._MODELS)
+    before = dict(loaded._MODELS)
     llm = build_llm(LLMConfig(model="gemma-3-270m", n_threads=TEST_THREADS, max_tokens=4))
     with pytest.raises(ModelChecksumError, match=r"SHA-256 .*nothing was loaded\. Delete the file"):
         llm.invoke("hi")
-    assert llm._llama is None and runtime._MODELS == before
+    assert llm._llama is None and loaded._MODELS == before
     assert damaged.read_bytes() == bytes(data)  # left for the user to inspect, not overwritten
 
 

@@ -130,7 +130,7 @@ class LogitScorer:
         q = self.question_tokens(question)
         prompts = [[*self._head, *q, *self._middle, *self.passage_tokens(p), *self._tail] for p in passages]
         out = []
-        with self.lock:  # the native context is shared process-wide (runtime._shared_model)
+        with self.lock:  # the native context is shared process-wide (loaded.shared_model)
             for tokens in prompts:
                 self._eval(tokens)
                 # eval keeps no logits unless logits_all (n_ctx x n_vocab floats): read the last row
