@@ -198,7 +198,8 @@ function verification(answer, trace) {
 function passageOf(answer, marker) {
   const p = (answer.passages || [])[marker];
   if (!p) return null;
-  return p.passage ? { marker, doc_id: p.doc_id, lang: p.lang, title: p.passage.title, text: p.passage.text }
+  // a Hit (perspectives) holds its Passage; the server's PassageOut is flat
+  return p.passage ? { marker, doc_id: p.passage.doc_id, lang: p.passage.lang, title: p.passage.title, text: p.passage.text }
                    : { marker, doc_id: p.doc_id, lang: p.lang, title: p.title, text: p.text };
 }
 
@@ -329,14 +330,14 @@ function openPassage(answer, citation, passage, button) {
   if (button) button.classList.add("open");
   const box = $("passage");
   box.hidden = false;
-  box.dataset.marker = String(passage.marker);
-  $("passage-marker").textContent = `<doc${passage.marker}>`;
+  box.dataset.doc = passage.doc_id;
+  $("passage-marker").textContent = passage.marker === null ? "" : `<doc${passage.marker}>`;
   $("passage-lang").textContent = languageName(passage.lang);
   $("passage-doc").textContent = `document ${passage.doc_id}`;
   $("passage-title").textContent = passage.title || "";
   $("passage-title").dir = directionOf(passage.lang);
-  const how = citation.source === "post_hoc"
-    ? "attributed after the answer, by similarity (post hoc): it may not support the answer"
+  const how = citation.source === "retrieved" ? `retrieved at rank ${citation.rank}, not cited`
+    : citation.source === "post_hoc" ? "attributed after the answer, by similarity (post hoc): it may not support the answer"
     : `cited by the answer (${citation.source})`;
   $("passage-cited").textContent = `${how}; the words it shares with the cited text are marked.`;
   const text = $("passage-text");
@@ -367,6 +368,15 @@ function openPassage(answer, citation, passage, button) {
 
 // -- retrieval -------------------------------------------------------------------------------
 
+// a retrieved passage opens in the viewer too, said to be retrieved, not cited
+function hitButton(result, hit) {
+  const b = el("button", { type: "button", class: "hit", text: hit.doc_id, title: "open the passage" });
+  const passage = { marker: null, doc_id: hit.doc_id, lang: hit.lang, title: hit.title, text: hit.text };
+  b.addEventListener("click", () => openPassage({ lang: result.lang || hit.lang, answer: "" },
+                                                  { source: "retrieved", rank: hit.rank }, passage, null));
+  return b;
+}
+
 async function searchOnly(question) {
   const mode = $("mode").value;
   const body = { question };
@@ -387,7 +397,7 @@ async function searchOnly(question) {
       el("thead", {}, el("tr", {}, ...["#", "document", "score", "dense", "lexical", "fused", "rerank", "found by"].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...hits.map((h) => el("tr", { "data-doc": h.doc_id },
         el("td", { class: "num", text: h.rank }),
-        el("td", { dir: "auto", title: h.text.slice(0, 300) }, el("div", { text: h.doc_id }), el("div", { class: "muted", text: h.title || "" })),
+        el("td", { dir: "auto" }, hitButton(result, h), el("div", { class: "muted", text: h.title || "" })),
         el("td", { class: "num", text: fmt(h.score) }), el("td", { class: "num", text: fmt(h.dense_score) }),
         el("td", { class: "num", text: fmt(h.lexical_score) }), el("td", { class: "num", text: fmt(h.fused_score) }),
         el("td", { class: "num", text: fmt(h.rerank_score) }),
