@@ -52,4 +52,11 @@ def screenshot(driver: Any, name: str) -> None:
     folder = os.environ.get(SCREENSHOTS)
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
-        driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+        # the whole page, not the part scrolled to: the window grows to the page's height for the picture
+        height = driver.execute_script("window.scrollTo(0, 0); return document.documentElement.scrollHeight")
+        width, before = 1280, driver.get_window_size()
+        driver.set_window_size(width, max(860, min(height + 140, 2400)))
+        try:
+            driver.save_screenshot(str(Path(folder) / f"{name}.png"))
+        finally:
+            driver.set_window_size(before["width"], before["height"])

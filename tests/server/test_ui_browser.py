@@ -182,7 +182,7 @@ def test_without_a_key_the_page_says_what_to_do_and_a_wrong_key_gets_the_401(dri
         open_page(driver, url, key=None)
         panel = by_id(driver, "key-panel").text
         assert "API key" in panel and "XLRAG_API_KEY" in panel and not by_id(driver, "app").is_displayed()
-        browser.screenshot(driver, "key")
+        browser.screenshot(driver, "ui-key")
         by_id(driver, "key-input").send_keys("not-the-key-0123456789")
         by_id(driver, "key-save").click()
         wait(driver, lambda d: by_id(d, "key-error").text)
@@ -227,7 +227,7 @@ def test_tokens_stream_in_a_citation_opens_its_passage_and_follow_ups_keep_the_s
         assert row.get_attribute("data-doc") == "xquad-00-es"
         assert {c.text for c in row.find_elements("css selector", ".channel")} <= {"dense", "lexical"}
         session = by_id(driver, "session").text
-        browser.screenshot(driver, "ask")
+        browser.screenshot(driver, "ui-ask")
         follow = ask(driver, "¿Y cuántas intercepciones?")
         assert settle(driver, follow) in ("verified", "repaired", "flagged")
         assert by_id(driver, "session").text == session and len(app.state.xlrag.sessions) == 1
@@ -253,7 +253,7 @@ def test_switching_the_mode_changes_what_is_searched_and_a_passage_translates(dr
         by_id(driver, "translate").click()
         wait(driver, lambda d: by_id(d, "translation").is_displayed())
         assert by_id(driver, "translation").text.startswith(f"{TRANSLATED}: ")
-        browser.screenshot(driver, "mode-retrieval-translate")
+        browser.screenshot(driver, "ui-mode-retrieval-translate")
 
 
 def test_an_arabic_conversation_renders_right_to_left_beside_english(driver, retriever):
@@ -276,7 +276,7 @@ def test_an_arabic_conversation_renders_right_to_left_beside_english(driver, ret
         chip.click()
         wait(driver, lambda d: by_id(d, "passage").is_displayed())
         assert by_id(driver, "passage-text").get_attribute("dir") == "rtl"
-        browser.screenshot(driver, "rtl")
+        browser.screenshot(driver, "ui-rtl")
 
 
 def test_perspectives_show_one_column_per_language_and_both_sides_of_each_disagreement(driver, retriever):
@@ -304,7 +304,7 @@ def test_perspectives_show_one_column_per_language_and_both_sides_of_each_disagr
         css(driver, '.persp-col[data-lang="ru"] .chip')[0].click()
         wait(driver, lambda d: by_id(d, "passage").is_displayed())
         assert "(ru)" in by_id(driver, "passage-lang").text
-        browser.screenshot(driver, "perspectives")
+        browser.screenshot(driver, "ui-perspectives")
 
 
 HOSTILE = [
@@ -368,14 +368,16 @@ def test_a_hostile_corpus_shows_as_text_and_runs_nothing(driver, hostile_index):
             chip.click()
             wait(driver, lambda d: by_id(d, "passage").is_displayed())
             assert not css(driver, "#passage-text .chip")  # a passage's own markers are text
-        browser.screenshot(driver, "hostile")
+        browser.screenshot(driver, "ui-hostile")
         for doc, raw in (("html", "<script>window.__pwned='script'</script>"), ("links", "javascript:"),
-                         ("markers", "<doc3>"), ("escapes", "cleared the screen")):
+                         ("markers", "<doc3>"), ("escapes", "\u241b[2J\u241b[31mcleared the screen")):
             # each hostile passage in the viewer, opened from the retrieval panel
             css(driver, f"#retrieval-stores tr[data-doc='{doc}'] button.hit")[0].click()
             wait(driver, lambda d, doc=doc: by_id(d, "passage").get_attribute("data-doc") == doc)
             assert raw in driver.execute_script("return document.getElementById('passage').textContent")
             assert not css(driver, "#passage-text .chip")
+        # an ESC shows as the symbol ␛, never as a raw control character
+        assert "\x1b" not in driver.execute_script("return document.body.textContent")
         assert _markup_made(driver) == []
         assert driver.execute_script("return window.__pwned") is None
         with pytest.raises(NoAlertPresentException):
@@ -416,7 +418,7 @@ def test_a_server_that_goes_away_mid_stream_leaves_the_answer_marked_as_cut(driv
         assert "cut" in message.get_attribute("class")
         assert message.find_element("css selector", ".body").text.strip()  # the partial answer stays
         assert "incomplete" in message.text and "verified" not in message.text
-        browser.screenshot(driver, "cut")
+        browser.screenshot(driver, "ui-cut")
 
 
 def test_an_over_long_question_is_refused_with_the_servers_message(driver, retriever):

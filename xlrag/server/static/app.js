@@ -13,15 +13,26 @@ const state = { key: sessionStorage.getItem(KEY_STORE) || "", settings: null, la
 
 // -- small DOM helpers: text only ------------------------------------------------------------
 
+// Control characters (a terminal's ESC sequences, a bell, C1 codes) shown as visible symbols:
+// ESC as ␛, so "\x1b[2J" reads as the text it is. Newlines and tabs stay.
+function visible(value) {
+  return String(value).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x20 ? String.fromCharCode(0x2400 + code) : code === 0x7f ? "\u2421" : "\ufffd";
+  });
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (name === "class") node.className = value;
-    else if (name === "text") node.textContent = value;
+    else if (name === "text") node.textContent = visible(value);
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children) if (child !== null && child !== undefined) node.append(child);  // strings: text nodes
+  for (const child of children) {
+    if (child !== null && child !== undefined) node.append(typeof child === "string" ? visible(child) : child);  // text nodes
+  }
   return node;
 }
 
@@ -245,7 +256,7 @@ function renderAnswer(node, reply) {
   node.dir = directionOf(answer.lang);
   node.dataset.lang = answer.lang;
   node.classList.remove("streaming");
-  node.querySelector(".body").textContent = answer.answer || "—";
+  node.querySelector(".body").textContent = visible(answer.answer || "—");
   node.querySelectorAll(":scope > .explanation, :scope > .sources, :scope > .detail").forEach((n) => n.remove());
   if (answer.explanation) node.append(el("div", { class: "explanation" }, ...withChips(answer, answer.explanation)));
   const chips = citationChips(answer);
@@ -286,7 +297,7 @@ async function ask(question) {
       event(name, data) {
         if (name === "token") {
           if (data.attempt !== attempt) { attempt = data.attempt; text.textContent = ""; setState(node, "streaming", `repairing (attempt ${attempt})…`); }
-          text.append(data.text);
+          text.append(visible(data.text));
           node.dataset.tokens = String(++tokens);
         } else if (name === "answer") {
           renderAnswer(node, data);
@@ -322,7 +333,7 @@ async function ask(question) {
 function marked(text, against) {
   const words = new Set((String(against || "").toLowerCase().match(/[\p{L}\p{N}]{3,}/gu)) || []);
   return String(text).split(/([\p{L}\p{N}]+)/u).map((part) =>
-    words.has(part.toLowerCase()) ? el("mark", { text: part }) : part);
+    words.has(part.toLowerCase()) ? el("mark", { text: part }) : visible(part));
 }
 
 function openPassage(answer, citation, passage, button) {
@@ -333,8 +344,8 @@ function openPassage(answer, citation, passage, button) {
   box.dataset.doc = passage.doc_id;
   $("passage-marker").textContent = passage.marker === null ? "" : `<doc${passage.marker}>`;
   $("passage-lang").textContent = languageName(passage.lang);
-  $("passage-doc").textContent = `document ${passage.doc_id}`;
-  $("passage-title").textContent = passage.title || "";
+  $("passage-doc").textContent = visible(`document ${passage.doc_id}`);
+  $("passage-title").textContent = visible(passage.title || "");
   $("passage-title").dir = directionOf(passage.lang);
   const how = citation.source === "retrieved" ? `retrieved at rank ${citation.rank}, not cited`
     : citation.source === "post_hoc" ? "attributed after the answer, by similarity (post hoc): it may not support the answer"
@@ -358,7 +369,7 @@ function openPassage(answer, citation, passage, button) {
       const r = await call("POST", "/v1/translate", { text: passage.text, source_lang: passage.lang, target_lang: target });
       const out = await r.json();
       translation.dir = directionOf(target);
-      translation.textContent = out.text;
+      translation.textContent = visible(out.text);
       translation.hidden = false;
     } catch (e) {
       $("translate-error").textContent = e.message;
@@ -456,7 +467,7 @@ async function perspectives(question) {
   $("persp-verdict").replaceChildren(...verdict);
   try {  // the same view through xlrag's own renderer (xlrag.perspectives.render)
     const md = await (await call("POST", "/v1/perspectives/report", { view, format: "markdown" })).text();
-    $("persp-report").textContent = md;
+    $("persp-report").textContent = visible(md);
     $("persp-report-box").hidden = false;
   } catch (e) { $("persp-status").textContent += ` (report: ${e.message})`; }
 }
