@@ -29,7 +29,7 @@ def test_the_page_and_its_assets_are_public_with_a_strict_csp(serve):
     anonymous = httpx.Client(base_url=client.base_url)
     page = anonymous.get("/")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
-    for path in ("/", "/ui/app.js", "/ui/app.css", "/ui/favicon.svg"):
+    for path in ("/", "/ui/app.js", "/ui/perspectives.js", "/ui/app.css", "/ui/favicon.svg"):
         r = anonymous.get(path)
         assert r.status_code == 200, path
         csp = _csp(r.headers["content-security-policy"])
@@ -40,6 +40,7 @@ def test_the_page_and_its_assets_are_public_with_a_strict_csp(serve):
         assert csp["frame-ancestors"] == "'none'" and csp["base-uri"] == "'none'"
         assert r.headers["x-content-type-options"] == "nosniff"
     assert anonymous.get("/ui/app.js").headers["content-type"].startswith("text/javascript")
+    assert anonymous.head("/").status_code == 200
     # only the committed files: no path from the request is ever read
     assert anonymous.get("/ui/..%2fapp.py").status_code == 404
     assert anonymous.get("/ui/index.html").status_code == 404
@@ -69,10 +70,12 @@ def test_the_page_has_nothing_inline_and_nothing_from_another_origin():
     parser = _Inline()
     parser.feed(html)
     assert parser.found == []
-    for name in ("app.js", "app.css"):
+    scripts = [p.name for p in STATIC.iterdir() if p.name.endswith(".js")]
+    assert sorted(re.findall(r'<script src="/ui/([^"]+)"', html)) == sorted(scripts)
+    for name in (*scripts, "app.css"):
         text = STATIC.joinpath(name).read_text(encoding="utf-8")
         assert not re.search(r"https?://|@import|url\(", text), name  # no CDN, no web font
-    js = STATIC.joinpath("app.js").read_text(encoding="utf-8")
+    js = "\n".join(STATIC.joinpath(name).read_text(encoding="utf-8") for name in scripts)
     # corpus and model text go in as text: no HTML parsing sink, no eval
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function", js)
     # the key: this tab's sessionStorage at most, never localStorage, a cookie or a URL
@@ -112,4 +115,8 @@ def test_the_report_is_the_existing_renderers(serve, fmt):
     assert r.status_code == 200, r.text
     render = to_markdown if fmt == "markdown" else to_html
     assert r.text == render(Perspectives.model_validate(view))
+    # what the page sends: the view without traces and passage texts, which the renderer never reads
+    slim = {**view, "perspectives": [{**p, "trace": None, "answer": p["answer"] and {**p["answer"], "passages": []}}
+                                     for p in view["perspectives"]]}
+    assert client.post("/v1/perspectives/report", json={"view": slim, "format": fmt}).text == r.text
     assert client.post("/v1/perspectives/report", json={"view": {"question": "x"}}).status_code == 422

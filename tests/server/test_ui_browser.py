@@ -382,6 +382,10 @@ def test_a_hostile_corpus_shows_as_text_and_runs_nothing(driver, hostile_index):
         assert driver.execute_script("return window.__pwned") is None
         with pytest.raises(NoAlertPresentException):
             driver.switch_to.alert.text  # noqa: B018
+        # and the browser enforces the page's CSP: an inline script, however it got in, does not run
+        driver.execute_script("const s = document.createElement('script'); s.textContent = 'window.__inline = 1';"
+                              "document.body.append(s)")
+        assert driver.execute_script("return window.__inline") is None
 
 
 class Cutter:

@@ -171,6 +171,7 @@ def install_ui(app: FastAPI) -> None:
             raise ApiError(404, "not_found", f"no page asset {name!r}")
         return Response(_static(name), media_type=_type(name), headers=HEADERS)
 
-    app.add_api_route(PAGE, page, include_in_schema=False)
-    app.add_api_route(STATIC + "{name}", asset, include_in_schema=False)
+    # HEAD too: a link checker or a load balancer's probe asks for the page without its body
+    app.add_api_route(PAGE, page, methods=["GET", "HEAD"], include_in_schema=False)
+    app.add_api_route(STATIC + "{name}", asset, methods=["GET", "HEAD"], include_in_schema=False)
     app.include_router(router)
