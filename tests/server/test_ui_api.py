@@ -120,3 +120,14 @@ def test_the_report_is_the_existing_renderers(serve, fmt):
                                      for p in view["perspectives"]]}
     assert client.post("/v1/perspectives/report", json={"view": slim, "format": fmt}).text == r.text
     assert client.post("/v1/perspectives/report", json={"view": {"question": "x"}}).status_code == 422
+
+
+def test_without_a_browser_the_tests_say_in_one_line_what_is_missing(monkeypatch):
+    import shutil
+
+    from tests.server import browser
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    why = browser.missing()
+    assert why is not None and "\n" not in why
+    assert "chromium" in why and "chromedriver" in why and browser.INSTALL in why

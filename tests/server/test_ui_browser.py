@@ -234,6 +234,25 @@ def test_tokens_stream_in_a_citation_opens_its_passage_and_follow_ups_keep_the_s
         assert "searched as" in follow.text  # condensed with the conversation, as xlrag chat does
 
 
+def test_a_repaired_answer_says_what_was_repaired(driver, retriever):
+    from tests.server.conftest import ENGLISH, scripted
+
+    app = serve_app(retriever, scripted(ENGLISH, SPANISH))  # English first: the language check fails
+    with running(app) as url:
+        open_page(driver, url)
+        message = ask(driver, QUESTION)
+        from xlrag.agents.trace import Repair
+
+        assert settle(driver, message) == "repaired"
+        state = message.find_element("css selector", ".state").text
+        assert state.startswith("verified after repair: ")
+        done = state.removeprefix("verified after repair: ").split(", ")
+        assert done and set(done) <= {r.value for r in Repair}
+        # and what each repair did, in the trace's words
+        assert message.find_element("css selector", ".state-detail").text.startswith(f"{done[0]}: ")
+        assert message.find_element("css selector", ".body").text == SPANISH_ANSWER
+
+
 def test_switching_the_mode_changes_what_is_searched_and_a_passage_translates(driver, retriever):
     app = serve_app(retriever, Router())
     with running(app) as url:
