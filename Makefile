@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xlrag-installed
 
-.PHONY: install demo test docs lint bench clean
+.PHONY: install demo test docs lint bench clean browser screenshots
 
 DEMO_STAMP := $(VENV)/.xlrag-demo-installed
 
@@ -32,10 +32,24 @@ demo: $(DEMO_STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir .cache/site
 
-test: $(STAMP) docs
+# the web page's tests (tests/server/test_ui_browser.py) drive Debian's headless chromium through
+# its chromium-driver: installed here when apt-get can (as root), else one line says what is missing
+# and those tests skip with the same line
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  (apt-get install -y -qq chromium chromium-driver || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver)) >/dev/null 2>&1 \
+	  || echo "make test: apt-get could not install chromium and chromium-driver: the web page's browser tests skip"; \
+	else echo "make test: no chromium or chromedriver, and no apt-get as root to install them: the web page's browser tests skip (apt-get install chromium chromium-driver)"; fi
+
+test: $(STAMP) docs browser
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
 	# two workers: the slow tests are one-thread llama.cpp runs; loadfile keeps a module's fixtures on one worker
 	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --durations=10
+
+# the docs' pictures of the web page (docs/how-to/img/ui-*.png), from the browser tests' views
+screenshots: $(STAMP) browser
+	$(PY) scripts/screenshots.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts

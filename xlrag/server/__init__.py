@@ -5,6 +5,7 @@
     DELETE /v1/chat/ID forget a conversation
     POST /v1/retrieve  passages for a question and IR mode
     GET  /v1/health    up, index languages, generation load (no key needed)
+    GET  /             the web page: ask, chat, open citations, compare perspectives (no key to load it)
 
 Needs the ``server`` extra (FastAPI, uvicorn): ``pip install 'xlrag[server]'``.
 """

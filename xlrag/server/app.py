@@ -64,6 +64,7 @@ from xlrag.server.streaming import (
     chat_response,
     with_pings,
 )
+from xlrag.server.ui import install_ui
 
 __all__ = ["XlragServer", "create_app"]
 
@@ -319,6 +320,7 @@ def create_app(config: XlragConfig | str | None = None, *, llm: Runnable | None 
     app.state.xlrag = server
     install_handlers(app)
     install_docs(app)
+    install_ui(app)
     # added innermost first: CatchAll wraps Auth wraps BodyLimit wraps the routes
     app.add_middleware(BodyLimitMiddleware, limit=limits.max_body_bytes)
     app.add_middleware(AuthMiddleware, api_key=key)

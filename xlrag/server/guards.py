@@ -32,9 +32,11 @@ __all__ = ["API_KEY_ENV", "OPEN_PATHS", "AuthMiddleware", "BodyLimitMiddleware",
 
 API_KEY_ENV = "XLRAG_API_KEY"
 MIN_KEY_CHARS = 16
-OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json"})
-# the docs page's scripts and styles (xlrag.server.docs_ui.ASSETS): public, like the page
-OPEN_PREFIXES = ("/docs-assets/",)
+# "/": the web page (xlrag.server.ui), which asks its user for the key before any call it makes
+OPEN_PATHS = frozenset({"/v1/health", "/docs", "/docs/oauth2-redirect", "/openapi.json", "/"})
+# the docs page's scripts and styles (xlrag.server.docs_ui.ASSETS) and the web page's
+# (xlrag.server.ui.STATIC): public, like the pages
+OPEN_PREFIXES = ("/docs-assets/", "/ui/")
 LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 

@@ -144,6 +144,9 @@ class AnswerOut(_Out):
                                        "hold, flag unsupported), or when it cites none of its passages "
                                        "itself (none valid, or only post hoc: attributed by similarity "
                                        "afterwards, not by the model)")
+    unverified: list[str] = Field(default_factory=list, description=(
+        "why verified is false, each a code of xlrag.checks.substance.UNVERIFIED_REASONS (not_an_answer, "
+        "unsupported, uncited, post_hoc_only); empty when verified"))
     index_complete: bool = Field(description=GroundedAnswer.model_fields["index_complete"].description)
     retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
     usage: AnswerUsage | None = Field(None, description=GroundedAnswer.model_fields["usage"].description)
@@ -152,6 +155,7 @@ class AnswerOut(_Out):
     def of(cls, a: GroundedAnswer) -> AnswerOut:
         from xlrag.checks.substance import unverified
 
+        reasons = unverified(a)
         return cls(
             answer=a.answer, explanation=a.explanation, lang=a.lang, mode=a.mode, model=a.model,
             citations=[CitationOut(marker=c.marker, passage_id=c.passage_id, doc_id=c.doc_id, lang=c.lang,
@@ -159,7 +163,7 @@ class AnswerOut(_Out):
             passages=[PassageOut(marker=i, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title,
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
-            flags=list(a.flags), verified=not unverified(a),
+            flags=list(a.flags), verified=not reasons, unverified=reasons,
             index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes), usage=a.usage)
 
 
