@@ -8,7 +8,12 @@ embeddings). Each *arm* is one way of answering; each row one question in one ar
   matches, so the default agent), ``all`` and ``qlang_en``;
 - variants of the chain: k = 5 passages, the extractive instruction (put before the citation
   format's own: a short phrase taken from the document), and *pivot* (answer in the language of
-  the top passage, then translate into the user's).
+  the top passage, then translate into the user's);
+- issue #33, run interleaved question by question in one run: ``before`` (the prompt layout
+  shipped before #33, whole passages), ``static`` (the format's instructions first, byte-identical
+  across questions, so llama.cpp reuses the prefix), ``segments`` (each passage cut to its title
+  and the segments nearest the question, ``context.select: segments``), with k = 5 and with the
+  best passage last; the agent before and with segments.
 
 Figures per arm, each with a 95% bootstrap CI, per source (XQuAD, Travel): right language;
 non-answer rate (:func:`xlrag.checks.substance.non_answer`, refusals included); non-answers
@@ -16,7 +21,9 @@ non-answer rate (:func:`xlrag.checks.substance.non_answer`, refusals included); 
 answer against gold (and char 3-gram recall of answer + explanation, since Travel's gold is
 a whole sentence); the calibrated panel's accuracy (``--judge``, the default panel of
 :func:`xlrag.evals.judges.default_panel`, with its calibration beside it); valid model-made
-citations; seconds.
+citations; template copies (``prompt_echo``); seconds; prompt tokens, prompt tokens evaluated
+(not restored from the prefix cache), completion tokens and time to first token (the rows made
+before #33 have none).
 
 Every model call goes through one SQLite cache, so the agent's first answer costs nothing
 after the chain's (the same prompt) and a killed run resumes where it stopped.
@@ -32,10 +39,12 @@ import argparse
 import asyncio
 import json
 import random
+import statistics
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -45,6 +54,7 @@ from xlrag.checks.language import response_text
 from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
 from xlrag.evals.answers import char3_recall
 from xlrag.evals.scoring import score_answer
+from xlrag.prompts import PromptLibrary
 from xlrag.schema import GroundedAnswer
 
 ROOT = HERE.parent
@@ -55,18 +65,42 @@ RUN = CACHE / "answers"
 ROWS = "rows.jsonl"
 RESULT = "answers.json"
 
-# name -> (driver, IR mode, k, variant); the order is the order they run in
-ARMS: dict[str, tuple[str, str, int, str]] = {
-    "chain/balanced": ("chain", "balanced", 3, "plain"),
-    "agent/balanced": ("agent", "balanced", 3, "plain"),
-    "chain/all": ("chain", "all", 3, "plain"),
-    "agent/all": ("agent", "all", 3, "plain"),
-    "chain/qlang_en": ("chain", "qlang_en", 3, "plain"),
-    "agent/qlang_en": ("agent", "qlang_en", 3, "plain"),
-    "chain/balanced/k5": ("chain", "balanced", 5, "plain"),
-    "chain/balanced/extractive": ("chain", "balanced", 3, "extractive"),
-    "chain/balanced/pivot": ("chain", "balanced", 3, "pivot"),
+class Arm(NamedTuple):
+    driver: str  # chain | agent
+    mode: str  # the IR mode
+    k: int  # passages shown
+    variant: str = "plain"  # plain | extractive | pivot
+    layout: str = "static_first"  # context.layout: static_first | documents_first (the default before #33)
+    context: str = "whole"  # context.select: whole | segments
+    order: str = "best_first"  # context.order
+
+
+# The arms made before issue #33 ran with the layout of their day, documents first; their rows
+# are kept as they were made. The #33 arms run interleaved, question by question, in one run:
+# ``before`` is the configuration shipped before #33 on today's retrieval.
+ARMS: dict[str, Arm] = {
+    "chain/balanced": Arm("chain", "balanced", 3, layout="documents_first"),
+    "agent/balanced": Arm("agent", "balanced", 3, layout="documents_first"),
+    "chain/all": Arm("chain", "all", 3, layout="documents_first"),
+    "agent/all": Arm("agent", "all", 3, layout="documents_first"),
+    "chain/qlang_en": Arm("chain", "qlang_en", 3, layout="documents_first"),
+    "agent/qlang_en": Arm("agent", "qlang_en", 3, layout="documents_first"),
+    "chain/balanced/k5": Arm("chain", "balanced", 5, layout="documents_first"),
+    "chain/balanced/extractive": Arm("chain", "balanced", 3, "extractive", layout="documents_first"),
+    "chain/balanced/pivot": Arm("chain", "balanced", 3, "pivot", layout="documents_first"),
+    # issue #33
+    "chain/before": Arm("chain", "balanced", 3, layout="documents_first"),
+    "chain/static": Arm("chain", "balanced", 3),
+    "chain/segments": Arm("chain", "balanced", 3, context="segments"),
+    "chain/segments/k5": Arm("chain", "balanced", 5, context="segments"),
+    "chain/segments/last": Arm("chain", "balanced", 3, context="segments", order="best_last"),
+    "agent/before": Arm("agent", "balanced", 3, layout="documents_first"),
+    "agent/segments": Arm("agent", "balanced", 3, context="segments"),
 }
+ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
+            "agent/before", "agent/segments")
+
+
 # The extractive instruction, in English for every language: a variant under test, not yet
 # a localized prompt (it becomes one, in every language file, if it wins).
 EXTRACTIVE = ("Answer the question with a short phrase taken from the document that answers it: "
@@ -120,39 +154,39 @@ class Answerer:
         self.llm.cache = SQLiteLLMCache(RUN / "calls.sqlite")
         self._built: dict[tuple, object] = {}
 
-    def driver(self, kind: str, mode: str, k: int, variant: str):
-        key = (kind, mode, k, variant)
-        if key not in self._built:
+    def driver(self, arm: Arm):
+        if arm not in self._built:
             from xlrag.agents.build import build_agent
-            from xlrag.chains.rag import build_chain
+            from xlrag.chains.pipeline import Pipeline
+            from xlrag.chains.rag import GroundedChain
             from xlrag.config import XlragConfig
-            from xlrag.prompts import PromptLibrary
 
-            prompts = None
-            if variant == "extractive":
+            shipped = PromptLibrary()
+            overrides = {}
+            if arm.variant == "extractive":
                 from xlrag.languages import display_name
 
                 # the citation format's instruction, extractive first; the format itself is kept
-                shipped = PromptLibrary()
-                prompts = PromptLibrary(overrides={
-                    lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
-                                             f"{shipped.get('citation_format', lang)}"}
-                    for lang in shipped.languages()})
-            if kind == "agent":
-                cfg = XlragConfig(index_dir=self.index, llm=self.llm_cfg, agent={"mode": mode}, retrieval={"k": k})
-                self._built[key] = build_agent(cfg, llm=self.llm, retriever=self.retriever)
-            else:
-                self._built[key] = build_chain(self.retriever, self.llm, fmt="citation", mode=mode, k=k, prompts=prompts)
-        return self._built[key]
+                overrides = {lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
+                                                       f"{shipped.get('citation_format', lang)}"}
+                             for lang in shipped.languages()}
+            prompts = PromptLibrary(overrides=overrides)
+            cfg = XlragConfig(index_dir=self.index, llm=self.llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
+                              context={"select": arm.context, "order": arm.order, "layout": arm.layout})
+            mode = "auto" if arm.driver == "agent" else arm.mode
+            pipeline = Pipeline.from_config(cfg, llm=self.llm, retriever=self.retriever, mode=mode, prompts=prompts)
+            self._built[arm] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
+                                else GroundedChain(pipeline=pipeline, name="xlrag_citation"))
+        return self._built[arm]
 
-    def answer(self, arm: str, q: dict) -> tuple[object, object | None]:
-        kind, mode, k, variant = ARMS[arm]
-        run = self.driver(kind, mode, k, variant)
-        if kind == "agent":
+    def answer(self, name: str, q: dict) -> tuple[object, object | None]:
+        arm = ARMS[name]
+        run = self.driver(arm)
+        if arm.driver == "agent":
             out = run.invoke({"question": q["question"], "lang": q["lang"]})
             return out["answer"], out["trace"]
-        if variant == "pivot":
-            return self._pivot(run, q, mode, k), None
+        if arm.variant == "pivot":
+            return self._pivot(run, q, arm.mode, arm.k), None
         return run.invoke({"question": q["question"], "lang": q["lang"]}), None
 
     def _pivot(self, chain, q: dict, mode: str, k: int):
@@ -190,6 +224,7 @@ def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
             "model_cited": any(c.valid and c.source == "model" for c in answer.citations),
             "invalid_citation": any(not c.valid for c in answer.citations),
             "shown_langs": [h.lang for h in answer.passages],
+            "usage": answer.usage.model_dump() if answer.usage else None,
             "repairs": [r.repair.value for r in trace.repairs] if trace else [],
             "unrepaired": list(trace.unrepaired) if trace else []}
 
@@ -220,7 +255,18 @@ def summarize(rows: list[dict]) -> dict:
                 "f1": _ci([r["f1"] for r in sub]),
                 "model_cited": _ci([float(r["model_cited"]) for r in sub]),
                 "seconds": _ci([r["seconds"] for r in sub]),
+                "seconds_median": round(statistics.median(r["seconds"] for r in sub), 2),
+                "template_copies": sum("prompt_echo" in r["flags"] for r in sub),
+                "invalid_citation": sum(bool(r["invalid_citation"]) for r in sub),
             }
+            used = [r["usage"] for r in sub if r.get("usage")]
+            if used:
+                for key in ("prompt_tokens", "prompt_tokens_evaluated", "completion_tokens"):
+                    fig[key] = _ci([float(u[key]) for u in used if u.get(key) is not None])
+                ttft = [u["time_to_first_token"] for u in used if u.get("time_to_first_token") is not None]
+                if ttft:
+                    fig["time_to_first_token"] = _ci(ttft)
+                    fig["time_to_first_token_median"] = round(statistics.median(ttft), 2)
             judged = [r for r in sub if r.get("panel") in ("correct", "incorrect")]
             if judged:
                 fig["panel_accuracy"] = _ci([float(r["panel_final"] == "correct") for r in judged])
@@ -230,7 +276,7 @@ def summarize(rows: list[dict]) -> dict:
                                                      / max(1, sum(r["lang"] == lang for r in sub)), 3)
                                          for lang in sorted({r["lang"] for r in sub})}
             out[arm][source] = fig
-        if rs[0]["repairs"] is not None and ARMS[arm][0] == "agent":
+        if rs[0]["repairs"] is not None and ARMS[arm].driver == "agent":
             out[arm]["all"]["repairs"] = dict(sorted(defaultdict(int, {
                 k: sum(k in r["repairs"] for r in rs) for k in {x for r in rs for x in r["repairs"]}}).items()))
             out[arm]["all"]["unrepaired"] = sum(bool(r["unrepaired"]) for r in rs)
@@ -266,7 +312,7 @@ def paired(rows: list[dict]) -> dict:
 def stored_answer(r: dict) -> GroundedAnswer:
     """A row's answer as :func:`score_answer` reads it: the answer and the explanation are all
     it scores (the raw output only stands in for a reply that holds no answer, scored empty)."""
-    mode = ARMS[r["arm"]][1]
+    mode = ARMS[r["arm"]].mode
     return GroundedAnswer(question=r["question"], lang=r["lang"], format="citation", mode=mode, model=MODEL,
                           answer=r["answer"], explanation=r["explanation"])
 
@@ -315,7 +361,9 @@ def main() -> None:
     rows = read_jsonl(path) if path.exists() else []
     done = {(r["arm"], r["id"]) for r in rows}
     qs = questions(args.limit)
-    todo = [] if args.rejudge else [(a, q) for a in arms for q in qs if (a, q["id"]) not in done]
+    # question by question, every arm in turn: a load that changes during the run (the machine
+    # is shared) falls on every arm alike, so the arms' times compare
+    todo = [] if args.rejudge else [(a, q) for q in qs for a in arms if (a, q["id"]) not in done]
     if todo:
         answerer = Answerer(args.threads)
         t_all = time.perf_counter()
@@ -334,7 +382,7 @@ def main() -> None:
         asyncio.run(judge_rows(rows, again=args.rejudge))
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
-              "arms": {a: dict(zip(("driver", "mode", "k", "variant"), ARMS[a], strict=True)) for a in ARMS},
+              "arms": {a: ARMS[a]._asdict() for a in ARMS},
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows), "rows": rows}
     out = write_json(RESULT, result)
     print(json.dumps(result["summary"], indent=1, ensure_ascii=False)[:4000])

@@ -327,6 +327,8 @@ def main() -> None:
     ap.add_argument("--rerank-model", default=None, help="the reranker's LLM (catalogue name); default: its own")
     ap.add_argument("--rerank-candidates", type=int, default=None,
                     help="how many of the 20 fused candidates the reranker scores (default: all)")
+    ap.add_argument("--rerank-threads", type=int, default=None,
+                    help="llama.cpp threads of the reranker (default: all cores; 1 is faster on a busy machine)")
     ap.add_argument("--rerank-passage-tokens", type=int, default=None,
                     help="each passage cut to this many tokens for the reranker (default: rerank.max_passage_tokens)")
     ap.add_argument("--out", default="channels.json")
@@ -390,7 +392,9 @@ def main() -> None:
         from xlrag.indexes.rerank import build_reranker
 
         sample = stratified(queries, qrels, doc_lang, args.rerank_sample)
-        cfg = RerankConfig(name="llm", llm=LLMConfig(model=args.rerank_model) if args.rerank_model else None,
+        llm = ({"model": args.rerank_model} if args.rerank_model else {}) | (
+            {"n_threads": args.rerank_threads} if args.rerank_threads else {})
+        cfg = RerankConfig(name="llm", llm=LLMConfig(**llm) if llm else None,
                            candidates=args.rerank_candidates,
                            **({"max_passage_tokens": args.rerank_passage_tokens} if args.rerank_passage_tokens else {}))
         reranker = build_reranker(cfg)

@@ -112,10 +112,10 @@ def test_a_reply_copying_the_sent_choice_line_is_an_echo(retriever):
 
     class Copier(GenericFakeChatModel):
         def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-            user = messages[-1].content
-            seen.append(user)
+            sent = "\n".join(m.content for m in messages)
+            seen.append(sent)
             # the format's instruction line, written under the choice header as if it were the choice
-            line = next(x for x in user.splitlines() if f'"{CHOICE_HEADER}"' in x)
+            line = next(x for x in sent.splitlines() if f'"{CHOICE_HEADER}"' in x)
             self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{CHOICE_HEADER} {line}")])
             return super()._generate(messages, stop, run_manager, **kwargs)
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from xlrag.errors import ConfigError, XlragWarning
+from xlrag.formats import PromptLayout
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.text import capped
@@ -27,6 +28,8 @@ __all__ = [
     "AgentRule",
     "AnswerConfig",
     "ChatConfig",
+    "ContextConfig",
+    "ContextOrder",
     "EmbedderConfig",
     "LLMConfig",
     "LexicalTranslation",
@@ -315,6 +318,27 @@ class AnswerConfig(_Section):
         None, description="the LLM of attribution_rerank (default: llm)")
 
 
+ContextOrder = Literal["best_first", "best_last"]
+
+
+class ContextConfig(_Section):
+    """What the LLM reads of the shown passages, in what order, and where the prompt puts its
+    fixed instructions (benchmarks/answers.py measures each choice)."""
+
+    layout: PromptLayout = Field(
+        "documents_first", description="documents_first: the format's instruction after the passages and the "
+                                       "question; static_first: every fixed instruction first, the same bytes for "
+                                       "every question, so a local model reuses its prefix state")
+    select: Literal["whole", "segments"] = Field(
+        "whole", description="whole: every shown passage as it is; segments: each passage's title and its "
+                             "segments closest to the question (by the embedder, in any language)")
+    segments: int = Field(2, ge=1, le=20, description="segments kept per passage (select: segments)")
+    segment_chars: int = Field(300, ge=40, le=4000, description="a segment: whole sentences up to this many "
+                                                                "characters")
+    order: ContextOrder = Field("best_first", description="best_first: the best passage is <doc0>; best_last: "
+                                                          "it is read last, nearest the question")
+
+
 class AgentRule(_Section):
     """``auto`` mode: a question naming any of ``names`` is retrieved from ``langs`` (rel_langs)."""
 
@@ -355,6 +379,7 @@ class XlragConfig(BaseSettings):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
+    context: ContextConfig = Field(default_factory=ContextConfig)
 
     @field_validator("index_dir")
     @classmethod

@@ -12,6 +12,7 @@ import difflib
 import re
 from collections.abc import Iterable
 from enum import StrEnum
+from typing import Literal, get_args
 
 from xlrag.errors import ConfigError
 from xlrag.text import capped
@@ -26,7 +27,9 @@ __all__ = [
     "MARKER_OPEN",
     "MARKER_RE",
     "OPTION_LETTERS",
+    "PROMPT_LAYOUTS",
     "AnswerFormat",
+    "PromptLayout",
     "Section",
     "check_option_count",
     "document_line",
@@ -34,6 +37,12 @@ __all__ = [
     "parse_format",
     "words_pattern",
 ]
+
+# Where an answer prompt puts its fixed instructions (PromptLibrary.build_messages, context.layout):
+# documents_first, after the passages and the question; static_first, before them, the same bytes
+# for every question, so a local model reuses its prefix state.
+PromptLayout = Literal["documents_first", "static_first"]
+PROMPT_LAYOUTS: tuple[str, ...] = get_args(PromptLayout)
 
 # The letters options are shown with ("A) ...", "B) ..."): the prompt writes them, the mc parser
 # and the answer grammar read them.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from xlrag.errors import ConfigError, EmptyQueryError, UnknownLanguageError
+from xlrag.formats import PROMPT_LAYOUTS
 from xlrag.languages import native_name
 from xlrag.prompts import (
     CHOICE_HEADER,
@@ -251,8 +252,29 @@ def test_build_messages_answer(lib, lang):
     assert positions == sorted(positions)
     assert user.startswith(lib.render("documents_label", lang) + ":\n<doc0> ")
     assert f"{lib.render('question_label', lang)}: Capital?" in user
-    assert lib.render("answer", lang) in user
+    assert user.index("Capital?") < user.index(lib.render("answer", lang))
     assert user.endswith("\n\n" + lib.render("answer_label", lang) + ":")
+    # static first: the instruction moves to the system turn, the rest stays as it was
+    (_, system2), (_, user2) = lib.build_messages(lang, "Capital?", DOCS, fmt="answer", layout="static_first")
+    assert system2 == system + "\n\n" + lib.render("answer", lang)
+    assert user2 == user.replace("\n\n" + lib.render("answer", lang), "")
+
+
+@pytest.mark.parametrize(("fmt", "options"), [("answer", None), ("citation", None), ("citation", ["x", "y"]),
+                                              ("mc", ["x", "y"])])
+@pytest.mark.parametrize("lang", ["en", "ar", "zh", "bn"])
+def test_every_question_starts_with_the_same_tokens(lib, lang, fmt, options):
+    """The static part (system, language and format instructions) comes first, byte for byte the
+    same across questions and passages, so llama.cpp reuses its state (issue #33); what varies
+    starts only in the user turn."""
+    a = lib.build_messages(lang, "Capital?", DOCS, fmt=fmt, options=options, layout="static_first")
+    b = lib.build_messages(lang, "Wer regiert?", ["x", "y"], fmt=fmt, options=options and ["p", "q", "r"],
+                           layout="static_first")
+    assert a[0] == b[0]
+    if fmt == "citation":
+        header = CHOICE_HEADER if options else "Answer:"
+        assert lib.render("citation_format", lang, answer_header=header) in a[0][1]
+        assert lib.render("citation_format", lang, answer_header=header) not in a[1][1]
 
 
 def test_build_messages_mc(lib):
@@ -266,22 +288,24 @@ def test_build_messages_mc(lib):
         lib.build_messages("fr", "Capitale ?", DOCS, fmt="mc")
 
 
-def test_build_messages_citation(lib):
-    _, (_, user) = lib.build_messages("ru", "Столица?", DOCS, fmt="citation")
+@pytest.mark.parametrize("layout", PROMPT_LAYOUTS)
+def test_build_messages_citation(lib, layout):
+    (_, system), (_, user) = lib.build_messages("ru", "Столица?", DOCS, fmt="citation", layout=layout)
     positions = _doc_positions(user)
     assert positions == sorted(positions)
-    assert "\nAnswer:\n" in user  # the example line: the header alone, nothing to copy
-    assert CHOICE_HEADER not in user
+    assert "\nAnswer:\n" in system + user  # the example line: the header alone, nothing to copy
+    assert CHOICE_HEADER not in system + user
     assert user.endswith("\n\n" + CITED_HEADER)
 
 
-def test_build_messages_citation_with_options(lib):
-    _, (_, user) = lib.build_messages(
-        "hi", "राजधानी?", DOCS, fmt="citation", options=["Paris", "Lyon", "Berlin"]
+@pytest.mark.parametrize("layout", PROMPT_LAYOUTS)
+def test_build_messages_citation_with_options(lib, layout):
+    (_, system), (_, user) = lib.build_messages(
+        "hi", "राजधानी?", DOCS, fmt="citation", options=["Paris", "Lyon", "Berlin"], layout=layout
     )
     assert "A) Paris\nB) Lyon\nC) Berlin" in user
-    assert "\nChosen Option:\n" in user
-    assert "\nAnswer:" not in user
+    assert "\nChosen Option:\n" in system + user
+    assert "\nAnswer:" not in system + user
     assert user.endswith(CITED_HEADER)
 
 
@@ -295,6 +319,8 @@ def test_build_messages_closed_book(lib, documents):
 
 
 def test_build_messages_rejects_bad_input(lib):
+    with pytest.raises(ConfigError, match="layout 'static'; choose from: documents_first, static_first"):
+        lib.build_messages("en", "q", DOCS, layout="static")
     with pytest.raises(ConfigError, match="format"):
         lib.build_messages("en", "q", DOCS, fmt="essay")
     with pytest.raises(ConfigError, match="options"):

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.chains.context import ContextSelector
 from xlrag.chains.echo import echo_reference, strip_markup
 from xlrag.chains.finalize import message_text, parse_reply
 from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
@@ -115,6 +116,9 @@ class Pipeline(BaseModel):
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
     max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
+    context: ContextSelector = Field(default_factory=ContextSelector,
+                                     description="what the model reads of the passages, in what order and layout "
+                                                 "(context:)")
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -124,7 +128,7 @@ class Pipeline(BaseModel):
                post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
-               grammar: bool | None = None) -> Pipeline:
+               grammar: bool | None = None, context: ContextSelector | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
         ``grammar`` (None: the ``llm.grammar`` the model was built with) is compiled here, so a
@@ -148,7 +152,7 @@ class Pipeline(BaseModel):
         return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
-                   max_question_chars=max_question_chars)
+                   max_question_chars=max_question_chars, context=context or ContextSelector())
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -191,10 +195,16 @@ class Pipeline(BaseModel):
             checker = chat if cfg.answer.attribution_checker is None else build_llm(cfg.answer.attribution_checker)
             after.append(AttributionReranker(AttributionChecker(checker.with_config(tags=[TAG_NOSTREAM]),
                                                                 prompts=lib)))
+        embedder = retriever.embedder if retriever is not None else None
+        if embedder is None and cfg.context.select == "segments":
+            from xlrag.indexes.embedders import build_embedder
+
+            embedder = build_embedder(cfg.embedder)
         return cls.create(retriever, chat, fmt=fmt, mode=None if chosen == AUTO else chosen, k=cfg.retrieval.k,
                           prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
                           postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
-                          max_question_chars=cfg.retrieval.max_question_chars)
+                          max_question_chars=cfg.retrieval.max_question_chars,
+                          context=ContextSelector.from_config(cfg.context, embedder))
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -285,26 +295,28 @@ class Pipeline(BaseModel):
         """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
         reply and a repair instruction, say) go after the prompt, which is then the chat
         prompt even for a few-shot model: a worked example would end mid-format."""
-        state = ChainState(query=query, hits=list(hits), fmt=self.fmt, mode=mode or self.mode_for(inp),
+        shown = self.context.ordered(hits)
+        state = ChainState(query=query, hits=shown, fmt=self.fmt, mode=mode or self.mode_for(inp),
                            model=self.label, options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases,
                            # passages given by the caller carry no retrieval's state: complete, no notes
                            complete=hits.complete if isinstance(hits, Retrieval) else True,
                            notes=list(hits.notes) if isinstance(hits, Retrieval) else [])
         # what the model is shown: the echo check compares its reply with these, not the raw text
-        docs = [neutralize_markers(h.passage.text) for h in hits]
+        docs = [neutralize_markers(t) for t in self.context.shown(query.text, shown)]
         lang = query.lang or "en"
         if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
             msgs, _ = base_model_messages(self.prompts, lang, query.text, docs, self.fmt, state.options)
         else:
-            msgs = self.prompts.build_messages(lang, query.text, docs or None, self.fmt, state.options)
+            msgs = self.prompts.build_messages(lang, query.text, docs or None, self.fmt, state.options,
+                                               layout=self.context.layout)
         # the model's own earlier reply is not an instruction it could echo: repeating it
         # is a (wrong) answer, which the checks must see
         sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
         msgs = [*msgs, *(followup or [])]
-        request = self.profile.request(msgs, hits, self.profile.stop(self.llm, self.prompts, lang))
+        request = self.profile.request(msgs, shown, self.profile.stop(self.llm, self.prompts, lang))
         if self.grammar:
-            held = self.profile.answer_grammar(self.llm, self.fmt, len(hits), len(state.options or ()))
+            held = self.profile.answer_grammar(self.llm, self.fmt, len(shown), len(state.options or ()))
             request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
         return state.model_copy(update={"request": request,
                                         "echo_reference": echo_reference(sent, docs, query.text, state.options)})

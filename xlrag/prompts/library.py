@@ -21,7 +21,9 @@ from xlrag.formats import (
     CITED_HEADER,
     EXPLANATION_HEADER,
     OPTION_LETTERS,
+    PROMPT_LAYOUTS,
     AnswerFormat,
+    PromptLayout,
     check_option_count,
     document_line,
     parse_format,
@@ -308,6 +310,8 @@ class PromptLibrary:
         documents: Sequence[str] | None = None,
         fmt: AnswerFormat | str = AnswerFormat.ANSWER,
         options: Sequence[str] | None = None,
+        *,
+        layout: PromptLayout = "documents_first",
     ) -> list[tuple[str, str]]:
         """``[("system", ...), ("user", ...)]`` asking for an answer in ``lang``.
 
@@ -316,7 +320,16 @@ class PromptLibrary:
         ``options``) or ``'citation'`` (cited documents, answer, explanation; with
         ``options`` the answer line is ``Chosen Option:``). The user turn ends with
         the header the reply should start with, so base models continue in format.
+
+        ``layout`` (:data:`PromptLayout`): ``documents_first`` puts the format's instruction
+        after the passages and the question; ``static_first`` puts everything that does not
+        depend on the question (the format's instruction with the system prompt and the language
+        instruction) in the system turn, so every question of a language and format starts with
+        the same tokens and a local model re-reads only the passages and the question.
         """
+        if layout not in PROMPT_LAYOUTS:
+            raise ConfigError(f"unknown prompt layout {layout!r}; choose from: {', '.join(PROMPT_LAYOUTS)}")
+        static_first = layout == "static_first"
         fmt = parse_format(fmt)
         if fmt == "mc" and not options:
             raise ConfigError("format 'mc' needs options; pass options=['...', '...']")
@@ -325,18 +338,23 @@ class PromptLibrary:
         if not question or not question.strip():
             raise EmptyQueryError()
 
-        system = join_parts([self.render("system", lang), self.render("answer_language", lang)])
+        instruction = ""  # the format's own instruction: the same for every question
+        if fmt == "answer":
+            instruction = self.render("answer", lang)
+        elif fmt == "citation":
+            header = CHOICE_HEADER if options else ANSWER_HEADER
+            instruction = self.render("citation_format", lang, answer_header=header)
+        system = join_parts([self.render("system", lang), self.render("answer_language", lang),
+                             instruction if static_first else ""])
         parts: list[str] = []
         if documents:
             parts.append(f"{self.render('documents_label', lang)}:\n{format_documents(documents)}")
         parts.append(f"{self.render('question_label', lang)}: {question.strip()}")
         if options:
             parts.append(self.render("multiple_choice", lang, options=format_options(options)))
-        if fmt == "answer":
-            parts.append(self.render("answer", lang))
+        if not static_first:
+            parts.append(instruction)
         if fmt == "citation":
-            header = CHOICE_HEADER if options else ANSWER_HEADER
-            parts.append(self.render("citation_format", lang, answer_header=header))
             # Said again last: the format's English headers pull small models into English
             # for the explanation (Russian questions: 2 of 2 explanations in English without it).
             parts.append(self.render("answer_language", lang))
