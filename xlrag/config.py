@@ -345,6 +345,17 @@ class AgentRule(_Section):
     names: list[str] = Field(min_length=1, description="entity names, in any language and script")
     langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these entities")
 
+    def named_in(self, question: str) -> str | None:
+        """The first of ``names`` that ``question`` holds, or None."""
+        folded = question.casefold()  # casefold, not lower: "Straße" and "STRASSE" are the same name
+        return next((name for name in self.names if name.casefold() in folded), None)
+
+    @staticmethod
+    def first_named(question: str, rules: list[AgentRule] | tuple[AgentRule, ...]) -> tuple[AgentRule, str] | None:
+        """The first rule ``question`` names, and the name it holds: the one rule matcher, read
+        by the agent's routing and by the perspectives' choice of languages."""
+        return next(((rule, hit) for rule in rules if (hit := rule.named_in(question)) is not None), None)
+
 
 class ChatConfig(_Section):
     history_turns: int = Field(4, ge=0, description="earlier turns shown to the condense prompt")

@@ -190,11 +190,11 @@ class Pipeline(BaseModel):
         after: list[AnswerPostprocessor] = []
         if cfg.answer.attribution_rerank:
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.checks.attribution import AttributionChecker
+            from xlrag.chains.checkers import attribution_checker
 
             checker = chat if cfg.answer.attribution_checker is None else build_llm(cfg.answer.attribution_checker)
-            after.append(AttributionReranker(AttributionChecker(checker.with_config(tags=[TAG_NOSTREAM]),
-                                                                prompts=lib)))
+            after.append(AttributionReranker(attribution_checker(checker.with_config(tags=[TAG_NOSTREAM]),
+                                                                 prompts=lib)))
         embedder = retriever.embedder if retriever is not None else None
         if embedder is None and cfg.context.select == "segments":
             from xlrag.indexes.embedders import build_embedder

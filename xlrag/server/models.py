@@ -3,7 +3,7 @@
 Requests refuse unknown fields (``extra="forbid"``): a misspelt ``"sesion_id"`` is a 422
 naming it, never a silently new session. Responses are flat, JSON-friendly views of
 :class:`xlrag.schema.GroundedAnswer` and :class:`xlrag.schema.Hit`; the agent's
-:class:`xlrag.agents.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
+:class:`xlrag.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
 sent as they are.
 """
 
@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.chat import Source
-from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
 from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
 from xlrag.schema import (
@@ -26,6 +25,7 @@ from xlrag.schema import (
     QueryFields,
     Retrieval,
 )
+from xlrag.trace import Trace
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",

@@ -175,12 +175,12 @@ class AttributionRunner(StudyRun):
         return self._retriever
 
     def checkers(self) -> tuple[Any, Any]:
-        from xlrag.checks.attribution import AttributionChecker
+        from xlrag.chains.checkers import attribution_checker
 
         scorer_cfg = self.config.checker or self.config.llm
-        scorer = AttributionChecker(self.llm(scorer_cfg))
+        scorer = attribution_checker(self.llm(scorer_cfg))
         rerank_cfg = self.config.rerank_checker or scorer_cfg
-        return scorer, (scorer if rerank_cfg == scorer_cfg else AttributionChecker(self.llm(rerank_cfg)))
+        return scorer, (scorer if rerank_cfg == scorer_cfg else attribution_checker(self.llm(rerank_cfg)))
 
     async def record(self, chain: Any, q: dict) -> dict:
         from xlrag.evals.answers import exact_match

@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from xlrag.borderlines import MCQuery, Territory, load_territories
 from xlrag.config import LLMConfig
-from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
