@@ -22,6 +22,7 @@ from xlrag.formats import PromptLayout
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.text import capped
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
 
 __all__ = [
     "AgentConfig",
@@ -133,8 +134,8 @@ LexicalTranslation = Literal["names", "llm", "off"]
 
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
-    k: int = Field(5, ge=1, description="passages returned (after rerank)")
-    retrieve_k: int = Field(20, ge=1, description="candidates fetched before rerank (was k_retrieve)")
+    k: int = k_field(DEFAULT_K, "passages returned (after rerank)")
+    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "candidates fetched before rerank (was k_retrieve)")
     fusion: str = Field(
         "rrf",
         description="how rankings from several language stores are merged; rrf (the default) was the best "

@@ -44,14 +44,14 @@ from xlrag.perspectives.models import (
     PerspectivesInput,
 )
 from xlrag.schema import Query, Retrieval
-from xlrag.validate import validate_mapping
+from xlrag.validate import DEFAULT_RETRIEVE_K, validate_mapping
 
 __all__ = ["PerspectivesView"]
 
 # one language's store alone: the mode whose plan is exactly the target language's store
 ONE_STORE = IRMode.ORACLE_LANG
-# passages ranked over every store to find the best-ranked languages
-RANK_K = 20
+# passages ranked over every store to find the best-ranked languages: the ranking depth
+RANK_K = DEFAULT_RETRIEVE_K
 
 
 def _coerce(value: Any) -> PerspectivesInput:

@@ -26,6 +26,7 @@ from xlrag.schema import (
     Retrieval,
 )
 from xlrag.trace import Trace
+from xlrag.validate import k_field
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -95,7 +96,7 @@ class RetrieveRequest(_In, QueryFields):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
     mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
-    k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
+    k: int | None = k_field(None, "passages to return; default: the server's retrieval.k")
     channels: list[Channel] | None = Field(
         None, min_length=1, description="how each store is searched: dense, lexical or both; "
                                         "default: the server's retrieval.channels")

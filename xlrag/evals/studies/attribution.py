@@ -38,6 +38,7 @@ from xlrag.evals.records import PassageRecord, Record
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
 from xlrag.schema import CitationSource, GroundedAnswer, Passage
+from xlrag.validate import DEFAULT_K, k_field
 
 __all__ = ["PUBLISHED", "AttributionConfig", "AttributionRunner", "attribution_figures", "attribution_markdown",
            "attribution_report", "rerank_record", "string_match"]
@@ -69,7 +70,7 @@ class AttributionConfig(_Strict):
     per_lang: int = Field(20, ge=1, le=95)
     seed: int = 0
     mode: str = Field("qlang_en", description="IR mode over the shipped XQuAD corpus")
-    k: int = Field(3, ge=1, le=10, description="passages shown to the generator (the candidates)")
+    k: int = k_field(DEFAULT_K, "passages shown to the generator (the candidates)")
     llm: LLMConfig = Field(default_factory=LLMConfig)
     checker: LLMConfig | None = Field(None, description="the AIS checker that scores (default: llm)")
     rerank_checker: LLMConfig | None = Field(
