@@ -49,7 +49,7 @@ _LAZY = {
     "PromptLibrary": "xlrag.prompts",
     "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
-    "build_perspectives": "xlrag.perspectives.view",
+    "build_perspectives": "xlrag.agents.build",
     "build_query_engine": "xlrag.chains.query_engine",
     "build_agent": "xlrag.agents.build",
     "build_chat": "xlrag.agents.build",
@@ -72,7 +72,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from xlrag.agents.build import build_agent, build_chat
+    from xlrag.agents.build import build_agent, build_chat, build_perspectives
     from xlrag.agents.chat_engine import build_chat_engine
     from xlrag.chains.llms import build_llm
     from xlrag.chains.pipeline import Pipeline
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
     from xlrag.indexes.policies import make_policy
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.modes import IRMode
-    from xlrag.perspectives.view import build_perspectives
     from xlrag.prompts import PromptLibrary
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 

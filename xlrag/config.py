@@ -22,6 +22,7 @@ from xlrag.formats import PromptLayout
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.text import capped
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
 
 __all__ = [
     "AgentConfig",
@@ -133,8 +134,8 @@ LexicalTranslation = Literal["names", "llm", "off"]
 
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
-    k: int = Field(5, ge=1, description="passages returned (after rerank)")
-    retrieve_k: int = Field(20, ge=1, description="candidates fetched before rerank (was k_retrieve)")
+    k: int = k_field(DEFAULT_K, "passages returned (after rerank)")
+    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "candidates fetched before rerank (was k_retrieve)")
     fusion: str = Field(
         "rrf",
         description="how rankings from several language stores are merged; rrf (the default) was the best "
@@ -344,6 +345,17 @@ class AgentRule(_Section):
 
     names: list[str] = Field(min_length=1, description="entity names, in any language and script")
     langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these entities")
+
+    def named_in(self, question: str) -> str | None:
+        """The first of ``names`` that ``question`` holds, or None."""
+        folded = question.casefold()  # casefold, not lower: "Straße" and "STRASSE" are the same name
+        return next((name for name in self.names if name.casefold() in folded), None)
+
+    @staticmethod
+    def first_named(question: str, rules: list[AgentRule] | tuple[AgentRule, ...]) -> tuple[AgentRule, str] | None:
+        """The first rule ``question`` names, and the name it holds: the one rule matcher, read
+        by the agent's routing and by the perspectives' choice of languages."""
+        return next(((rule, hit) for rule in rules if (hit := rule.named_in(question)) is not None), None)
 
 
 class ChatConfig(_Section):

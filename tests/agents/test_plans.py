@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import choose_mode
-from xlrag.agents.trace import CHECKS, Repair
 from xlrag.config import AgentConfig, AgentRule
 from xlrag.errors import ConfigError
+from xlrag.trace import CHECKS, Repair
 
 RULES = AgentConfig(rules=[AgentRule(names=["Crimea", "Крым", "القرم"], langs=["uk", "ru"]),
                            AgentRule(names=["Ceuta", "سبتة"], langs=["es", "ar"])])

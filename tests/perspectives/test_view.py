@@ -152,9 +152,9 @@ def test_bad_input_is_one_line_before_any_model_call(view, inp, error, words):
 
 def test_a_store_with_no_passage_for_the_question_says_so_and_asks_no_model(tmp_path, embedder, xquad_docs):
     from tests.perspectives.conftest import ByPrompt
+    from xlrag import build_perspectives
     from xlrag.config import SplitterConfig, XlragConfig
     from xlrag.indexes.indexer import delete_documents, index_documents
-    from xlrag.perspectives import build_perspectives
 
     docs = [d for d in xquad_docs if d.id in ("xquad-00-en", "xquad-00-ru", "xquad-00-es")]
     index_documents(docs, tmp_path / "idx", embedder, SplitterConfig(chunk_size=400, chunk_overlap=0))

@@ -9,7 +9,7 @@ into English.
 * ``chat``/``achat`` return an ``AgentChatResponse``: ``response`` is the checked answer,
   ``source_nodes`` the passages it validly cites (as the query engine's, one node per
   citation), ``metadata`` the :class:`~xlrag.schema.GroundedAnswer` (``grounded_answer``)
-  and the agent's :class:`~xlrag.agents.trace.Trace` (``trace``, which holds the condensed
+  and the agent's :class:`~xlrag.trace.Trace` (``trace``, which holds the condensed
   question).
 * ``stream_chat``/``astream_chat`` return a :class:`XlragStreamingChatResponse`: its
   ``response_gen`` (``async_response_gen()``) yields the answering model's tokens as they

@@ -50,6 +50,7 @@ from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
 from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
+from xlrag.validate import check_k, k_field
 
 if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocAttributor
@@ -91,12 +92,6 @@ def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: 
     return [("system", system), ("user", "\n".join(lines))], example
 
 
-def _check_k(k: int | None) -> int | None:
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
-    return k
-
-
 class Pipeline(BaseModel):
     """The parts of an answering stack and its steps. Build one with :meth:`from_config`
     (or :meth:`create` from parts already built)."""
@@ -107,7 +102,7 @@ class Pipeline(BaseModel):
     llm: Runnable
     fmt: AnswerFormat = AnswerFormat.CITATION
     mode: Mode | None = Field(None, description="the IR mode when a call names none (None: the retriever's)")
-    k: int | None = Field(None, description="passages shown to the LLM (None: the retriever's k)")
+    k: int | None = k_field(None, "passages shown to the LLM (None: the retriever's k)")
     prompts: PromptLibrary = Field(default_factory=PromptLibrary)
     profile: ProviderProfile
     few_shot: bool
@@ -144,7 +139,7 @@ class Pipeline(BaseModel):
             few_shot = prof.few_shot_default(llm)
         if grammar is None:
             grammar = configured_grammar(llm)
-        fmt, k = parse_format(fmt), _check_k(k)
+        fmt, k = parse_format(fmt), check_k(k)
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
             prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
@@ -190,11 +185,11 @@ class Pipeline(BaseModel):
         after: list[AnswerPostprocessor] = []
         if cfg.answer.attribution_rerank:
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.checks.attribution import AttributionChecker
+            from xlrag.chains.checkers import attribution_checker
 
             checker = chat if cfg.answer.attribution_checker is None else build_llm(cfg.answer.attribution_checker)
-            after.append(AttributionReranker(AttributionChecker(checker.with_config(tags=[TAG_NOSTREAM]),
-                                                                prompts=lib)))
+            after.append(AttributionReranker(attribution_checker(checker.with_config(tags=[TAG_NOSTREAM]),
+                                                                 prompts=lib)))
         embedder = retriever.embedder if retriever is not None else None
         if embedder is None and cfg.context.select == "segments":
             from xlrag.indexes.embedders import build_embedder

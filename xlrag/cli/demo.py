@@ -15,6 +15,7 @@ from xlrag.cli.answering import print_answer
 from xlrag.cli.indexing import counts_table
 from xlrag.cli.retrieving import print_hits
 from xlrag.errors import XlragError
+from xlrag.validate import DEFAULT_K
 
 
 def _shown(path: Path) -> str:
@@ -63,7 +64,7 @@ def demo(
     index_dir: Annotated[Path | None, typer.Option("--index-dir", "-i", help=(
         f"where to build the demo index {config_default('index_dir')}; a folder holding another index "
         "is refused"))] = None,
-    k: Annotated[int, typer.Option(*TOP_K, help="passages per question and mode, and shown to the LLM")] = 3,
+    k: Annotated[int, typer.Option(*TOP_K, help="passages per question and mode, and shown to the LLM")] = DEFAULT_K,
     answers: Annotated[int, typer.Option(help="sample questions to answer with the local LLM (0: retrieval only)")] = 5,
     config: ConfigOpt = None,
 ) -> None:

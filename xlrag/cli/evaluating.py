@@ -37,16 +37,16 @@ app.add_typer(eval_app, name="eval")
 
 def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
-    from xlrag.errors import ConfigError, InvalidArgumentError
+    from xlrag.errors import ConfigError
     from xlrag.modes import parse_mode
+    from xlrag.validate import check_k
 
     if mode is not None:
         try:
             parse_mode(mode)
         except ValueError as e:
             raise ConfigError(f"--mode: {e}") from None
-    if k is not None and k < 1:
-        raise InvalidArgumentError("-k", "a whole number >= 1", k)
+    check_k(k, "-k")  # the one rule of every k (xlrag.validate)
     if trec is not None:
         from xlrag.evals.retrieval import TREC_RUN
         from xlrag.outputs import check_output

@@ -145,10 +145,10 @@ class ExperimentRunner(StudyRun):
         after = []
         if variant.rerank == "attribution":
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.checks.attribution import AttributionChecker
+            from xlrag.chains.checkers import attribution_checker
 
             # the checker comes from the run's model cache, as every model of the run does
-            after.append(AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg))))
+            after.append(AttributionReranker(attribution_checker(self.llm(self.config.attribution_checker or llm_cfg))))
         return GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(llm_cfg),
                                          retriever=self.retriever(ds), fmt=variant.format, mode=cell.mode,
                                          prompts=prompts, few_shot=variant.few_shot, postprocessors=after)

@@ -29,7 +29,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from xlrag.schema import Channel, Hit, Query, QueryFields, Retrieval, make_query
-from xlrag.validate import check_k, check_kwargs
+from xlrag.validate import check_k, check_kwargs, k_field
 
 __all__ = ["RetrievedDocuments", "XlragLangChainRetriever", "hit_to_document"]
 
@@ -107,7 +107,7 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
 
     retriever: Any = Field(description="an xlrag CrossLingualRetriever")
     mode: str | None = None
-    k: int | None = None
+    k: int | None = k_field(None, "passages per call (a call may override it); default: the retriever's k")
     channels: list[Channel] | None = Field(None, description="how each store is searched; default: the retriever's")
 
     def __init__(self, **data: Any):

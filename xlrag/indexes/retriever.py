@@ -32,7 +32,7 @@ from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import IRMode
 from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
-from xlrag.validate import check_k, renamed, strict_kwargs
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
 
@@ -57,7 +57,7 @@ class CrossLingualRetriever:
         embedder: Embedder,
         policy: RetrievalPolicy | str = "qlang_en",
         *,
-        k: int = 5,
+        k: int = DEFAULT_K,
         retrieve_k: int | None = None,
         fusion: str | None = None,
         reranker: Reranker | None = None,
@@ -87,8 +87,8 @@ class CrossLingualRetriever:
         self.embedder = embedder
         self.translator = translator
         self.policy = self._policy(policy)
-        self.k = check_k(k) or 5
-        self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or 20, self.k)
+        self.k = check_k(k) or DEFAULT_K
+        self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or DEFAULT_RETRIEVE_K, self.k)
         self.fusion = fusion
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()

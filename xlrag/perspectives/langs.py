@@ -5,9 +5,9 @@ In order, the first that names two languages with a store in the index wins:
 1. ``given``: the caller's ``langs``, exactly (an unknown code or one with no store is an
    error: the caller asked for it by name);
 2. ``rule``: the first agent rule (``agent.rules``) whose name the question holds, the rule
-   :func:`xlrag.agents.routing.choose_mode` routes to ``rel_langs``;
+   the agent's routing sends to ``rel_langs`` (:meth:`xlrag.config.AgentRule.first_named`);
 3. ``claimants``: the claimants' languages of a BorderLines territory the question names
-   (the vendored excerpt, :func:`xlrag.evals.borderlines.load_territories`);
+   (the vendored excerpt, :func:`xlrag.borderlines.load_territories`);
 4. ``top_by_retrieval``: the languages of the best-ranked passages over every store
    (mode ``all``), in the order of their first passage.
 
@@ -23,11 +23,10 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 
-from xlrag.config import AgentConfig, AgentRule
+from xlrag.borderlines import Territory
+from xlrag.config import AgentRule
 from xlrag.errors import InvalidArgumentError, LanguageNotIndexedError, UnknownLanguageError
-from xlrag.evals.borderlines import Territory
 from xlrag.languages import normalize_code
-from xlrag.modes import AUTO
 from xlrag.perspectives.models import LanguageChoice
 
 __all__ = ["choose_langs", "contested", "parse_lang", "territory_named"]
@@ -52,13 +51,11 @@ def parse_lang(code: str, available: Sequence[str], where: str = "langs") -> str
 
 
 def _rule(question: str, rules: Sequence[AgentRule]) -> tuple[list[str], str] | None:
-    from xlrag.agents.routing import choose_mode
-
-    choice = choose_mode(question, AgentConfig(mode=AUTO, rules=list(rules)))
-    if not choice.relevant_langs:
+    found = AgentRule.first_named(question, tuple(rules))  # the agent's routing reads the same rule
+    if found is None:
         return None
-    hit = next(name for rule in rules for name in rule.names if name.casefold() in question.casefold())
-    return [normalize_code(x) for x in choice.relevant_langs], f"rule naming {hit!r} (agent.rules)"
+    rule, hit = found
+    return [normalize_code(x) for x in rule.langs], f"rule naming {hit!r} (agent.rules)"
 
 
 def territory_named(question: str, territories: Sequence[Territory]) -> Territory | None:

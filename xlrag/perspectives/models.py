@@ -13,8 +13,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.agents.trace import Trace
 from xlrag.schema import Citation, GroundedAnswer
+from xlrag.trace import Trace
 
 __all__ = [
     "AGREEMENTS",

@@ -117,7 +117,7 @@ class XlragServer:
     def perspectives(self) -> Any:
         """The perspectives view over the server's stack, built on first use."""
         if self._perspectives is None:
-            from xlrag.perspectives.view import view_over
+            from xlrag.agents.build import view_over
 
             self._perspectives = view_over(self.config, self.pipeline)
         return self._perspectives

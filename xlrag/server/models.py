@@ -3,7 +3,7 @@
 Requests refuse unknown fields (``extra="forbid"``): a misspelt ``"sesion_id"`` is a 422
 naming it, never a silently new session. Responses are flat, JSON-friendly views of
 :class:`xlrag.schema.GroundedAnswer` and :class:`xlrag.schema.Hit`; the agent's
-:class:`xlrag.agents.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
+:class:`xlrag.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
 sent as they are.
 """
 
@@ -14,7 +14,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.chat import Source
-from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
 from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
 from xlrag.schema import (
@@ -26,6 +25,8 @@ from xlrag.schema import (
     QueryFields,
     Retrieval,
 )
+from xlrag.trace import Trace
+from xlrag.validate import k_field
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -95,7 +96,7 @@ class RetrieveRequest(_In, QueryFields):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
     mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
-    k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
+    k: int | None = k_field(None, "passages to return; default: the server's retrieval.k")
     channels: list[Channel] | None = Field(
         None, min_length=1, description="how each store is searched: dense, lexical or both; "
                                         "default: the server's retrieval.channels")

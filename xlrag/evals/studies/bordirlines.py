@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from xlrag.borderlines import MCQuery, Territory, load_territories
 from xlrag.config import LLMConfig
-from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
@@ -36,6 +36,7 @@ from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import make_query
+from xlrag.validate import DEFAULT_K, k_field
 
 __all__ = ["PUBLISHED", "BordIRlinesConfig", "BordIRlinesRunner", "bordirlines_figures", "bordirlines_markdown",
            "bordirlines_report"]
@@ -90,7 +91,7 @@ class BordIRlinesConfig(_Strict):
                                         "else all)")
     format: Literal["mc", "citation"] = "mc"
     llm: LLMConfig = Field(default_factory=LLMConfig)
-    k: int = Field(3, ge=1, le=20)
+    k: int = k_field(DEFAULT_K, "passages shown to the LLM")
     timeout: float = Field(300.0, gt=0)
 
     @field_validator("modes")
