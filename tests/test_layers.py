@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
-GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
+GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
           "xlrag.outputs",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
           "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
