@@ -96,6 +96,7 @@ def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_
     import uvicorn
 
     from xlrag.server.app import create_app
+    from xlrag.server.drain import CLOSE_SECONDS
     from xlrag.server.guards import ServerLimits, resolve_api_key
 
     bind = check_bind(host, no_auth)
@@ -105,5 +106,5 @@ def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_
     limits = limits or ServerLimits()
     app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits)
     options: dict[str, Any] = {"host": bind, "port": port, "log_level": log_level,
-                               "timeout_graceful_shutdown": limits.grace_seconds, "server_header": False}
+                               "timeout_graceful_shutdown": limits.grace_seconds + CLOSE_SECONDS, "server_header": False}
     _graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()
