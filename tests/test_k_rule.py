@@ -112,6 +112,7 @@ def test_every_argument_path_refuses_past_the_ceiling(retriever, xquad_index):
 def test_every_k_option_of_the_command_line_refuses_past_the_ceiling(xquad_index, command):
     from xlrag.cli import app
 
-    result = CliRunner().invoke(app, [*command, "-i", str(xquad_index), "-k", str(MAX_K + 1),
+    option = "--depth" if command[0] == "eval" else "-k"
+    result = CliRunner().invoke(app, [*command, "-i", str(xquad_index), option, str(MAX_K + 1),
                                       *(["Who?"] if command[0] != "eval" else [])])
     assert result.exit_code == 2 and str(MAX_K) in result.output, result.output

@@ -95,7 +95,7 @@ def open_retriever(
     index_dir: Any = None,
     config: Any = None,
     *,
-    policy: Any = None,
+    mode: Any = None,
     k: int | None = None,
     retrieve_k: int | None = None,
     fusion: str | None = None,
@@ -104,20 +104,23 @@ def open_retriever(
     detector: Any = None,
     translator: Any = None,
     k_retrieve: int | None = None,
+    policy: Any = None,
 ) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
-    The keyword arguments override the config: ``policy="balanced"``, ``k=10``,
-    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` is ``retrieve_k``'s old name.
+    The keyword arguments override the config: ``mode="balanced"``, ``k=10``,
+    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and
+    ``mode``'s old names.
     """
     from xlrag.validate import renamed
 
     retrieve_k = renamed("open_retriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
+    mode = renamed("open_retriever", "policy", "mode", policy, mode)
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     return CrossLingualRetriever.from_config(
-        config or load_config(), index_dir, policy=policy, k=k, retrieve_k=retrieve_k, fusion=fusion,
+        config or load_config(), index_dir, mode=mode, k=k, retrieve_k=retrieve_k, fusion=fusion,
         embedder=embedder, reranker=reranker, detector=detector, translator=translator)
 
 

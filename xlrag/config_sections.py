@@ -14,7 +14,7 @@ from xlrag.errors import ConfigError
 from xlrag.formats import PromptLayout
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
-from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field, renamed_keys
 
 __all__ = [
     "DRAFTS",
@@ -99,23 +99,6 @@ def parse_channels(value: str | list[str] | tuple[str, ...]) -> list[Channel]:
     return out
 
 
-def _renamed(data: Any, where: str, names: dict[str, str]) -> Any:
-    """``data`` with each old key (``names``: old -> new) moved to its new name, warning once
-    per key; old names are accepted for one release."""
-    if not isinstance(data, dict) or not names.keys() & data.keys():
-        return data
-    from xlrag.validate import renamed
-
-    data = dict(data)
-    for old, new in names.items():
-        if old in data:
-            try:
-                data[new] = renamed(where, old, new, data.pop(old), data.get(new))
-            except ConfigError as e:  # a ValueError, so that pydantic names the field
-                raise ValueError(str(e)) from None
-    return data
-
-
 #: What the lexical channel searches another language's store with (retrieval.lexical_translation).
 LexicalTranslation = Literal["names", "llm", "off"]
 
@@ -152,7 +135,7 @@ class RetrievalConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return _renamed(data, "retrieval", {"k_retrieve": "retrieve_k"})
+        return renamed_keys(data, "retrieval", {"k_retrieve": "retrieve_k"})
 
     @field_validator("channels", mode="before")
     @classmethod
@@ -198,7 +181,7 @@ class LLMConfig(_Section):
     @model_validator(mode="before")
     @classmethod
     def _old_names(cls, data: Any) -> Any:
-        return _renamed(data, "llm", {"retries": "max_retries"})
+        return renamed_keys(data, "llm", {"retries": "max_retries"})
 
     provider: str = Field("local", description="registry name: local, openai, anthropic, cohere, mistral")
     model: str | None = Field(None, description="vendor model id; None picks the provider default")
@@ -329,10 +312,16 @@ class ContextConfig(_Section):
 
 
 class AgentRule(_Section):
-    """``auto`` mode: a question naming any of ``names`` is retrieved from ``langs`` (rel_langs)."""
+    """``auto`` mode: a question naming any of ``names`` is retrieved from ``relevant_langs`` (rel_langs)."""
 
     names: list[str] = Field(min_length=1, description="entity names, in any language and script")
-    langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these entities")
+    relevant_langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these "
+                                                                "entities (was langs)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        return renamed_keys(data, "agent.rules", {"langs": "relevant_langs"})
 
     def named_in(self, question: str) -> str | None:
         """The first of ``names`` that ``question`` holds, or None."""

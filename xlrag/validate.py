@@ -19,7 +19,7 @@ from xlrag.text import ECHO_LIMIT, capped
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "renamed",
+__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "renamed", "renamed_keys",
            "strict_kwargs", "validate_mapping"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -106,6 +106,22 @@ def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> A
     warnings.warn(f"{where}: {old!r} is now called {new!r}; the old name goes in the next release",
                   XlragDeprecationWarning, stacklevel=3)
     return old_value
+
+
+def renamed_keys(data: Any, where: str, names: dict[str, str]) -> Any:
+    """``data`` (a mapping about to be validated) with each old key (``names``: old -> new)
+    moved to its new name, warning once per key; old names are accepted for one release. For a
+    model's ``mode="before"`` validator: a clash is a ``ValueError``, so pydantic names the field."""
+    if not isinstance(data, dict) or not names.keys() & data.keys():
+        return data
+    data = dict(data)
+    for old, new in names.items():
+        if old in data:
+            try:
+                data[new] = renamed(where, old, new, data.pop(old), data.get(new))
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+    return data
 
 
 def validate_mapping(model: type[M], value: Any, what: str) -> M:

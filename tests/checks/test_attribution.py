@@ -172,7 +172,7 @@ def checker():
 
 
 def _hit(p: Passage) -> Hit:
-    return Hit(passage=p, score=1.0, raw_score=1.0, rank=1, store=p.lang, policy="qlang")
+    return Hit(passage=p, score=1.0, raw_score=1.0, rank=1, store=p.lang, mode="qlang")
 
 
 @pytest.mark.slow

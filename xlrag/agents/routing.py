@@ -39,6 +39,6 @@ def choose_mode(question: str, config: AgentConfig, *, requested: str | None = N
     if found is not None:
         rule, hit = found
         return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the question names {hit!r}, whose relevant languages are "
-                          f"{', '.join(rule.langs)} (agent.rules)", relevant_langs=list(rule.langs))
+                          f"{', '.join(rule.relevant_langs)} (agent.rules)", relevant_langs=list(rule.relevant_langs))
     return ModeChoice(mode=config.default_mode,
                       reason=f"no agent rule matched the question; default mode {config.default_mode}")

