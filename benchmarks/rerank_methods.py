@@ -88,7 +88,7 @@ def build_candidates(data: Path) -> list[dict]:
 
 
 def hits_of(item: dict) -> list[Hit]:
-    return [Hit(passage=Passage(**p), score=float(K - i), raw_score=0.0, rank=i + 1, store=p["lang"], policy="all")
+    return [Hit(passage=Passage(**p), score=float(K - i), raw_score=0.0, rank=i + 1, store=p["lang"], mode="all")
             for i, p in enumerate(item["candidates"])]
 
 

@@ -64,7 +64,7 @@ def test_retrieve_json_and_flags(xquad_index):
     res = run("retrieve", "--index-dir", xquad_index, "--mode", "rel_langs", "--relevant-langs", "ru,zh",
               "-k", "8", "--json", "How many points did the Panthers defense surrender?")
     hits = json.loads(res.output)
-    assert {h["lang"] for h in hits} <= {"en", "ru", "zh"} and hits[0]["policy"] == "rel_langs"
+    assert {h["lang"] for h in hits} <= {"en", "ru", "zh"} and hits[0]["mode"] == "rel_langs"
     res = run("retrieve", "--index-dir", xquad_index, "--mode", "swap_docs", "--target-lang", "ar",
               "--json", "How many points did the Panthers defense surrender?")
     assert {h["lang"] for h in json.loads(res.output)} == {"ar"}

@@ -15,6 +15,8 @@ import pytest
 import typer.main
 import yaml
 
+from xlrag.validate import MAX_K
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -92,7 +94,7 @@ def test_the_config_page_holds_every_key_with_its_default_and_description(hooks)
             assert f"`{default!r}`" in row, f"{key}: default {default!r}"
     # a nested section's own settings are documented too (a list of rules, an optional LLM)
     assert "agent.rules[].names" in rows and "answer.attribution_checker.provider" in rows
-    assert "(≥ 1)" in rows["retrieval.k"]
+    assert f"(≥ 1, ≤ {MAX_K})" in rows["retrieval.k"]  # the one rule for k (xlrag.validate)
 
 
 def test_the_errors_page_holds_every_exception_and_its_message(hooks):

@@ -1,30 +1,83 @@
-"""The package's floors: no import circles, and the contract owners at the bottom import
-nothing above them (the review of 2026-11-25 found three circles and two arrows up)."""
+"""The package's floors: no import circles, and no import up a floor.
+
+A room is one of xlrag's folders (``agents/``, ``chains/``, ...) or one of its top-level
+modules (``config.py``; ``xlrag/__init__.py`` is the room ``xlrag``). :data:`FLOORS` orders the
+rooms, top floor first, as ``docs/explanation/architecture.md`` draws them; a room may import
+only rooms on floors below its own (the review of 2026-11-26 found two folders importing up:
+perspectives→agents and checks→chains, both hidden in lazy imports).
+
+What counts as an import: every ``import``/``from`` anywhere in a file (module level, inside a
+function, under ``if TYPE_CHECKING``: a type a signature names is part of the room's
+contract, annotations are resolved at run time by pydantic and typer, and a TYPE_CHECKING
+import is the usual hiding place of a circle), and every string that is exactly the name of
+an xlrag module (``importlib.import_module("xlrag.x.y")``, a lazy-export table): an import by
+name is still an import. The known names that point up are listed in :data:`NAMED_UP`, each
+with its reason, and the test fails when the list and the code differ either way.
+"""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
-GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
+GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
           "xlrag.outputs",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
           "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
 
+# top floor first; rooms on one floor do not import each other (but the ground floor's owners
+# do: the circle test keeps them apart)
+FLOORS: list[tuple[str, set[str]]] = [
+    ("command line", {"cli"}),
+    ("server", {"server"}),
+    ("package door (lazy names)", {"xlrag"}),
+    ("drivers", {"agents"}),
+    ("views", {"perspectives"}),
+    ("evaluation", {"evals"}),
+    ("the pipeline", {"chains"}),
+    ("the answer's record, the retrieval demo", {"trace", "demo"}),
+    ("runtime checks", {"checks"}),
+    ("retrieval and indexing", {"indexes"}),
+    ("prompts", {"prompts"}),
+    ("data and tools", {"borderlines", "locking"}),
+    ("ground", {m.removeprefix("xlrag.") for m in GROUND}),
+]
 
-def _graph() -> dict[str, set[str]]:
-    """Module -> the xlrag modules it imports, at any depth in the file (lazy imports count)."""
-    mods = {}
-    for f in ROOT.rglob("*.py"):
-        name = ".".join(f.relative_to(ROOT.parent).with_suffix("").parts).removesuffix(".__init__")
-        mods[name] = f
+# names of modules above the room that names them, and why each is allowed
+NAMED_UP: dict[str, set[str]] = {
+    # the plug-in table: a built-in provider registers itself in its own module, which the
+    # registry imports by name on the first lookup of its kind (config validates names there)
+    "xlrag.registry": {"xlrag.chains.llms", "xlrag.chains.reranker", "xlrag.chains.translator",
+                       "xlrag.indexes.embedders", "xlrag.indexes.fusion", "xlrag.indexes.rerank"},
+    # deprecations (#35, gone in 0.2): an old name resolves, with a warning, from its new home
+    # on the floor that can build it (xlrag._lazy.moved)
+    "xlrag.perspectives": {"xlrag.agents.build"},
+    "xlrag.perspectives.view": {"xlrag.agents.build"},
+    "xlrag.checks.structured": {"xlrag.chains.profiles"},
+}
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    return {".".join(f.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"): f
+            for f in root.rglob("*.py")}
+
+
+def _graph(root: Path = ROOT, *, names: bool = False) -> dict[str, set[str]]:
+    """Module -> the xlrag modules it imports, at any depth in the file (lazy imports and
+    TYPE_CHECKING imports count); with ``names``, the modules its strings name instead."""
+    mods = _modules(root)
     graph: dict[str, set[str]] = defaultdict(set)
     for name, f in mods.items():
         for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xlrag"):
+            if names:
+                found = [node.value] if isinstance(node, ast.Constant) and isinstance(node.value, str) else []
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xlrag"):
                 found = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in mods else node.module
                          for a in node.names]
             elif isinstance(node, ast.Import):
@@ -35,6 +88,31 @@ def _graph() -> dict[str, set[str]]:
             graph[name].update(t for t in found if t in mods and t != name and t != "xlrag"
                                and not t.startswith(name + "."))
     return {m: graph[m] for m in mods}
+
+
+def room(module: str) -> str:
+    """``xlrag.chains.parsing.mc`` -> ``chains``; ``xlrag.config`` -> ``config``; ``xlrag`` -> ``xlrag``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def floor_of(floors: list[tuple[str, set[str]]]) -> dict[str, int]:
+    """Room -> its floor, 0 for the ground, higher up the list is higher up the house."""
+    return {r: len(floors) - 1 - i for i, (_, rooms) in enumerate(floors) for r in rooms}
+
+
+def arrows_up(graph: dict[str, set[str]], floors: list[tuple[str, set[str]]]) -> list[str]:
+    """Every import of a room on the same floor or higher (the ground floor's own excepted)."""
+    level = floor_of(floors)
+    out = []
+    for source, targets in graph.items():
+        for target in sorted(targets):
+            a, b = room(source), room(target)
+            if a == b or (level[a] == level[b] == 0):
+                continue
+            if level[b] >= level[a]:
+                out.append(f"{source} -> {target} ({a} on floor {level[a]}, {b} on {level[b]})")
+    return sorted(out)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -81,3 +159,66 @@ def test_the_ground_floor_imports_nothing_above_it():
 
 def test_the_circle_finder_finds_one():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
+
+
+def test_every_room_is_on_one_floor():
+    placed = [r for _, rooms in FLOORS for r in rooms]
+    assert len(placed) == len(set(placed))
+    assert {room(m) for m in _modules(ROOT)} == set(placed)
+
+
+def test_no_import_goes_up_a_floor():
+    assert arrows_up(_graph(), FLOORS) == []
+
+
+def test_the_names_of_modules_up_a_floor_are_the_known_ones():
+    found: dict[str, set[str]] = defaultdict(set)
+    for line in arrows_up(_graph(names=True), FLOORS):
+        source, target = line.split(" (")[0].split(" -> ")
+        found[source].add(target)
+    assert dict(found) == NAMED_UP
+
+
+def test_the_floor_check_sees_an_arrow_up_in_a_graph():
+    graph = {"xlrag.checks.attribution": {"xlrag.formats", "xlrag.chains.translator"},
+             "xlrag.chains.translator": {"xlrag.checks.attribution"}, "xlrag.formats": {"xlrag.errors"},
+             "xlrag.errors": {"xlrag.text"}, "xlrag.text": set()}
+    assert arrows_up(graph, FLOORS) == [
+        "xlrag.checks.attribution -> xlrag.chains.translator (checks on floor 4, chains on 6)"]
+
+
+@pytest.mark.parametrize("planted", [
+    "def f():\n    from xlrag.agents.graph import XlragAgent\n    return XlragAgent\n",  # lazy
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from xlrag.agents import graph\n",
+    "import xlrag.agents.build\n",
+])
+def test_the_floor_check_fails_on_an_upward_import_planted_in_a_copy(tmp_path, planted):
+    copy = tmp_path / "xlrag"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("data", "__pycache__", "*.yaml", "*.npz", "*.json"))
+    assert arrows_up(_graph(copy), FLOORS) == []
+    (copy / "checks" / "planted.py").write_text(planted, encoding="utf-8")
+    (found,) = arrows_up(_graph(copy), FLOORS)
+    assert found.startswith("xlrag.checks.planted -> xlrag.agents")
+    assert "checks on floor 4, agents on 9" in found
+
+
+def test_the_floor_check_sees_a_module_named_in_a_string(tmp_path):
+    copy = tmp_path / "xlrag"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("data", "__pycache__", "*.yaml", "*.npz", "*.json"))
+    (copy / "perspectives" / "planted.py").write_text(
+        'import importlib\n\ndef f():\n    return importlib.import_module("xlrag.agents.graph")\n', encoding="utf-8")
+    assert "xlrag.perspectives.planted -> xlrag.agents.graph (perspectives on floor 8, agents on 9)" in \
+        arrows_up(_graph(copy, names=True), FLOORS)
+
+
+def test_the_architecture_page_draws_these_floors():
+    import re
+
+    page = (ROOT.parent / "docs" / "explanation" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("| floor | rooms |", 1)[1].split("\n\n", 1)[0]
+    drawn = []
+    for row in table.splitlines()[2:]:
+        names = re.findall(r"`([^`]+)`", row.split("|")[2])
+        drawn.append({"xlrag" if n == "xlrag/__init__.py" else n.removesuffix("/").removesuffix(".py")
+                      for n in names})
+    assert drawn == [rooms for _, rooms in FLOORS]

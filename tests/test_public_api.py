@@ -171,11 +171,35 @@ def test_checks_names_are_pinned_and_resolve_to_their_owner():
 def test_perspectives_names_are_pinned_and_exported():
     import xlrag.perspectives
 
-    assert xlrag.perspectives.__all__ == ["Perspective", "Perspectives", "PerspectivesInput", "build_perspectives",
-                                          "to_html", "to_markdown"]
+    assert xlrag.perspectives.__all__ == ["Perspective", "Perspectives", "PerspectivesInput", "to_html", "to_markdown"]
     for name in xlrag.perspectives.__all__:
         assert getattr(xlrag.perspectives, name) is not None
-    assert xlrag.build_perspectives is xlrag.perspectives.build_perspectives
+
+
+def test_names_moved_down_or_up_a_floor_still_resolve_for_one_release_with_a_warning():
+    # the builder of the view moved up to the agent's floor, the trace record down to the ground,
+    # the schema-holding runnable up to the provider profiles (#35): each old place still answers
+    import pytest
+
+    import xlrag.agents.build
+    import xlrag.chains.profiles
+    import xlrag.checks.structured
+    import xlrag.perspectives
+    import xlrag.perspectives.view
+    import xlrag.trace
+    from xlrag.errors import XlragDeprecationWarning
+
+    moved = [(xlrag.perspectives, "build_perspectives", xlrag.agents.build),
+             (xlrag.perspectives.view, "build_perspectives", xlrag.agents.build),
+             (xlrag.perspectives.view, "view_over", xlrag.agents.build),
+             (xlrag.checks.structured, "structured_runnable", xlrag.chains.profiles)]
+    import xlrag.agents.trace
+
+    moved += [(xlrag.agents.trace, name, xlrag.trace) for name in xlrag.trace.__all__]
+    for old, name, new in moved:
+        with pytest.warns(XlragDeprecationWarning, match=f"use {new.__name__}.{name}"):
+            assert getattr(old, name) is getattr(new, name)
+    assert xlrag.build_perspectives is xlrag.agents.build.build_perspectives
 
 
 def test_agent_names_are_pinned_and_exported():

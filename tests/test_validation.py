@@ -173,7 +173,7 @@ def test_langchain_retriever_takes_per_call_k_mode_and_fields(retriever):
     docs = lc.invoke(QUESTION, k=1)
     assert len(docs) == 1
     docs = lc.invoke(QUESTION, k=3, mode="rel_langs", lang="en", relevant_langs=["ru"])
-    assert {d.metadata["lang"] for d in docs} <= {"en", "ru"} and docs[0].metadata["policy"] == "rel_langs"
+    assert {d.metadata["lang"] for d in docs} <= {"en", "ru"} and docs[0].metadata["mode"] == "rel_langs"
     with pytest.raises(TypeError, match="did you mean 'relevant_langs'"):
         lc.invoke(QUESTION, relevant_lang=["ru"])
 

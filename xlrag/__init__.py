@@ -49,7 +49,7 @@ _LAZY = {
     "PromptLibrary": "xlrag.prompts",
     "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
-    "build_perspectives": "xlrag.perspectives.view",
+    "build_perspectives": "xlrag.agents.build",
     "build_query_engine": "xlrag.chains.query_engine",
     "build_agent": "xlrag.agents.build",
     "build_chat": "xlrag.agents.build",
@@ -72,7 +72,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
-    from xlrag.agents.build import build_agent, build_chat
+    from xlrag.agents.build import build_agent, build_chat, build_perspectives
     from xlrag.agents.chat_engine import build_chat_engine
     from xlrag.chains.llms import build_llm
     from xlrag.chains.pipeline import Pipeline
@@ -86,7 +86,6 @@ if TYPE_CHECKING:
     from xlrag.indexes.policies import make_policy
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.modes import IRMode
-    from xlrag.perspectives.view import build_perspectives
     from xlrag.prompts import PromptLibrary
     from xlrag.schema import Citation, Document, GroundedAnswer, Hit, Passage, Query
 
@@ -96,7 +95,7 @@ def open_retriever(
     index_dir: Any = None,
     config: Any = None,
     *,
-    policy: Any = None,
+    mode: Any = None,
     k: int | None = None,
     retrieve_k: int | None = None,
     fusion: str | None = None,
@@ -105,20 +104,23 @@ def open_retriever(
     detector: Any = None,
     translator: Any = None,
     k_retrieve: int | None = None,
+    policy: Any = None,
 ) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
-    The keyword arguments override the config: ``policy="balanced"``, ``k=10``,
-    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` is ``retrieve_k``'s old name.
+    The keyword arguments override the config: ``mode="balanced"``, ``k=10``,
+    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and
+    ``mode``'s old names.
     """
     from xlrag.validate import renamed
 
     retrieve_k = renamed("open_retriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
+    mode = renamed("open_retriever", "policy", "mode", policy, mode)
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     return CrossLingualRetriever.from_config(
-        config or load_config(), index_dir, policy=policy, k=k, retrieve_k=retrieve_k, fusion=fusion,
+        config or load_config(), index_dir, mode=mode, k=k, retrieve_k=retrieve_k, fusion=fusion,
         embedder=embedder, reranker=reranker, detector=detector, translator=translator)
 
 

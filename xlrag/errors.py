@@ -110,7 +110,7 @@ class UnknownLanguageError(XlragError, ValueError):
 class LanguageNotIndexedError(XlragError, ValueError):
     """A language asked for by name has no store in the index."""
 
-    def __init__(self, lang: str, available: list[str], where: str = "langs"):
+    def __init__(self, lang: str, available: list[str], where: str = "relevant_langs"):
         self.lang, self.available = lang, available
         super().__init__(
             f"{where} names {capped(lang)}, but the index has no {capped(lang)} store (its languages: "

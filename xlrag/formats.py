@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, get_args
 
@@ -23,18 +24,24 @@ __all__ = [
     "CITED_HEADER",
     "EXPLANATION_HEADER",
     "MARKER_CLOSE",
+    "MARKER_DANGLING_RE",
     "MARKER_KEYWORD",
     "MARKER_OPEN",
     "MARKER_RE",
     "OPTION_LETTERS",
     "PROMPT_LAYOUTS",
     "AnswerFormat",
+    "Marker",
     "PromptLayout",
     "Section",
     "check_option_count",
     "document_line",
+    "find_markers",
+    "iter_markers",
     "neutralize_markers",
+    "normalize_markers",
     "parse_format",
+    "strip_markers",
     "words_pattern",
 ]
 
@@ -82,9 +89,10 @@ class Section(StrEnum):
         return f"{self.value}:"
 
 
-# The <docN> citation marker's grammar, owned here: the reply parser (chains/parsing/markers.py)
-# reads citations with MARKER_RE, and neutralize_markers defuses in passages whatever MARKER_RE
-# reads, so a passage can plant no form of marker the parser would take for a citation.
+# The <docN> citation marker's grammar, owned here with every reading of it: the reply parser
+# (chains/parsing/) finds citations with iter_markers / find_markers, the checks strip them with
+# strip_markers, and neutralize_markers defuses in passages whatever MARKER_RE reads, so a
+# passage can plant no form of marker the parser would take for a citation.
 MARKER_OPEN = "[<＜〈\\[［]"
 MARKER_CLOSE = "[>＞〉\\]］]"
 MARKER_KEYWORD = "(?:doc(?:ument(?:os|o|s)?|s)?|документ(?:ами|ах|ов|ы|а|е|у)?)"
@@ -103,6 +111,64 @@ MARKER_RE = re.compile(
     f"|(?P<bare>(?:{MARKER_OPEN}[ \\t]*)?(?<![^\\W_]){MARKER_KEYWORD}{_NUM_SEP}\\d+(?!\\d))",
     re.IGNORECASE,
 )
+
+
+# An opening bracket or a half-written marker at the very end: generation stopped mid-marker.
+MARKER_DANGLING_RE = re.compile(
+    f"{MARKER_OPEN}[ \\t]*(?:d(?:o(?:c(?:u[a-z]*)?)?)?)?[ \\t]*\\d*[ \\t]*$", re.IGNORECASE
+)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marker found in a reply: where it is, and the document numbers it cites."""
+
+    start: int
+    end: int
+    numbers: tuple[int, ...]
+
+
+def iter_markers(text: str) -> list[Marker]:
+    """Every marker in ``text``, in order."""
+    # Keywords contain no digits, so every digit run in the match is a document number.
+    return [Marker(m.start(), m.end(), tuple(int(d) for d in re.findall(r"\d+", m.group(0))))
+            for m in MARKER_RE.finditer(text)]
+
+
+def find_markers(text: str) -> list[int]:
+    """Document numbers cited in ``text``, in order of first appearance."""
+    return list(dict.fromkeys(n for marker in iter_markers(text) for n in marker.numbers))
+
+
+def _canonical(m: re.Match[str]) -> str:
+    numbers = [int(d) for d in re.findall(r"\d+", m.group(0))]
+    if m.lastgroup == "plural":
+        # Keep the connectors ("and", ",") and turn each number into a marker.
+        body = re.sub(r"^\S+[ \t]+", "", m.group(0))
+        return re.sub(r"\d+", lambda d: f"<doc{int(d.group(0))}>", body)
+    return ", ".join(f"<doc{n}>" for n in numbers)
+
+
+def normalize_markers(text: str) -> str:
+    """Rewrite every marker variant ("[doc1]", "Doc 1", "document 1", ...) as "<docN>"."""
+    return MARKER_RE.sub(_canonical, text)
+
+
+def _tidy_line(text: str) -> str:
+    """Collapse whitespace and clean up the punctuation that removing markers leaves behind."""
+    s = re.sub(r"\*\*|__", "", text)
+    s = re.sub(r"\s+", " ", s)
+    s = re.sub(r"[(\[（［]\s*(?:[,;、，،]\s*)*[)\]）］]", "", s)  # "()" left by "(<doc0>)"
+    s = re.sub(r"\s+([,.;:!?。，、！？؟،।॥۔)\]）])", r"\1", s)
+    s = re.sub(r"[,;、，،]+(?=[.!?。！？؟।॥۔]|$)", "", s)  # "Spain,." left by "Spain <doc0>, <doc1>."
+    s = re.sub(r"([,;、，،])[,;、，،]+", r"\1", s)
+    s = re.sub(r"\s+", " ", s)
+    return s.strip(" ,;、，،")
+
+
+def strip_markers(text: str) -> str:
+    """``text`` without document markers, on one line, with whitespace tidied."""
+    return _tidy_line(MARKER_RE.sub(" ", text))
 
 
 def _inert(m: re.Match[str]) -> str:

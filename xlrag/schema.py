@@ -5,7 +5,7 @@ from __future__ import annotations
 import typing
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from xlrag.errors import EmptyQueryError, InvalidArgumentError
 from xlrag.formats import AnswerFormat
@@ -115,7 +115,7 @@ class Hit(BaseModel):
                                          "found the passage, else its BM25 score")
     rank: int = Field(description="1-based rank in the final list")
     store: str = Field(description="language store the passage came from")
-    policy: str = Field(description="IR mode that produced the hit")
+    mode: str = Field(description="IR mode that produced the hit (was policy)")
     query_text: str | None = Field(default=None, description="text searched (translated for 'translate')")
     channels: list[Channel] = Field(default_factory=lambda: ["dense"],
                                     description="the retrieval channels that found this passage in its store")
@@ -125,6 +125,20 @@ class Hit(BaseModel):
     lexical_text: str | None = Field(None, description="text the lexical channel searched this store with "
                                                        "(the question's translation for another language's store)")
     rerank_score: float | None = Field(None, description="the reranker's score, when a reranker ordered the list")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        from xlrag.validate import renamed_keys
+
+        return renamed_keys(data, "Hit", {"policy": "mode"})
+
+    @property
+    def policy(self) -> str:
+        """``mode``'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("Hit", "policy", "mode", self.mode, None)
 
     @property
     def id(self) -> str:

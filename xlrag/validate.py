@@ -19,7 +19,8 @@ from xlrag.text import ECHO_LIMIT, capped
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["check_k", "check_kwargs", "did_you_mean", "renamed", "strict_kwargs", "validate_mapping"]
+__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "renamed", "renamed_keys",
+           "strict_kwargs", "validate_mapping"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound="BaseModel")
@@ -62,13 +63,35 @@ def strict_kwargs(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+# The one rule for every count of passages (k: shown or returned; retrieve_k: fetched before
+# rerank, and the depth an evaluation ranks to). The config, the CLI's -k, the server's
+# requests, the experiments and studies, the LangChain/LlamaIndex adapters and the pipeline
+# read it from here: pydantic fields through k_field, plain arguments through check_k
+# (tests/test_k_rule.py proves each). One ceiling: past 100 passages no prompt holds them and
+# no reader reads them; it is the widest any surface allowed before (the server's).
+MIN_K = 1
+MAX_K = 100
+DEFAULT_K = 5  # passages shown or returned (retrieval.k)
+DEFAULT_RETRIEVE_K = 20  # candidates fetched before rerank, and ranking depth (retrieval.retrieve_k)
+_K_EXPECTED = f"a whole number >= {MIN_K} and <= {MAX_K}"
+
+
 def check_k(k: Any, name: str = "k") -> int | None:
-    """``k`` as a whole number >= 1 (None stays None: the configured default applies)."""
+    """``k`` as a whole number from 1 to :data:`MAX_K` (None stays None: the configured
+    default applies)."""
     if k is None:
         return None
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise InvalidArgumentError(name, "a whole number >= 1", k)
+    if isinstance(k, bool) or not isinstance(k, int) or not MIN_K <= k <= MAX_K:
+        raise InvalidArgumentError(name, _K_EXPECTED, k)
     return k
+
+
+def k_field(default: Any, description: str | None = None) -> Any:
+    """A pydantic field holding a count of passages to :func:`check_k`'s bounds (``default``
+    None: the field is optional, and the configured value applies)."""
+    from pydantic import Field
+
+    return Field(default, ge=MIN_K, le=MAX_K, description=description)
 
 
 def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> Any:
@@ -83,6 +106,22 @@ def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> A
     warnings.warn(f"{where}: {old!r} is now called {new!r}; the old name goes in the next release",
                   XlragDeprecationWarning, stacklevel=3)
     return old_value
+
+
+def renamed_keys(data: Any, where: str, names: dict[str, str]) -> Any:
+    """``data`` (a mapping about to be validated) with each old key (``names``: old -> new)
+    moved to its new name, warning once per key; old names are accepted for one release. For a
+    model's ``mode="before"`` validator: a clash is a ``ValueError``, so pydantic names the field."""
+    if not isinstance(data, dict) or not names.keys() & data.keys():
+        return data
+    data = dict(data)
+    for old, new in names.items():
+        if old in data:
+            try:
+                data[new] = renamed(where, old, new, data.pop(old), data.get(new))
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+    return data
 
 
 def validate_mapping(model: type[M], value: Any, what: str) -> M:

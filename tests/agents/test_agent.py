@@ -14,8 +14,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from xlrag.agents import build_agent
-from xlrag.agents.trace import Repair
 from xlrag.config import XlragConfig
+from xlrag.trace import Repair
 
 QUESTION = "¿Cuántos puntos dejaron escapar en defensa los Panthers?"
 ENGLISH = ("Cited Documents:\nAnswer: The Panthers defense allowed 308 points.\n"

@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import choose_mode
-from xlrag.agents.trace import CHECKS, Repair
 from xlrag.config import AgentConfig, AgentRule
 from xlrag.errors import ConfigError
+from xlrag.trace import CHECKS, Repair
 
-RULES = AgentConfig(rules=[AgentRule(names=["Crimea", "Крым", "القرم"], langs=["uk", "ru"]),
-                           AgentRule(names=["Ceuta", "سبتة"], langs=["es", "ar"])])
+RULES = AgentConfig(rules=[AgentRule(names=["Crimea", "Крым", "القرم"], relevant_langs=["uk", "ru"]),
+                           AgentRule(names=["Ceuta", "سبتة"], relevant_langs=["es", "ar"])])
 
 
 @pytest.mark.parametrize(("question", "mode", "langs"), [
@@ -39,7 +39,7 @@ def test_requested_and_configured_modes_beat_the_rules():
     ({"mode": "balnced"}, "did you mean 'balanced'"),
     ({"default_mode": "auto"}, "unknown IR mode 'auto'"),
     ({"max_repairs": -1}, "greater than or equal"),
-    ({"rules": [{"names": ["x"], "langs": []}]}, "at least 1"),
+    ({"rules": [{"names": ["x"], "relevant_langs": []}]}, "at least 1"),
 ])
 def test_bad_agent_settings_fail_in_one_line(agent, message):
     from xlrag.config import load_config

@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from tests.agents.test_agent import SPANISH, FirstReplyScripted, agent, scripted
-from xlrag.agents.trace import Repair
 from xlrag.checks.substance import FLAGS, non_answer
 from xlrag.server.models import AnswerOut
+from xlrag.trace import Repair
 
 QUESTION = "¿Cuántos puntos dejaron escapar en defensa los Panthers?"
 ECHO = f"Cited Documents: <doc0>, <doc1>\nAnswer: {QUESTION}\nExplanation: <doc0> <doc1>"

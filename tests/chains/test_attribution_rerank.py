@@ -14,7 +14,7 @@ PASSAGES = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in e
 
 
 def _answer(cited: list[int]) -> GroundedAnswer:
-    hits = [Hit(passage=p, score=0, raw_score=0, rank=i + 1, store="en", policy="qlang") for i, p in enumerate(PASSAGES)]
+    hits = [Hit(passage=p, score=0, raw_score=0, rank=i + 1, store="en", mode="qlang") for i, p in enumerate(PASSAGES)]
     cites = [Citation(marker=m, passage_id=f"p{m}", doc_id=f"d{m}", lang="en", valid=True) for m in cited]
     return GroundedAnswer(question="Who won Super Bowl 50?", lang="en", format="citation", mode="qlang", model="m",
                           passages=hits, raw_output="", answer="Denver", citations=cites, flags=[])

@@ -87,7 +87,7 @@ def test_an_arabic_question_picks_the_english_line(embedder, comoros):
 def _hit(p: Passage, rank: int = 1):
     from xlrag.schema import Hit
 
-    return Hit(passage=p, score=1.0 / rank, raw_score=0.0, rank=rank, store=p.lang, policy="given")
+    return Hit(passage=p, score=1.0 / rank, raw_score=0.0, rank=rank, store=p.lang, mode="given")
 
 
 class Recorder(GenericFakeChatModel):

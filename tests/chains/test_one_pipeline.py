@@ -139,6 +139,35 @@ def test_the_config_turns_postprocessors_on_and_off(cfg):
     assert closed.retriever is None and closed.postprocessors == [] and not closed.owns_retriever
 
 
+def test_one_attribution_checker_serves_the_reranker_the_agent_and_the_view(cfg):
+    """answer.attribution_checker names the model of every attribution check in the stack: the
+    one checker, built once by Pipeline.from_config (the agent's copy used to ignore it)."""
+    from xlrag import Pipeline
+    from xlrag.agents.build import Stack
+    from xlrag.chains.attribution_rerank import AttributionReranker
+    from xlrag.config import AnswerConfig
+    from xlrag.errors import ConfigError
+
+    own = cfg.llm.model_copy(update={"model": "checker-model"})
+    both = cfg.model_copy(update={"answer": AnswerConfig(attribution_rerank=True, attribution_checker=own),
+                                  "agent": cfg.agent.model_copy(update={"attribution": True})})
+    stack = Stack.build(both)
+    try:
+        checker = stack.pipeline.attribution
+        assert checker is not None and checker.llm.bound.model_name == "checker-model"
+        (rerank,) = [p for p in stack.pipeline.postprocessors if isinstance(p, AttributionReranker)]
+        assert rerank.checker is checker and stack.attribution is checker
+        assert stack._agent(False).attribution is checker  # the agent's verify step, and the view's graph
+        assert stack.perspectives is stack.perspectives  # built once per stack
+    finally:
+        stack.close()
+    # a pipeline built from parts without a checker cannot silently drop agent.attribution
+    bare = Pipeline.from_config(cfg, mode="no_ir")
+    with pytest.raises(ConfigError, match=r"agent\.attribution is on, but the pipeline given has no attribution"):
+        Stack(both, bare)
+    assert Stack(cfg, bare).attribution is None
+
+
 def test_bad_assembly_is_a_one_line_error(cfg):
     from xlrag import Pipeline, build_agent
     from xlrag.errors import ConfigError

@@ -76,7 +76,7 @@ def test_retrieve_returns_the_passages_the_model_is_shown(engine, retriever):
 
     nodes = engine.retrieve(QueryBundle(QUESTION_EN))
     assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3)]
-    assert all(n.node.metadata["policy"] == "qlang_en" for n in nodes)
+    assert all(n.node.metadata["mode"] == "qlang_en" for n in nodes)
 
 
 def test_citation_nodes_keep_only_valid_citations_in_order(retriever):

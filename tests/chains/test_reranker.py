@@ -36,7 +36,7 @@ ZH_AR = [
 
 def hits(texts: list[str], lang: str = "en") -> list[Hit]:
     return [Hit(passage=Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang=lang), score=1.0 - i / 10,
-                raw_score=0.5, rank=i + 1, store=lang, policy="all") for i, t in enumerate(texts)]
+                raw_score=0.5, rank=i + 1, store=lang, mode="all") for i, t in enumerate(texts)]
 
 
 @pytest.fixture(scope="module")

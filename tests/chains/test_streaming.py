@@ -66,7 +66,7 @@ def check_retriever_run(tracer: Runs, answer: GroundedAnswer) -> None:
     docs = run.outputs["documents"]
     assert [d.id for d in docs] == [h.id for h in answer.passages] and len(docs) == 3
     assert [d.page_content for d in docs] == [h.passage.text for h in answer.passages]
-    assert {d.metadata["policy"] for d in docs} == {"qlang_en"}
+    assert {d.metadata["mode"] for d in docs} == {"qlang_en"}
     # and the model's run comes after it, under the same chain run
     (llm,) = tracer.find("llm")
     assert llm in root.child_runs and root.child_runs.index(run) < root.child_runs.index(llm)

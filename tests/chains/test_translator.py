@@ -44,11 +44,11 @@ def test_a_translation_cut_at_max_tokens_raises(tiny_budget):
 
 
 def test_attribution_in_english_says_why_instead_of_judging_a_fragment(tiny_budget):
-    from xlrag.checks.attribution import AttributionChecker
+    from xlrag.chains.checkers import attribution_checker
 
     passage = Passage(id="p", doc_id="d", lang="de", text="Die Verteidigung der Panthers ließ 308 Punkte zu.")
-    result = AttributionChecker(tiny_budget).check(LONG, "Sie ließ in der ganzen Saison 308 Punkte zu.", [passage],
-                                                   "de", setting="in_english")
+    result = attribution_checker(tiny_budget).check(LONG, "Sie ließ in der ganzen Saison 308 Punkte zu.", [passage],
+                                                    "de", setting="in_english")
     (vote,) = result.votes
     assert vote.verdict == "invalid" and "TranslationCutOffError" in vote.reason and "max_tokens" in vote.reason
     assert result.attributable is None

@@ -12,7 +12,7 @@ from xlrag.checks.attribution import (
     parse_attribution_reply,
 )
 from xlrag.config import LLMConfig
-from xlrag.errors import EmptyQueryError, InvalidArgumentError
+from xlrag.errors import ConfigError, EmptyQueryError, InvalidArgumentError
 from xlrag.indexes.translate import TableTranslator
 from xlrag.schema import Hit, Passage
 
@@ -107,6 +107,25 @@ def test_failed_translation_invalidates_every_vote():
     assert result.prompt_lang == "en" and result.attributable is None
 
 
+def test_in_english_without_a_translator_says_how_to_get_one():
+    # a check stands below the chains: it is handed its translator, it does not build one
+    with pytest.raises(ConfigError, match="attribution_checker"):
+        AttributionChecker(llm=None).check("¿Cuántos?", "308", [P_ES], "es", setting="in_english")
+
+
+def test_the_builder_hands_the_check_its_translator_and_runnable():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    from xlrag.chains.checkers import attribution_checker
+    from xlrag.indexes.translate import CachedTranslator
+
+    llm = GenericFakeChatModel(messages=iter([AIMessage('{"justification": "Dice 308.", "verdict": "attributable"}')]))
+    checker = attribution_checker(llm)
+    assert isinstance(checker.translator, CachedTranslator) and checker.translator.inner.llm is llm
+    assert checker.check("¿Cuántos?", "308", [P_ES], "es").attributable is True
+
+
 def test_votes_add_up_to_any_support():
     votes = [PassageVote(passage_id="a", lang="es", verdict="not_attributable"),
              PassageVote(passage_id="b", lang="ar", verdict="invalid"),
@@ -147,11 +166,13 @@ def checker():
 
     llm = build_llm(LLMConfig(provider="local", model="qwen2.5-coder-1.5b-instruct", temperature=0.0,
                               max_tokens=80))
-    return AttributionChecker(llm)
+    from xlrag.chains.checkers import attribution_checker
+
+    return attribution_checker(llm)
 
 
 def _hit(p: Passage) -> Hit:
-    return Hit(passage=p, score=1.0, raw_score=1.0, rank=1, store=p.lang, policy="qlang")
+    return Hit(passage=p, score=1.0, raw_score=1.0, rank=1, store=p.lang, mode="qlang")
 
 
 @pytest.mark.slow

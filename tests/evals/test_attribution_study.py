@@ -137,7 +137,7 @@ def _grounded(citations):
     from xlrag.schema import Citation, GroundedAnswer, Hit
 
     hits = [Hit(passage=_passage(f"text {i}").model_copy(update={"id": f"p{i}"}), score=0, raw_score=0, rank=i + 1,
-                store="en", policy="qlang") for i in range(3)]
+                store="en", mode="qlang") for i in range(3)]
     cites = [Citation(marker=m, passage_id=f"p{m}" if valid else None, doc_id="d", lang="en", valid=valid,
                       source=source) for m, valid, source in citations]
     return GroundedAnswer(question="q", lang="en", format="citation", mode="qlang", model="m", passages=hits,

@@ -121,7 +121,7 @@ def test_trec_file(cli_json):
 
 def test_table_output(travel_index):
     res = run("eval", "retrieval", "--index-dir", travel_index, "--queries", QUERIES, "--qrels", QRELS,
-              "--mode", "qlang", "-k", "5")
+              "--mode", "qlang", "--depth", "5")
     assert res.exit_code == 0, res.output
     for text in ("mode qlang", "ar->en", "same_lang micro", "cross_lang macro", "hit@5", "recall@5",
                  "95% bootstrap CIs", "retrieved languages in the top 5"):
@@ -143,7 +143,8 @@ def test_bad_input_is_one_line(travel_index, tmp_path):
                                   for r in read_jsonl(QRELS)), encoding="utf-8")
     line = error_line(run(*base[:-1], unprefixed))
     assert "24 relevant document id(s) in the qrels are not in the index" in line and "travel-" in line
-    assert "-k must be a whole number >= 1" in error_line(run(*base, "-k", "0"))
+    assert "--depth must be a whole number >= 1" in error_line(run(*base, "--depth", "0"))
+    assert "give '--depth' only ('-k' is its old name)" in error_line(run(*base, "--depth", "5", "-k", "5"))
     assert "is not an xlrag index" in error_line(run("eval", "retrieval", "--index-dir", tmp_path / "no-index",
                                                      "--queries", QUERIES, "--qrels", QRELS))
     assert "is a directory" in error_line(run(*base, "--trec", tmp_path))
@@ -151,9 +152,12 @@ def test_bad_input_is_one_line(travel_index, tmp_path):
 
 def test_fusion_and_config_reach_the_evaluation(travel_index, tmp_path):
     base = ["eval", "retrieval", "--index-dir", travel_index, "--queries", QUERIES, "--qrels", QRELS, "--json"]
-    report = json.loads(run(*base, "--fusion", "score", "-k", "5").stdout)
+    report = json.loads(run(*base, "--fusion", "score", "--depth", "5").stdout)
     assert (report["fusion"], report["k"]) == ("score", 5)
-    # the list scored is retrieval.retrieve_k deep unless -k says otherwise; options beat the file
+    # -k, the old name of --depth, works for one release and says so
+    old = run(*base, "-k", "4")
+    assert json.loads(old.stdout)["k"] == 4 and "'-k' is now called '--depth'" in old.stderr
+    # the list scored is retrieval.retrieve_k deep unless --depth says otherwise; options beat the file
     cfg = tmp_path / "xlrag.yaml"
     cfg.write_text("retrieval:\n  fusion: rrf\n  retrieve_k: 10\n  mode: qlang\n", encoding="utf-8")
     report = json.loads(run(*base, "--config", cfg).stdout)

@@ -11,8 +11,10 @@ import yaml
 
 from tests.clitools import error_line, run
 from xlrag.config import LLMConfig, load_config
+from xlrag.evals.experiment import ExperimentConfig, with_settings
 from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.studies import load_run_config
+from xlrag.validate import DEFAULT_K
 
 
 @pytest.fixture(autouse=True)
@@ -47,10 +49,13 @@ def test_the_experiment_beats_the_xlrag_config_which_beats_the_defaults(tmp_path
 
 
 def test_only_what_the_user_set_counts_not_the_configs_defaults(tmp_path):
-    # retrieval.k defaults to 5 in xlrag.yaml and to 3 in an experiment: an unset k stays 3
+    # the user set retrieval.mode, not k: the mode is filled in, k stays the experiment's own
+    # default (the one default of k, xlrag.validate.DEFAULT_K, since #35)
     exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}]})
-    cfg = load_run_config(exp, load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"mode": "balanced"}})))
-    assert (cfg.k, cfg.modes) == (3, ["balanced"])
+    user = load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"mode": "balanced"}}))
+    assert with_settings(ExperimentConfig, {"name": "t", "datasets": [{"name": "travel"}]}, user)[1] == ["modes"]
+    cfg = load_run_config(exp, user)
+    assert (cfg.k, cfg.modes) == (DEFAULT_K, ["balanced"])
 
 
 def test_a_study_takes_its_llm_from_the_xlrag_config_when_it_names_none(tmp_path):

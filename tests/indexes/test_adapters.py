@@ -19,7 +19,7 @@ def test_llamaindex_retriever(retriever, xquad_queries):
     nodes = li.retrieve(q["question"])
     assert nodes and all(isinstance(n, NodeWithScore) for n in nodes)
     assert {n.node.metadata["lang"] for n in nodes} <= {"zh", "en"}
-    assert all(n.node.metadata["policy"] == "qlang_en" for n in nodes)
+    assert all(n.node.metadata["mode"] == "qlang_en" for n in nodes)
     assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(q["question"], mode="qlang_en", k=4)]
     anodes = asyncio.run(li.aretrieve(q["question"]))
     assert [n.node.node_id for n in anodes] == [n.node.node_id for n in nodes]
@@ -36,7 +36,7 @@ def test_langchain_retriever_is_a_runnable(retriever, xquad_queries):
     lc = XlragLangChainRetriever(retriever=retriever, mode="swap_docs", k=5)
     docs = lc.invoke(q["question"])
     assert len(docs) == 5 and "ar" not in {d.metadata["lang"] for d in docs}
-    assert all(d.metadata["policy"] == "swap_docs" and d.metadata["doc_id"] for d in docs)
+    assert all(d.metadata["mode"] == "swap_docs" and d.metadata["doc_id"] for d in docs)
     adocs = asyncio.run(lc.ainvoke(q["question"]))
     assert [d.id for d in adocs] == [d.id for d in docs]
     batch = lc.batch([q["question"], _q(xquad_queries, "en")["question"]])
@@ -70,7 +70,7 @@ def test_langchain_per_call_arguments_override_the_fields(retriever, how):
 
     assert [len(call(k=n)) for n in (1, 3, 6)] == [1, 3, 6]
     docs = call(mode="en_only", k=2)
-    assert len(docs) == 2 and _langs(docs) == {"en"} and {d.metadata["policy"] for d in docs} == {"en_only"}
+    assert len(docs) == 2 and _langs(docs) == {"en"} and {d.metadata["mode"] for d in docs} == {"en_only"}
     assert _langs(call(mode="qlang", lang="ru")) == {"ru"}  # lang replaces detection (de)
     assert _langs(call(mode="swap_docs", target_lang="zh")) == {"zh"}
     rel = call(mode="rel_langs", relevant_langs=["zh"], k=6)
@@ -79,7 +79,7 @@ def test_langchain_per_call_arguments_override_the_fields(retriever, how):
     assert "zh" in _langs(rel) and _langs(rel) <= {"de", "en", "zh"}
     # nothing sticks: the next plain call has the fields' values again
     docs = call()
-    assert len(docs) == 4 and _langs(docs) <= {"de", "en"} and docs[0].metadata["policy"] == "qlang_en"
+    assert len(docs) == 4 and _langs(docs) <= {"de", "en"} and docs[0].metadata["mode"] == "qlang_en"
 
 
 def test_langchain_field_defaults_apply_unless_the_call_overrides_them(retriever):

@@ -19,7 +19,7 @@ def test_qlang_returns_only_the_query_language(retriever, xquad_queries, qlang):
     for q in questions(xquad_queries, qlang):
         hits = retriever.retrieve(q["question"], mode="qlang")
         assert hits and {h.lang for h in hits} == {qlang}
-        assert all(h.store == qlang and h.policy == "qlang" for h in hits)
+        assert all(h.store == qlang and h.mode == "qlang" for h in hits)
 
 
 def test_query_language_is_detected(retriever, xquad_queries):
@@ -95,7 +95,7 @@ def test_translate_mode_with_parallel_questions(retriever, xquad_queries):
 def test_every_hit_says_where_it_came_from(retriever, xquad_queries):
     q = questions(xquad_queries, "ar")[0]
     for h in retriever.retrieve(q["question"], mode="all", k=6):
-        assert h.id and h.doc_id and h.lang and h.store == h.lang and h.policy == "all"
+        assert h.id and h.doc_id and h.lang and h.store == h.lang and h.mode == "all"
         assert h.rank >= 1 and -1 <= h.raw_score <= 1
 
 

@@ -337,7 +337,7 @@ def test_mistral_embedder_batching_and_auth(mistral_server: Replay) -> None:
 
 def _hit(i: int, text: str, lang: str = "en") -> Hit:
     return Hit(passage=Passage(id=f"p{i}", doc_id=f"d{i}", text=text, lang=lang),
-               score=1.0 - i / 10, raw_score=0.9 - i / 10, rank=i + 1, store=lang, policy="all")
+               score=1.0 - i / 10, raw_score=0.9 - i / 10, rank=i + 1, store=lang, mode="all")
 
 
 def test_cohere_reranker_reorders_by_server_scores_and_keeps_k(cohere_server: Replay) -> None:
@@ -450,7 +450,7 @@ def test_index_and_retrieve_with_the_openai_embedder(openai_server: Replay, tmp_
     assert 1 <= len(hits) <= 2
     assert hits[0].doc_id == "en-cats"
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(h.policy == "all" for h in hits)
+    assert all(h.mode == "all" for h in hits)
     new = openai_server.requests[indexed:]
     assert [r.body["input"] for r in new] == [["where do cats sleep"]]  # one query embedding
 

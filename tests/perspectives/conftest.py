@@ -66,8 +66,8 @@ class ByPrompt(BaseChatModel):
 @pytest.fixture
 def view(retriever):
     """``view(answers, **config)``: the perspectives view over the XQuAD index."""
+    from xlrag import build_perspectives
     from xlrag.config import XlragConfig
-    from xlrag.perspectives import build_perspectives
 
     def make(answers: dict[str, tuple[str, str]], **cfg: Any):
         llm = ByPrompt(answers=answers)

@@ -9,7 +9,7 @@ from tests.perspectives.test_view import AGREE, DISAGREE
 from xlrag.agents import build_agent
 from xlrag.config import XlragConfig
 
-RULE = {"names": ["Panthers"], "langs": ["ru", "es"]}
+RULE = {"names": ["Panthers"], "relevant_langs": ["ru", "es"]}
 
 
 def agent(retriever, answers, rules=(RULE,)):

@@ -14,12 +14,12 @@ GEMMA = "local:gemma-3-270m"
 
 
 @pytest.mark.parametrize(("extra", "words"), [
-    (["--langs", "en,xx"], "unknown language code 'xx' in langs"),
-    (["--langs", "en,Spanish"], "did you mean 'es'?"),
-    (["--langs", "en,fi"], "the index has no 'fi' store"),
-    (["--langs", "en,es,de,ru", "--max-langs", "3"], "at most max_langs=3 languages"),
+    (["--relevant-langs", "en,xx"], "unknown language code 'xx' in relevant_langs"),
+    (["--relevant-langs", "en,Spanish"], "did you mean 'es'?"),
+    (["--relevant-langs", "en,fi"], "the index has no 'fi' store"),
+    (["--relevant-langs", "en,es,de,ru", "--max-langs", "3"], "at most max_langs=3 languages"),
     (["--max-langs", "0"], "bad perspectives input max_langs"),
-    (["--mode", "qlang"], "drop --mode (choose the languages with --langs)"),
+    (["--mode", "qlang"], "drop --mode (choose the languages with --relevant-langs)"),
     (["--format", "mc", "--option", "a", "--option", "b"], "--perspectives answers in the citation format"),
     (["--html", "/nonexistent-dir/x.html"], "the folder /nonexistent-dir does not exist"),
 ])
@@ -29,8 +29,13 @@ def test_bad_input_is_one_line(demo_index, extra, words):
 
 
 def test_the_perspectives_options_need_perspectives(demo_index):
-    line = error_line(run("ask", QUESTION, "--index-dir", demo_index, "--langs", "en,es"))
-    assert "--langs, --max-langs and --html go with --perspectives" in line
+    line = error_line(run("ask", QUESTION, "--index-dir", demo_index, "--max-langs", "2"))
+    assert "--max-langs and --html go with --perspectives" in line
+    # --langs, the old name of --relevant-langs with --perspectives: one release, with a warning
+    old = run("ask", QUESTION, "--index-dir", demo_index, "--langs", "en,es")
+    assert old.exit_code == 2, old.output  # a usage error, after the warning
+    assert "'--langs' is now called '--relevant-langs'" in old.output
+    assert "error: --langs goes with --perspectives (and is now --relevant-langs)" in old.output
 
 
 def test_the_table_comes_first_then_the_verdict_with_both_sides(view, capsys):
@@ -38,7 +43,7 @@ def test_the_table_comes_first_then_the_verdict_with_both_sides(view, capsys):
     from xlrag.perspectives import to_html
 
     persp, _ = view(DISAGREE)
-    result = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    result = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     print_perspectives(result)
     text = capsys.readouterr().out
     table, verdict = text.index("what each language's sources say"), text.index("verdict:")
@@ -57,7 +62,7 @@ def test_the_real_local_model_answers_each_language_and_compares(demo_index, mon
     monkeypatch.setenv("XLRAG_LLM__N_THREADS", "1")
     page = tmp_path / "view.html"
     result = run("ask", QUESTION, "--index-dir", demo_index, "--llm", GEMMA, "--perspectives",
-                 "--langs", "en,es", "--json", "--html", page, "-k", "2")
+                 "--relevant-langs", "en,es", "--json", "--html", page, "-k", "2")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["lang"] == "en" and data["choice"]["source"] == "given"
@@ -88,7 +93,7 @@ def test_the_html_page_carries_no_control_characters(view):
 
     hostile = {**DISAGREE, "ru": ("24", "24 points.\x1b[2J\x07 \x9b31mred\x00")}
     persp, _ = view(hostile)
-    result = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    result = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     assert "\x1b" in to_html.__globals__["to_markdown"](result)  # the text itself still has them
     page = to_html(result)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", page), repr(page)

@@ -62,7 +62,7 @@ def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():
     from xlrag.evals.borderlines import load_territories
 
     territories = load_territories()
-    choice = choose_langs(CRIMEA, "en", ["en", "ru", "de"], langs=None, rules=[], territories=territories,
+    choice = choose_langs(CRIMEA, "en", ["en", "ru", "de"], relevant_langs=None, rules=[], territories=territories,
                           max_langs=3, ranked=lambda: pytest.fail("not needed"))
     assert choice.source == "claimants" and choice.langs == ["en", "ru"]
     assert choice.reason == "claimants of Crimea (Russia, Ukraine)"
@@ -70,7 +70,7 @@ def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():
     # a rule beats the territories; '/'-separated names each count
     from xlrag.config import AgentRule
 
-    rule = AgentRule(names=["Krim", "Crimea"], langs=["uk", "ru"])
+    rule = AgentRule(names=["Krim", "Crimea"], relevant_langs=["uk", "ru"])
     assert contested(CRIMEA, [rule], territories)[:2] == ("rule", ["uk", "ru"])
     assert contested("Who owns Takeshima?", [], territories)[1] == ["ko", "ja"]
 
@@ -78,11 +78,11 @@ def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():
 def test_when_too_few_of_an_entitys_languages_are_indexed_the_best_ranked_stores_are_taken():
     from xlrag.evals.borderlines import load_territories
 
-    choice = choose_langs(CRIMEA, "en", ["en", "de"], langs=None, rules=[], territories=load_territories(),
+    choice = choose_langs(CRIMEA, "en", ["en", "de"], relevant_langs=None, rules=[], territories=load_territories(),
                           max_langs=2, ranked=lambda: ["de", "de", "en"])
     assert choice.source == "top_by_retrieval" and choice.langs == ["de", "en"]
     assert any("fewer than two of its languages have a store" in n for n in choice.notes)
-    asked_in_finnish = choose_langs("Kenelle Krim kuuluu? Crimea", "fi", ["ru", "uk"], langs=None, rules=[],
+    asked_in_finnish = choose_langs("Kenelle Krim kuuluu? Crimea", "fi", ["ru", "uk"], relevant_langs=None, rules=[],
                                     territories=load_territories(), max_langs=3, ranked=lambda: [])
     assert asked_in_finnish.langs == ["ru", "uk"] and asked_in_finnish.source == "claimants"
     assert asked_in_finnish.notes == ["the question's language 'fi' has no store in this index"]

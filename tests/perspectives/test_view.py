@@ -31,7 +31,7 @@ def _valid_sides(view) -> None:
 
 def test_answers_that_disagree_are_flagged_with_both_sides_and_their_citations(view):
     persp, llm = view(DISAGREE)
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     assert out.lang == "en" and out.choice.source == "given" and [p.lang for p in out.perspectives] == ["en", "ru", "es"]
     for p in out.perspectives:  # each answer grounded in its own language's store only
         assert p.status == "answered" and {h.lang for h in p.answer.passages} == {p.lang}
@@ -51,7 +51,7 @@ def test_answers_that_disagree_are_flagged_with_both_sides_and_their_citations(v
 
 def test_answers_that_agree_are_a_consensus_with_no_false_flag(view):
     persp, llm = view(AGREE)
-    out = persp.invoke({"question": QUESTION, "langs": ["ru", "es", "en"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["ru", "es", "en"]})
     assert out.status == "consensus" and out.disagreements == []
     (consensus,) = out.consensus
     assert consensus.langs == ["ru", "es", "en"]
@@ -66,7 +66,7 @@ def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
     # same words, another number: the lexical signal cannot tell, so the calibrated panel is asked
     answers = {**AGREE, "es": ("308", "308 points and 24 interceptions.")}
     persp, llm = view(answers)
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     by_pair = {(p.a, p.b): p for p in out.pairs}
     assert by_pair[("en", "ru")].method == "lexical" and by_pair[("en", "ru")].agreement == "agree"
     for pair in (("en", "es"), ("ru", "es")):
@@ -90,7 +90,7 @@ def test_a_panel_without_a_verdict_leaves_the_pair_unsure():
 
 def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
     persp, llm = view({**DISAGREE, "de": ("308", "308 points.")})
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es", "de"]})  # named: all kept
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es", "de"]})  # named: all kept
     n = len(out.perspectives)
     assert n == 4 and out.costs.answers == n == llm.calls["answer"]
     assert out.costs.lexical_comparisons == len(out.pairs) == n * (n - 1) // 2
@@ -99,9 +99,9 @@ def test_costs_stay_within_n_answers_and_n_choose_2_comparisons(view):
 
 def test_async_gives_what_sync_gives(view):
     persp, _ = view(DISAGREE)
-    sync = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    sync = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     persp2, llm = view(DISAGREE)
-    out = asyncio.run(persp2.ainvoke({"question": QUESTION, "langs": ["en", "ru", "es"]}))
+    out = asyncio.run(persp2.ainvoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]}))
     assert out.status == sync.status and out.pairs == sync.pairs
     assert [p.said for p in out.perspectives] == [p.said for p in sync.perspectives]
     assert llm.calls == {"answer": 3}
@@ -109,7 +109,7 @@ def test_async_gives_what_sync_gives(view):
 
 def test_one_language_is_a_single_perspective_that_says_why(view):
     persp, llm = view(AGREE)
-    out = persp.invoke({"question": QUESTION, "langs": ["ru"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["ru"]})
     assert out.status == "single" and [p.lang for p in out.perspectives] == ["ru"]
     assert "one language was chosen" in out.note and "nothing to compare" in out.note
     assert out.pairs == [] and out.consensus == [] and out.disagreements == []
@@ -117,7 +117,7 @@ def test_one_language_is_a_single_perspective_that_says_why(view):
 
 
 def test_the_languages_come_from_a_rule_with_the_users_language_first(view):
-    persp, _ = view(DISAGREE, agent={"rules": [{"names": ["Panthers"], "langs": ["ru", "es", "fr"]}]})
+    persp, _ = view(DISAGREE, agent={"rules": [{"names": ["Panthers"], "relevant_langs": ["ru", "es", "fr"]}]})
     out = persp.invoke(QUESTION)
     assert out.choice.source == "rule" and out.choice.langs == ["en", "ru", "es"]
     assert out.choice.reason == "rule naming 'Panthers' (agent.rules)"
@@ -134,11 +134,11 @@ def test_without_a_rule_the_best_ranked_stores_are_compared(view, retriever):
 
 
 @pytest.mark.parametrize(("inp", "error", "words"), [
-    ({"langs": ["Russian"]}, UnknownLanguageError, "did you mean 'ru'?"),
-    ({"langs": ["xx"]}, UnknownLanguageError, "unknown language code 'xx' in langs"),
-    ({"langs": ["en", "fr"]}, LanguageNotIndexedError, "the index has no 'fr' store (its languages: ar, de, en"),
-    ({"langs": ["en", "ru", "es", "de"], "max_langs": 3}, InvalidArgumentError, "at most max_langs=3 languages"),
-    ({"langs": []}, InvalidArgumentError, "one or more language codes"),
+    ({"relevant_langs": ["Russian"]}, UnknownLanguageError, "did you mean 'ru'?"),
+    ({"relevant_langs": ["xx"]}, UnknownLanguageError, "unknown language code 'xx' in relevant_langs"),
+    ({"relevant_langs": ["en", "fr"]}, LanguageNotIndexedError, "the index has no 'fr' store (its languages: ar, de, en"),
+    ({"relevant_langs": ["en", "ru", "es", "de"], "max_langs": 3}, InvalidArgumentError, "at most max_langs=3 languages"),
+    ({"relevant_langs": []}, InvalidArgumentError, "one or more language codes"),
     ({"languages": ["en"]}, ConfigError, "unknown perspectives input 'languages'"),
     ({"max_langs": 0}, ConfigError, "bad perspectives input max_langs"),
 ])
@@ -152,16 +152,16 @@ def test_bad_input_is_one_line_before_any_model_call(view, inp, error, words):
 
 def test_a_store_with_no_passage_for_the_question_says_so_and_asks_no_model(tmp_path, embedder, xquad_docs):
     from tests.perspectives.conftest import ByPrompt
+    from xlrag import build_perspectives
     from xlrag.config import SplitterConfig, XlragConfig
     from xlrag.indexes.indexer import delete_documents, index_documents
-    from xlrag.perspectives import build_perspectives
 
     docs = [d for d in xquad_docs if d.id in ("xquad-00-en", "xquad-00-ru", "xquad-00-es")]
     index_documents(docs, tmp_path / "idx", embedder, SplitterConfig(chunk_size=400, chunk_overlap=0))
     delete_documents(tmp_path / "idx", ["xquad-00-es"])
     llm = ByPrompt(answers=DISAGREE)
     persp = build_perspectives(XlragConfig(index_dir=tmp_path / "idx", retrieval={"k": 3}), llm=llm)
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     es = out.perspective("es")
     assert es.status == "no_passages" and es.answer is None and es.note.startswith("no passages")
     assert llm.calls == {"answer": 2} and out.costs.answers == 2
@@ -173,7 +173,7 @@ def test_an_answer_its_passages_do_not_hold_is_shown_but_never_compared(view):
     # an English answer whose words the Russian passage does not hold: the agent's checks
     # fail it, the repairs (translation, asking again) cannot fix it, so it stays unverified
     persp, llm = view({**AGREE, "ru": ("24", "Twenty-four interceptions by the linebackers.")})
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     ru = out.perspective("ru")
     assert ru.status == "unverified" and "unsupported" in ru.note and ru.said is None
     assert ru.shown == "Twenty-four interceptions by the linebackers." and ru.trace.repairs
@@ -187,6 +187,6 @@ def test_an_answer_its_passages_do_not_hold_is_shown_but_never_compared(view):
 def test_a_refusal_is_shown_but_never_compared(view):
     # "the documents do not say" is no position: compared, it would disagree with every answer
     persp, _ = view({**AGREE, "ru": ("308", "The documents do not contain the answer to the question.")})
-    out = persp.invoke({"question": QUESTION, "langs": ["en", "ru", "es"]})
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     assert out.perspective("ru").status == "not_an_answer"
     assert all("ru" not in (p.a, p.b) for p in out.pairs) and out.status == "consensus"

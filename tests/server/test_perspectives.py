@@ -14,7 +14,7 @@ def test_perspectives_returns_the_view_with_both_sides(serve):
 
     llm = ByPrompt(answers=DISAGREE)
     client = serve(llm)
-    r = client.post("/v1/perspectives", json={"question": QUESTION, "langs": ["en", "ru", "es"]})
+    r = client.post("/v1/perspectives", json={"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     assert r.status_code == 200, r.text
     view = Perspectives.model_validate(r.json())  # the same model as the Python API's
     assert view.status == "disagreement" and [p.lang for p in view.perspectives] == ["en", "ru", "es"]
@@ -25,11 +25,11 @@ def test_perspectives_returns_the_view_with_both_sides(serve):
 
 
 @pytest.mark.parametrize(("body", "status", "kind", "words"), [
-    ({"question": QUESTION, "langs": ["en", "xx"]}, 422, "unknown_language", "unknown language code 'xx'"),
-    ({"question": QUESTION, "langs": ["en", "fi"]}, 422, "language_not_indexed", "no 'fi' store"),
-    ({"question": QUESTION, "langs": ["en", "ru", "es", "de"], "max_langs": 3}, 422, "invalid_argument",
+    ({"question": QUESTION, "relevant_langs": ["en", "xx"]}, 422, "unknown_language", "unknown language code 'xx'"),
+    ({"question": QUESTION, "relevant_langs": ["en", "fi"]}, 422, "language_not_indexed", "no 'fi' store"),
+    ({"question": QUESTION, "relevant_langs": ["en", "ru", "es", "de"], "max_langs": 3}, 422, "invalid_argument",
      "max_langs=3"),
-    ({"question": QUESTION, "langs": []}, 422, "invalid_request", "langs"),
+    ({"question": QUESTION, "relevant_langs": []}, 422, "invalid_request", "relevant_langs"),
     ({"question": QUESTION, "languages": ["en"]}, 422, "invalid_request", "languages"),
     ({"question": QUESTION, "max_langs": "2"}, 422, "invalid_request", "max_langs"),
     ({"question": ""}, 422, "invalid_request", "question"),

@@ -123,9 +123,9 @@ def test_a_bad_perspectives_request_is_refused_at_once_behind_a_busy_slot(xquad_
         assert streaming.wait(60), "the long answer did not start"
         assert httpx.get(f"{url}/v1/health", timeout=10).json()["generation"]["active"] == 1
         for body, kind, words in [
-            ({"question": QUESTION, "langs": ["en", "xx"]}, "unknown_language", "unknown language code 'xx'"),
-            ({"question": QUESTION, "langs": ["en", "fi"]}, "language_not_indexed", "no 'fi' store"),
-            ({"question": QUESTION, "langs": ["en", "ru", "es", "de"], "max_langs": 3}, "invalid_argument",
+            ({"question": QUESTION, "relevant_langs": ["en", "xx"]}, "unknown_language", "unknown language code 'xx'"),
+            ({"question": QUESTION, "relevant_langs": ["en", "fi"]}, "language_not_indexed", "no 'fi' store"),
+            ({"question": QUESTION, "relevant_langs": ["en", "ru", "es", "de"], "max_langs": 3}, "invalid_argument",
              "max_langs=3"),
         ]:
             t0 = time.monotonic()

@@ -110,7 +110,7 @@ def test_the_report_is_the_existing_renderers(serve, fmt):
     from xlrag.perspectives.render import to_html, to_markdown
 
     client = serve(ByPrompt(answers=DISAGREE))
-    view = client.post("/v1/perspectives", json={"question": PERSPECTIVES_QUESTION, "langs": ["en", "ru"]}).json()
+    view = client.post("/v1/perspectives", json={"question": PERSPECTIVES_QUESTION, "relevant_langs": ["en", "ru"]}).json()
     r = client.post("/v1/perspectives/report", json={"view": view, "format": fmt})
     assert r.status_code == 200, r.text
     render = to_markdown if fmt == "markdown" else to_html

@@ -241,7 +241,7 @@ def test_a_repaired_answer_says_what_was_repaired(driver, retriever):
     with running(app) as url:
         open_page(driver, url)
         message = ask(driver, QUESTION)
-        from xlrag.agents.trace import Repair
+        from xlrag.trace import Repair
 
         assert settle(driver, message) == "repaired"
         state = message.find_element("css selector", ".state").text

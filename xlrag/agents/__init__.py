@@ -11,8 +11,8 @@ __all__ = ["AgentInput", "AgentOutput", "Repair", "Trace", "build_agent", "choos
 _LAZY = {
     "AgentInput": "xlrag.agents.graph",
     "AgentOutput": "xlrag.agents.graph",
-    "Repair": "xlrag.agents.trace",
-    "Trace": "xlrag.agents.trace",
+    "Repair": "xlrag.trace",
+    "Trace": "xlrag.trace",
     "build_agent": "xlrag.agents.build",
     "choose_mode": "xlrag.agents.routing",
     "plan_repair": "xlrag.agents.repair",
@@ -23,6 +23,6 @@ if TYPE_CHECKING:
     from xlrag.agents.graph import AgentInput, AgentOutput
     from xlrag.agents.repair import plan_repair
     from xlrag.agents.routing import choose_mode
-    from xlrag.agents.trace import Repair, Trace
+    from xlrag.trace import Repair, Trace
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

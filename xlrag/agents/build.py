@@ -1,18 +1,123 @@
-"""``build_agent``: the agent graph from one config, ready to ``invoke``, ``stream`` or serve."""
+"""The root of every answering stack that stands on a :class:`~xlrag.chains.pipeline.Pipeline`.
+
+:class:`Stack` is built once from one config: the pipeline (with its one attribution checker),
+the agent graph, the chat graph and the perspectives view all come from it and share its
+model, retriever, translator and checker. ``build_agent``, ``build_chat`` and
+``build_perspectives`` (and the chat engine and the server above them) are thin calls on it.
+"""
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable
 
 from xlrag.config import XlragConfig, resolve_config
+from xlrag.modes import AUTO, Mode
 
 if TYPE_CHECKING:
+    from xlrag.borderlines import Territory
     from xlrag.chains.pipeline import Pipeline
+    from xlrag.checks.attribution import AttributionChecker
+    from xlrag.perspectives.view import PerspectivesView
 
-__all__ = ["build_agent", "build_chat"]
+__all__ = ["Stack", "build_agent", "build_chat", "build_perspectives", "view_over"]
+
+
+class Stack:
+    """One config's answering stack: :attr:`pipeline`, and the graphs over it, each built on
+    first use and shared (a server's agent, chat and perspectives view are one stack)."""
+
+    def __init__(self, config: XlragConfig, pipeline: Pipeline,
+                 territories: list[Territory] | None = None) -> None:
+        self.config, self.pipeline, self.territories = config, pipeline, territories
+        if config.agent.attribution and pipeline.attribution is None:
+            from xlrag.errors import ConfigError
+
+            raise ConfigError("agent.attribution is on, but the pipeline given has no attribution checker; build it "
+                              "with Pipeline.from_config, or pass attribution= to Pipeline.create")
+
+    @classmethod
+    def build(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
+              retriever: Any = None, pipeline: Pipeline | None = None, mode: Mode | None = None,
+              territories: list[Territory] | None = None) -> Stack:
+        """The stack ``config`` describes. ``llm`` and ``retriever`` replace the ones the config
+        would build; ``pipeline`` is one already built (then neither may be given). ``mode`` is
+        the pipeline's default IR mode (default ``agent.mode``)."""
+        from xlrag.chains.pipeline import Pipeline
+
+        cfg = resolve_config(config)
+        if pipeline is None:
+            pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode or cfg.agent.mode)
+        elif llm is not None or retriever is not None:
+            from xlrag.errors import ConfigError
+
+            raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
+        return cls(cfg, pipeline, territories)
+
+    @property
+    def attribution(self) -> AttributionChecker | None:
+        """The agent's attribution check: the pipeline's one checker, when ``agent.attribution``."""
+        return self.pipeline.attribution if self.config.agent.attribution else None
+
+    def _agent(self, tools: bool) -> Any:
+        from xlrag.agents.graph import XlragAgent
+
+        cfg, pipeline = self.config.agent, self.pipeline
+        # a caller asking for perspectives builds the view then, once
+        view = (lambda: self.perspectives) if pipeline.retriever is not None else None
+        if tools:
+            from xlrag.agents.tools import ToolCallingAgent
+
+            return ToolCallingAgent(pipeline, cfg, attribution=self.attribution, max_rounds=cfg.max_tool_rounds,
+                                    perspectives=view)
+        return XlragAgent(pipeline, cfg, attribution=self.attribution, perspectives=view)
+
+    @property
+    def tools(self) -> bool:
+        """Whether the agent calls tools (``agent.tools``, and the model's profile)."""
+        chat, profile, setting = self.pipeline.llm, self.pipeline.profile, self.config.agent.tools
+        if setting == "on" and not profile.supports_tools(chat):
+            from xlrag.errors import ConfigError
+
+            raise ConfigError(f"agent.tools is on, but {self.pipeline.label} has no tool calling; set agent.tools "
+                              "to auto or off")
+        return self.pipeline.retriever is not None and (
+            setting == "on" or (setting == "auto" and profile.supports_tools(chat)))
+
+    def agent(self, checkpointer: Any = None) -> Any:
+        """The compiled agent graph (``checkpointer`` is passed to LangGraph)."""
+        return self._agent(self.tools).graph(checkpointer)
+
+    def chat(self, checkpointer: Any = None) -> Any:
+        """The chat graph; ``checkpointer`` keeps each thread's turns (default: in memory)."""
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        from xlrag.agents.chat import chat_graph, strict_serde
+
+        p = self.pipeline
+        # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
+        return chat_graph(self.agent(False), p.llm, p.prompts, self.config.agent.chat,
+                          checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
+
+    @cached_property
+    def perspectives(self) -> PerspectivesView:
+        """The perspectives view, answering each language with the fixed agent graph (a
+        tool-calling agent could search other languages' stores)."""
+        from xlrag.borderlines import load_territories
+        from xlrag.perspectives.compare import AgreementJudge
+        from xlrag.perspectives.view import PerspectivesView
+
+        return PerspectivesView(pipeline=self.pipeline, agent=self._agent(False).graph(), judge=AgreementJudge(),
+                                rules=list(self.config.agent.rules),
+                                territories=self.territories if self.territories is not None else load_territories(),
+                                name="xlrag_perspectives")
+
+    def close(self) -> None:
+        """Stop the search threads of a retriever the stack opened."""
+        self.pipeline.close()
 
 
 def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -25,8 +130,7 @@ def build_agent(config: XlragConfig | str | Path | None = None, *, llm: Runnable
     (:meth:`~xlrag.chains.pipeline.Pipeline.from_config`), shared with other graphs.
     ``checkpointer`` is passed to LangGraph.
     """
-    cfg = resolve_config(config)
-    return _agent(cfg, _pipeline(cfg, llm, retriever, pipeline), checkpointer)
+    return Stack.build(config, llm=llm, retriever=retriever, pipeline=pipeline).agent(checkpointer)
 
 
 def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -34,55 +138,26 @@ def build_chat(config: XlragConfig | str | Path | None = None, *, llm: Runnable 
     """The chat graph: ``invoke({"question": ...}, {"configurable": {"thread_id": "s1"}})``
     returns ``{"answer", "trace", "turns"}``; the checkpointer keeps each thread's turns
     (default: in memory; :func:`xlrag.agents.chat.open_checkpointer` for SQLite)."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    from xlrag.agents.chat import chat_graph, strict_serde
-
-    cfg = resolve_config(config)
-    stack = _pipeline(cfg, llm, retriever, pipeline)
-    # the agent runs inside a chat turn: the chat's checkpoint is the one that matters
-    return chat_graph(_agent(cfg, stack, False), stack.llm, stack.prompts, cfg.agent.chat,
-                      checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
+    return Stack.build(config, llm=llm, retriever=retriever, pipeline=pipeline).chat(checkpointer)
 
 
-def _pipeline(cfg: XlragConfig, llm: Runnable | None, retriever: Any, pipeline: Pipeline | None) -> Pipeline:
-    from xlrag.chains.pipeline import Pipeline
+def build_perspectives(config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
+                       retriever: Any = None, pipeline: Pipeline | None = None,
+                       territories: list[Territory] | None = None) -> PerspectivesView:
+    """The perspectives view (a typed LangChain Runnable) over the stack ``config`` describes.
 
-    if pipeline is None:
-        return Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=cfg.agent.mode)
-    if llm is not None or retriever is not None:
-        from xlrag.errors import ConfigError
+    ``invoke({"question": "Who does Crimea belong to?"})`` returns
+    :class:`~xlrag.perspectives.models.Perspectives`: the question answered once per language
+    of sources, in the user's language with ``<docN>`` citations, compared pair by pair.
+    ``llm``, ``retriever`` or a whole ``pipeline`` replace what the config would build, as
+    for :func:`build_agent`. ``territories`` (default: the vendored BorderLines excerpt) name
+    the disputed territories whose claimants' languages are compared.
+    """
+    # each call names its stores, so the pipeline's own mode is auto
+    return Stack.build(config, llm=llm, retriever=retriever, pipeline=pipeline, mode=AUTO,
+                       territories=territories).perspectives
 
-        raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
-    return pipeline
 
-
-def _agent(cfg: XlragConfig, pipeline: Pipeline, checkpointer: Any) -> Any:
-    from xlrag.agents.graph import XlragAgent
-
-    attribution = None
-    if cfg.agent.attribution:
-        from xlrag.checks.attribution import AttributionChecker
-
-        attribution = AttributionChecker(pipeline.quiet_llm, prompts=pipeline.prompts)
-    chat, profile = pipeline.llm, pipeline.profile
-    tools = cfg.agent.tools == "on" or (cfg.agent.tools == "auto" and profile.supports_tools(chat))
-    if tools and not profile.supports_tools(chat):
-        from xlrag.errors import ConfigError
-
-        raise ConfigError(f"agent.tools is on, but {pipeline.label} has no tool calling; set agent.tools to auto or off")
-    perspectives = None
-    if pipeline.retriever is not None:
-        from functools import partial
-
-        from xlrag.perspectives.view import view_over
-
-        perspectives = partial(view_over, cfg, pipeline)  # built when a caller first asks for perspectives
-    if tools and pipeline.retriever is not None:
-        from xlrag.agents.tools import ToolCallingAgent
-
-        agent: XlragAgent = ToolCallingAgent(pipeline, cfg.agent, attribution=attribution,
-                                             max_rounds=cfg.agent.max_tool_rounds, perspectives=perspectives)
-    else:
-        agent = XlragAgent(pipeline, cfg.agent, attribution=attribution, perspectives=perspectives)
-    return agent.graph(checkpointer)
+def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory] | None = None) -> PerspectivesView:
+    """The view over a stack already built (``Stack(cfg, pipeline).perspectives``)."""
+    return Stack(cfg, pipeline, territories).perspectives

@@ -28,10 +28,10 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.graph import AgentOutput
-from xlrag.agents.trace import Trace
 from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
+from xlrag.trace import Trace
 
 __all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
            "agent_run", "chat_graph", "chat_turn", "open_checkpointer", "prune", "strict_serde"]
@@ -291,10 +291,10 @@ def aagent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None
 
 
 def _allowed() -> list[tuple[str, str]]:
-    from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing
     from xlrag.formats import AnswerFormat
     from xlrag.modes import IRMode
     from xlrag.schema import Citation, Hit, Passage
+    from xlrag.trace import CheckResult, Repair, RepairStep, Timing
 
     # IRMode: a mode from the config is kept as the enum (a str) in the turn's state
     extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, IRMode, Citation, Hit, Passage)

@@ -9,7 +9,7 @@ into English.
 * ``chat``/``achat`` return an ``AgentChatResponse``: ``response`` is the checked answer,
   ``source_nodes`` the passages it validly cites (as the query engine's, one node per
   citation), ``metadata`` the :class:`~xlrag.schema.GroundedAnswer` (``grounded_answer``)
-  and the agent's :class:`~xlrag.agents.trace.Trace` (``trace``, which holds the condensed
+  and the agent's :class:`~xlrag.trace.Trace` (``trace``, which holds the condensed
   question).
 * ``stream_chat``/``astream_chat`` return a :class:`XlragStreamingChatResponse`: its
   ``response_gen`` (``async_response_gen()``) yields the answering model's tokens as they
@@ -38,7 +38,7 @@ from llama_index.core.chat_engine.types import (
 from xlrag.agents.chat import ChatToken, Turn, achat_turn, chat_turn
 from xlrag.chains.query_engine import citation_nodes
 from xlrag.chains.state import GIVEN
-from xlrag.config import XlragConfig, resolve_config
+from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
 from xlrag.validate import strict_kwargs
 
@@ -217,11 +217,9 @@ def build_chat_engine(config: XlragConfig | str | Path | None = None, *, llm: Ru
     """
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from xlrag.agents.build import build_chat
+    from xlrag.agents.build import Stack
     from xlrag.agents.chat import strict_serde
-    from xlrag.chains.pipeline import Pipeline
 
-    cfg = resolve_config(config)
-    pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=cfg.agent.mode)
+    stack = Stack.build(config, llm=llm, retriever=retriever)
     saver = InMemorySaver(serde=strict_serde())
-    return XlragChatEngine(build_chat(cfg, pipeline=pipeline, checkpointer=saver), saver, pipeline)
+    return XlragChatEngine(stack.chat(saver), saver, stack.pipeline)

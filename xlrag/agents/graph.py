@@ -32,7 +32,14 @@ from langchain_core.runnables import RunnableConfig, RunnableLambda
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
 from xlrag.agents.routing import ModeChoice, choose_mode
-from xlrag.agents.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
+from xlrag.agents.view_route import (
+    NODE,
+    PERSPECTIVES,
+    View,
+    agent_result,
+    view_input,
+    why_contested,
+)
 from xlrag.chains.parsing import strip_markers
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.postprocess import POST_HOC
@@ -42,15 +49,8 @@ from xlrag.config import AgentConfig
 from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
 from xlrag.perspectives.models import Perspectives
-from xlrag.perspectives.route import (
-    NODE,
-    PERSPECTIVES,
-    View,
-    agent_result,
-    view_input,
-    why_contested,
-)
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query, Retrieval
+from xlrag.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from xlrag.agents.trace import Repair
 from xlrag.checks.substance import SUBSTANCE_CHECKS
+from xlrag.trace import Repair
 
 __all__ = ["LLM_REPAIRS", "plan_repair"]
 

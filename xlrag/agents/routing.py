@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from xlrag.config import AgentConfig
+from xlrag.config import AgentConfig, AgentRule
 from xlrag.modes import AUTO, IRMode, Mode
 
 __all__ = ["ModeChoice", "choose_mode"]
@@ -35,12 +35,10 @@ def choose_mode(question: str, config: AgentConfig, *, requested: str | None = N
     if relevant_langs:
         return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the caller named the relevant languages {relevant_langs}",
                           relevant_langs=relevant_langs)
-    # casefold, not lower: "Straße" and "STRASSE" are the same name
-    folded = question.casefold()
-    for rule in config.rules:
-        hit = next((name for name in rule.names if name.casefold() in folded), None)
-        if hit is not None:
-            return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the question names {hit!r}, whose relevant languages are "
-                              f"{', '.join(rule.langs)} (agent.rules)", relevant_langs=list(rule.langs))
+    found = AgentRule.first_named(question, config.rules)
+    if found is not None:
+        rule, hit = found
+        return ModeChoice(mode=IRMode.REL_LANGS, reason=f"the question names {hit!r}, whose relevant languages are "
+                          f"{', '.join(rule.relevant_langs)} (agent.rules)", relevant_langs=list(rule.relevant_langs))
     return ModeChoice(mode=config.default_mode,
                       reason=f"no agent rule matched the question; default mode {config.default_mode}")

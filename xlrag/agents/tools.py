@@ -23,7 +23,6 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.graph import AgentState, XlragAgent, _answering
-from xlrag.agents.trace import Timing, ToolStep
 from xlrag.chains.echo import strip_markup
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainState
@@ -34,6 +33,7 @@ from xlrag.languages import normalize_code
 from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
 from xlrag.schema import Hit
+from xlrag.trace import Timing, ToolStep
 
 __all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate", "tool_specs"]
 

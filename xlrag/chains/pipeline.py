@@ -50,6 +50,7 @@ from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
 from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
+from xlrag.validate import check_k, k_field
 
 if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocAttributor
@@ -91,12 +92,6 @@ def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: 
     return [("system", system), ("user", "\n".join(lines))], example
 
 
-def _check_k(k: int | None) -> int | None:
-    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
-        raise ConfigError(f"k must be a whole number >= 1, got {k!r}")
-    return k
-
-
 class Pipeline(BaseModel):
     """The parts of an answering stack and its steps. Build one with :meth:`from_config`
     (or :meth:`create` from parts already built)."""
@@ -107,13 +102,16 @@ class Pipeline(BaseModel):
     llm: Runnable
     fmt: AnswerFormat = AnswerFormat.CITATION
     mode: Mode | None = Field(None, description="the IR mode when a call names none (None: the retriever's)")
-    k: int | None = Field(None, description="passages shown to the LLM (None: the retriever's k)")
+    k: int | None = k_field(None, "passages shown to the LLM (None: the retriever's k)")
     prompts: PromptLibrary = Field(default_factory=PromptLibrary)
     profile: ProviderProfile
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
+    attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
+                                               "shared by the attribution reranker, the agent and the view; None: "
+                                               "no step checks attribution")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
     max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
     context: ContextSelector = Field(default_factory=ContextSelector,
@@ -128,11 +126,14 @@ class Pipeline(BaseModel):
                post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
-               grammar: bool | None = None, context: ContextSelector | None = None) -> Pipeline:
+               grammar: bool | None = None, context: ContextSelector | None = None,
+               attribution: Any = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
         ``grammar`` (None: the ``llm.grammar`` the model was built with) is compiled here, so a
-        model that cannot take it fails now rather than on the first question."""
+        model that cannot take it fails now rather than on the first question. ``attribution``
+        is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
+        (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``agent.attribution``."""
         from xlrag.chains.grounding import PostHocAttributor
 
         prof = profile_for(llm, profile)
@@ -144,7 +145,7 @@ class Pipeline(BaseModel):
             few_shot = prof.few_shot_default(llm)
         if grammar is None:
             grammar = configured_grammar(llm)
-        fmt, k = parse_format(fmt), _check_k(k)
+        fmt, k = parse_format(fmt), check_k(k)
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
             prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
@@ -152,7 +153,8 @@ class Pipeline(BaseModel):
         return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
-                   max_question_chars=max_question_chars, context=context or ContextSelector())
+                   max_question_chars=max_question_chars, context=context or ContextSelector(),
+                   attribution=attribution)
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -188,13 +190,16 @@ class Pipeline(BaseModel):
         if owns:
             retriever = CrossLingualRetriever.from_config(cfg, translator=translator)
         after: list[AnswerPostprocessor] = []
+        checker = None
+        if cfg.answer.attribution_rerank or cfg.agent.attribution:
+            from xlrag.chains.checkers import configured_checker
+
+            # the one checker of the stack: the reranker's, the agent's and the view's
+            checker = configured_checker(cfg, chat.with_config(tags=[TAG_NOSTREAM]), lib, translator)
         if cfg.answer.attribution_rerank:
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.checks.attribution import AttributionChecker
 
-            checker = chat if cfg.answer.attribution_checker is None else build_llm(cfg.answer.attribution_checker)
-            after.append(AttributionReranker(AttributionChecker(checker.with_config(tags=[TAG_NOSTREAM]),
-                                                                prompts=lib)))
+            after.append(AttributionReranker(checker))
         embedder = retriever.embedder if retriever is not None else None
         if embedder is None and cfg.context.select == "segments":
             from xlrag.indexes.embedders import build_embedder
@@ -204,7 +209,7 @@ class Pipeline(BaseModel):
                           prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
                           postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
                           max_question_chars=cfg.retrieval.max_question_chars,
-                          context=ContextSelector.from_config(cfg.context, embedder))
+                          context=ContextSelector.from_config(cfg.context, embedder), attribution=checker)
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -248,7 +253,7 @@ class Pipeline(BaseModel):
                               f"{len(inp.passages)} passages)")
         # store GIVEN: post-hoc citations embed these texts rather than read an indexed
         # passage that happens to share an id
-        return [Hit(passage=p, score=0.0, raw_score=0.0, rank=i, store=GIVEN, policy=GIVEN)
+        return [Hit(passage=p, score=0.0, raw_score=0.0, rank=i, store=GIVEN, mode=GIVEN)
                 for i, p in enumerate(inp.passages, 1)]
 
     def query_for(self, inp: ChainInput) -> Query:

@@ -43,6 +43,7 @@ __all__ = [
     "Request",
     "profile_for",
     "register_profile",
+    "structured_runnable",
 ]
 
 PROVIDER_KEY = "xlrag_provider"  # in BaseChatModel.metadata
@@ -236,6 +237,14 @@ def profile_for(llm: Any, profile: ProviderProfile | str | None = None) -> Provi
     if found is None:
         raise UnknownProviderError("llm profile", name, registry.profiled("llm"))
     return found
+
+
+def structured_runnable(llm: Any, schema: dict[str, Any], name: str, tags: Sequence[str]) -> Any:
+    """``llm`` bound to the call options that hold its reply to ``schema`` (none when its
+    provider has no such option), tagged with ``tags``. The checks and judges parse the reply
+    (:mod:`xlrag.checks.structured`); their builders hand them this runnable."""
+    options = profile_for(llm).json_request(schema, name)
+    return (llm.bind(**options) if options else llm).with_config(tags=list(tags))
 
 
 def configured_grammar(llm: Any) -> bool:

@@ -23,9 +23,10 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.checks.structured import message_text, parse_verdict, structured_runnable
-from xlrag.errors import EmptyQueryError, InvalidArgumentError
-from xlrag.indexes.translate import CachedTranslator, Translator
+from xlrag.checks.structured import message_text, parse_verdict
+from xlrag.errors import ConfigError, EmptyQueryError, InvalidArgumentError
+from xlrag.formats import strip_markers
+from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Hit, Passage
@@ -147,37 +148,40 @@ def _one_line(text: str) -> str:
 class AttributionChecker:
     """Checks an answer against passages, one LLM call per passage.
 
-    ``llm`` is any xlrag chat model (``build_llm``); ``translator`` (any object with
-    ``translate(text, source_lang, target_lang)``) is used by the ``in_english`` setting, by
-    default :class:`~xlrag.chains.translator.LLMTranslator` on ``llm``, cached.
+    ``llm`` is any xlrag chat model (``build_llm``). What a check cannot make on its own
+    floor is handed to it by its builder (:func:`xlrag.chains.checkers.attribution_checker`,
+    which every xlrag stack uses): ``runnable``, ``llm`` held to the reply schema by its
+    provider (default: ``llm`` as it is; the prompt alone asks for JSON), and ``translator``
+    (any object with ``translate(text, source_lang, target_lang)``), which the ``in_english``
+    setting needs.
     """
 
-    def __init__(self, llm: Any, prompts: PromptLibrary | None = None, translator: Translator | None = None):
+    def __init__(self, llm: Any, prompts: PromptLibrary | None = None, translator: Translator | None = None,
+                 *, runnable: Any = None):
         self.llm = llm
         self.prompts = prompts or PromptLibrary()
         self._translator = translator
+        self._held = runnable
 
     @property
     def translator(self) -> Translator:
         if self._translator is None:
-            from xlrag.chains.translator import LLMTranslator
-
-            self._translator = CachedTranslator(LLMTranslator(self.llm, prompts=self.prompts))
+            raise ConfigError("the in_english setting translates, and this AttributionChecker has no translator: "
+                              "build it with xlrag.chains.checkers.attribution_checker(llm), or pass translator=")
         return self._translator
 
     def _runnable(self) -> Any:
-        return structured_runnable(self.llm, reply_schema(), "attribution", _TAGS)
+        return (self._held if self._held is not None else self.llm).with_config(tags=_TAGS)
 
-    @staticmethod
-    def _inputs(question: str, answer: str, lang: str, setting: str) -> tuple[str, str, str]:
+    def _inputs(self, question: str, answer: str, lang: str, setting: str) -> tuple[str, str, str]:
         if setting not in SETTINGS:
             raise InvalidArgumentError("setting", f"one of {', '.join(SETTINGS)}", setting)
+        if setting == "in_english":
+            _ = self.translator  # no translator is a caller's error, not one invalid vote per passage
         if not isinstance(question, str) or not question.strip():
             raise EmptyQueryError("question")
         if not isinstance(answer, str) or not answer.strip():
             raise EmptyQueryError("answer to check")
-        from xlrag.chains.parsing import strip_markers
-
         # the model sees one passage, unnumbered: a "<doc2>" in the answer would only confuse it
         return question.strip(), strip_markers(answer), normalize_code(lang)
 

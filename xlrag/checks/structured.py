@@ -5,33 +5,27 @@ OpenAI-compatible servers, a grammar for llama.cpp; nothing for the others, wher
 prompt alone asks for JSON). Either way the reply is parsed strictly: a JSON object that
 validates, found alone, in a code fence or after free text; never a keyword guess.
 
-Used by the judge panel (:mod:`xlrag.evals.judges`) and the Ragas adapter
-(:mod:`xlrag.evals.ragas_adapter`).
+Used by the attribution check, the judge panel (:mod:`xlrag.evals.judges`) and the Ragas
+adapter (:mod:`xlrag.evals.ragas_adapter`). Holding a model to a schema is the provider's
+business, so it lives with the profiles (:func:`xlrag.chains.profiles.structured_runnable`):
+a check is handed its runnable and only parses here (checks stand below chains).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["json_objects", "message_text", "parse_verdict", "structured_runnable"]
+from xlrag._lazy import moved
+
+__all__ = ["json_objects", "message_text", "parse_verdict"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
-
-
-def structured_runnable(llm: Any, schema: dict[str, Any], name: str, tags: Sequence[str]) -> Any:
-    """``llm`` bound to the call options that hold its reply to ``schema`` (none when its
-    provider has no such option), tagged with ``tags``."""
-    from xlrag.chains.profiles import profile_for
-
-    options = profile_for(llm).json_request(schema, name)
-    return (llm.bind(**options) if options else llm).with_config(tags=list(tags))
 
 
 def json_objects(text: str, model: type[M], what: str) -> tuple[list[M], str]:
@@ -88,3 +82,7 @@ def parse_verdict(raw: str, model: type[M], what: str) -> tuple[M | None, str | 
         return None, "the reply holds conflicting verdicts"
     return found[-1], None
 
+
+
+# structured_runnable moved up to the provider profiles; the old name works for one release
+__getattr__ = moved(__name__, {"structured_runnable": "xlrag.chains.profiles"})

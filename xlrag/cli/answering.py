@@ -68,13 +68,13 @@ def ask(
                                         "repair; --json adds the trace under 'trace'")] = False,
     perspectives: Annotated[bool, typer.Option(
         "--perspectives", help="answer once per language of sources (each checked by the agent), side by side, "
-                               "and flag where they disagree; the languages: --langs, else an agent rule's or a "
+                               "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or a "
                                "disputed territory's, else the best-ranked stores")] = False,
     langs: Annotated[str | None, typer.Option(
-        "--langs", help="comma-separated, with --perspectives: the languages of sources to compare, e.g. ru,uk,en")
-    ] = None,
+        "--langs", hidden=True, help="--relevant-langs's old name with --perspectives (one release)")] = None,
     max_langs: Annotated[int | None, typer.Option(
-        "--max-langs", help="with --perspectives: at most this many languages (default 3; every one --langs names)")] = None,
+        "--max-langs", help="with --perspectives: at most this many languages (default 3; every one "
+                            "--relevant-langs names)")] = None,
     html: Annotated[Path | None, typer.Option(
         "--html", help="with --perspectives: also write the view as a self-contained HTML page to this file")] = None,
 ) -> None:
@@ -91,15 +91,23 @@ def ask(
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm, channels=channels)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
+        if langs is not None:
+            from xlrag.validate import renamed
+
+            with shown_warnings():  # the old name's warning, as one line
+                relevant_langs = renamed("xlrag ask", "--langs", "--relevant-langs", langs, relevant_langs)
+            if not perspectives:
+                raise ConfigError("--langs goes with --perspectives (and is now --relevant-langs)")
         if perspectives:
-            _check_perspectives(fmt, options, mode, relevant_langs, target_lang, html)
+            _check_perspectives(fmt, options, mode, target_lang, html)
             from xlrag.cli.perspectives import ask_perspectives
 
-            ask_perspectives(cfg, {"question": question, "lang": lang, "langs": _csv(langs) if langs else None,
+            ask_perspectives(cfg, {"question": question, "lang": lang,
+                                   "relevant_langs": _csv(relevant_langs) if relevant_langs else None,
                                    "max_langs": max_langs}, as_json, html)
             return
-        if langs is not None or max_langs is not None or html is not None:
-            raise ConfigError("--langs, --max-langs and --html go with --perspectives")
+        if max_langs is not None or html is not None:
+            raise ConfigError("--max-langs and --html go with --perspectives")
         if agent:
             if fmt is not AnswerFormat.CITATION or options:
                 raise ConfigError("--agent answers in the citation format; drop --format and --option")
@@ -123,16 +131,15 @@ def ask(
 
 
 def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str | None,
-                        relevant_langs: str | None, target_lang: str | None, html: Path | None) -> None:
+                        target_lang: str | None, html: Path | None) -> None:
     from xlrag.errors import ConfigError
 
     if fmt is not AnswerFormat.CITATION or options:
         raise ConfigError("--perspectives answers in the citation format; drop --format and --option")
-    given = [name for name, v in (("--mode", mode), ("--relevant-langs", relevant_langs),
-                                  ("--target-lang", target_lang)) if v]
+    given = [name for name, v in (("--mode", mode), ("--target-lang", target_lang)) if v]
     if given:
         raise ConfigError(f"--perspectives searches one language's store per answer; drop {given[0]} "
-                          f"(choose the languages with --langs)")
+                          f"(choose the languages with --relevant-langs)")
     if html is not None:
         from xlrag.evals.report import HTML_PAGE
         from xlrag.outputs import check_output

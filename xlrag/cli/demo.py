@@ -16,6 +16,10 @@ from xlrag.cli.indexing import counts_table
 from xlrag.cli.retrieving import print_hits
 from xlrag.errors import XlragError
 
+# The demo's own choice, not retrieval.k's default: it answers five questions with the local
+# model on a laptop, and three passages keep each prompt (and the first minutes) short.
+DEMO_K = 3
+
 
 def _shown(path: Path) -> str:
     """``path`` as a user types it here: relative to the working folder when inside it."""
@@ -63,7 +67,7 @@ def demo(
     index_dir: Annotated[Path | None, typer.Option("--index-dir", "-i", help=(
         f"where to build the demo index {config_default('index_dir')}; a folder holding another index "
         "is refused"))] = None,
-    k: Annotated[int, typer.Option(*TOP_K, help="passages per question and mode, and shown to the LLM")] = 3,
+    k: Annotated[int, typer.Option(*TOP_K, help="passages per question and mode, and shown to the LLM")] = DEMO_K,
     answers: Annotated[int, typer.Option(help="sample questions to answer with the local LLM (0: retrieval only)")] = 5,
     config: ConfigOpt = None,
 ) -> None:
@@ -74,8 +78,8 @@ def demo(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
+    from xlrag.config import RetrievalConfig
     from xlrag.demo import DEMO_QUESTIONS, build_demo_index, demo_embedder
-    from xlrag.detect import LinguaDetector
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
     from xlrag.schema import make_query
@@ -94,7 +98,7 @@ def demo(
         embedder = demo_embedder()
         stores = LanguageStores.open(index_dir, embedder.name, embedder.dim)
         counts_table(stores.counts(), embedder.name)
-        retriever = CrossLingualRetriever(stores, embedder, k=k, detector=LinguaDetector())
+        retriever = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(k=k))  # modes per call
         for dq in DEMO_QUESTIONS:
             q = retriever.prepare(make_query(dq.text, relevant_langs=list(dq.relevant_langs)))
             out.rule(f"[bold]{escape(dq.text)}[/]  (detected: {q.lang})")

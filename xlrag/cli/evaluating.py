@@ -37,16 +37,16 @@ app.add_typer(eval_app, name="eval")
 
 def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
-    from xlrag.errors import ConfigError, InvalidArgumentError
+    from xlrag.errors import ConfigError
     from xlrag.modes import parse_mode
+    from xlrag.validate import check_k
 
     if mode is not None:
         try:
             parse_mode(mode)
         except ValueError as e:
             raise ConfigError(f"--mode: {e}") from None
-    if k is not None and k < 1:
-        raise InvalidArgumentError("-k", "a whole number >= 1", k)
+    check_k(k, "--depth")  # the one rule of every k (xlrag.validate)
     if trec is not None:
         from xlrag.evals.retrieval import TREC_RUN
         from xlrag.outputs import check_output
@@ -61,9 +61,10 @@ def eval_retrieval(
     index_dir: IndexDirOpt = None,
     mode: Annotated[str | None, typer.Option(
         "--mode", "-m", help=f"IR mode to evaluate: {MODE_NAMES} {config_default('retrieval.mode')}")] = None,
-    k: Annotated[int | None, typer.Option(*TOP_K, help=(
-        "passages ranked per query, the metrics' largest cut-off "
-        f"{config_default('retrieval.retrieve_k')}"))] = None,
+    depth: Annotated[int | None, typer.Option("--depth", help=(
+        "passages ranked per query, the metrics' largest cut-off (was -k, which means passages shown "
+        f"everywhere else) {config_default('retrieval.retrieve_k')}"))] = None,
+    k: Annotated[int | None, typer.Option(*TOP_K, hidden=True, help="--depth's old name (one release)")] = None,
     fusion: FusionOpt = None,
     channels: ChannelsOpt = None,
     trec: Annotated[Path | None, typer.Option("--trec", help="also write the run as a TREC run file")] = None,
@@ -86,6 +87,10 @@ def eval_retrieval(
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
+        from xlrag.validate import renamed
+
+        with shown_warnings():  # the old name's warning, as one line
+            k = renamed("xlrag eval retrieval", "-k", "--depth", k, depth)
         _check_inputs(mode, k, trec)
         judged = load_qrels(qrels)
         from xlrag.queries import read_queries

@@ -73,7 +73,8 @@ def print_perspectives(view: Any) -> None:
 
 def ask_perspectives(cfg: Any, inputs: dict[str, Any], as_json: bool, html: Path | None) -> None:
     """Build the view from ``cfg``, answer ``inputs``, print it (or its JSON), write ``html``."""
-    from xlrag.perspectives import build_perspectives, to_html
+    from xlrag.agents.build import build_perspectives
+    from xlrag.perspectives import to_html
 
     view = build_perspectives(cfg)
     try:

@@ -136,7 +136,9 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
 
 def print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
-        out.print_json(json.dumps([{**h.summary(), "store": h.store, "policy": h.policy, "raw_score": h.raw_score,
+        out.print_json(json.dumps([{**h.summary(), "store": h.store, "mode": h.mode,
+                                    "policy": h.mode,  # mode's old name, for one release
+                                    "raw_score": h.raw_score,
                                     "channels": h.channels, "dense_score": h.dense_score,
                                     "lexical_score": h.lexical_score, "fused_score": h.fused_score,
                                     "rerank_score": h.rerank_score, "lexical_text": h.lexical_text,
@@ -146,7 +148,7 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
     if not hits:
         out.print("no passages retrieved")
         return
-    table = Table(title=f"mode: {hits[0].policy}")
+    table = Table(title=f"mode: {hits[0].mode}")
     doc_w = min(max(len(h.doc_id) for h in hits), 24)
     reranked = any(h.rerank_score is not None for h in hits)
     # one column per score a hit can carry: which channel found it, and what each scored

@@ -42,7 +42,7 @@ def eval_cs(
 ) -> None:
     """Cross-lingual consistency (BordIRlines): KB, Con, Non, ΔCS, Cst CS and # countries,
     computed as the BorderLines reference implementation computes them."""
-    from xlrag.evals.borderlines import Territory
+    from xlrag.borderlines import Territory
     from xlrag.evals.robustness import CS_KEYS, CSResponse, concurrence_scores
 
     try:

@@ -47,6 +47,7 @@ from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import Channel
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -184,8 +185,8 @@ class ExperimentConfig(_Strict):
     generate_sample: Sample | None = Field(
         None, description="answer only this stratified part of each dataset's sample (an LLM call and the "
                           "judges per record); the rest of the sample is scored on retrieval in every mode")
-    retrieve_k: int = Field(20, ge=1, le=200)
-    k: int = Field(3, ge=1, le=50)
+    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "the ranked list the retrieval metrics score")
+    k: int = k_field(DEFAULT_K, "passages shown to the LLM")
     fusion: str = Field(RetrievalConfig.model_fields["fusion"].default,
                         description="how language stores merge (score: raw cosine, the papers' 'direct')")
     channels: list[Channel] = Field(default_factory=lambda: list(RetrievalConfig.model_fields["channels"].default),
@@ -251,6 +252,14 @@ class ExperimentConfig(_Strict):
         if self.k > self.retrieve_k:
             raise ValueError(f"k={self.k} passages shown but only retrieve_k={self.retrieve_k} retrieved")
         return self
+
+    def retrieval_settings(self) -> RetrievalConfig:
+        """What the run's retriever searches with: a ranked list ``retrieve_k`` long (the retrieval
+        metrics score all of it; the chains show the first ``k``), the grid's first mode (each
+        cell names its own)."""
+        return RetrievalConfig(mode=self.modes[0], k=self.retrieve_k, retrieve_k=self.retrieve_k,
+                               fusion=self.fusion, channels=self.channels,
+                               lexical_translation=self.lexical_translation)
 
     def cells(self) -> list[Cell]:
         """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-").

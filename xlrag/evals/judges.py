@@ -27,8 +27,9 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from xlrag.chains.profiles import structured_runnable
 from xlrag.checks.attribution import _SENTENCE_END
-from xlrag.checks.structured import message_text, parse_verdict, structured_runnable
+from xlrag.checks.structured import message_text, parse_verdict
 from xlrag.config import LLMConfig
 from xlrag.evals.lexical_judge import LEXICAL_KIND, LexicalJudge, LexicalJudgeConfig
 from xlrag.prompts import PromptLibrary

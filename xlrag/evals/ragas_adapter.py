@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from xlrag.checks.structured import json_objects, message_text, structured_runnable
+from xlrag.chains.profiles import structured_runnable
+from xlrag.checks.structured import json_objects, message_text
 from xlrag.config import LLMConfig
 from xlrag.errors import XlragError
 from xlrag.registry import require

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 from xlrag.errors import CorpusError, CorpusRowError, InvalidArgumentError
 from xlrag.evals.stats import bootstrap_ci, bootstrap_macro_ci
 from xlrag.outputs import check_output, lines_kind
-from xlrag.validate import check_k, did_you_mean
+from xlrag.validate import DEFAULT_RETRIEVE_K, check_k, did_you_mean
 
 __all__ = [
     "LEVELS",
@@ -177,7 +177,7 @@ def ndcg_at(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> floa
 def metric_names(k: int) -> list[str]:
     """The reported metrics for lists of ``k`` passages; with k=20: hit@1, hit@5, hit@20,
     mrr@20, ndcg@10, recall@20 (cut-offs above ``k`` are dropped)."""
-    k = check_k(k) or 20
+    k = check_k(k) or DEFAULT_RETRIEVE_K
     hits = sorted({c for c in (1, 5, 20, k) if c <= k})
     return [*(f"hit@{c}" for c in hits), f"mrr@{k}", f"ndcg@{min(10, k)}", f"recall@{k}"]
 
@@ -275,7 +275,7 @@ def language_bias(rankings: Sequence[Ranking], index_counts: Mapping[str, int], 
     ``in_language_ratio`` their quotient (1 = no preference; None when the index has no
     passage in the query's language); ``english_share`` P(passage in English).
     """
-    k = check_k(k) or 20
+    k = check_k(k) or DEFAULT_RETRIEVE_K
     total = sum(index_counts.values())
     by_lang: dict[str, Counter[str]] = defaultdict(Counter)
     n_queries: Counter[str] = Counter()
@@ -307,7 +307,7 @@ def retrieval_report(
     unit_langs: Mapping[str, str],
     index_counts: Mapping[str, int],
     *,
-    k: int = 20,
+    k: int = DEFAULT_RETRIEVE_K,
     level: Level = "document",
     n_boot: int = 1000,
     seed: int = 13,
@@ -319,7 +319,7 @@ def retrieval_report(
     Queries without qrels, or with no grade > 0, are listed under ``queries`` and left out
     of the metrics (they are not counted as misses); bias covers every ranked query.
     """
-    k = check_k(k) or 20
+    k = check_k(k) or DEFAULT_RETRIEVE_K
     _check_level(level)
     ids = Counter(r.query_id for r in rankings)
     if dup := [q for q, c in ids.items() if c > 1]:

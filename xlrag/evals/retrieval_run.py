@@ -17,7 +17,7 @@ from xlrag.evals.retrieval import (
     relevant_langs,
     retrieval_report,
 )
-from xlrag.validate import check_k
+from xlrag.validate import DEFAULT_RETRIEVE_K, check_k
 
 if TYPE_CHECKING:
     from xlrag.indexes.retriever import CrossLingualRetriever
@@ -55,11 +55,11 @@ class Evaluation(NamedTuple):
     rankings: list[Ranking]
 
 
-def rank_queries(retriever: CrossLingualRetriever, queries: Sequence[Query], k: int = 20,
+def rank_queries(retriever: CrossLingualRetriever, queries: Sequence[Query], k: int = DEFAULT_RETRIEVE_K,
                  progress: Callable[[int, int], None] | None = None) -> tuple[list[Ranking], bool, Counter[str]]:
     """Rankings of ``k`` passages per query, whether the index was complete, and the
     retriever's notes counted (e.g. "no 'xx' store in this index")."""
-    k = check_k(k) or 20
+    k = check_k(k) or DEFAULT_RETRIEVE_K
     rankings, complete, notes = [], True, Counter[str]()
     for i, q in enumerate(queries, 1):
         if not q.id:
@@ -80,7 +80,7 @@ def evaluate_retriever(
     queries: Sequence[Query],
     qrels: dict[str, dict[str, int]],
     *,
-    k: int = 20,
+    k: int = DEFAULT_RETRIEVE_K,
     level: Level = "document",
     inventory: IndexInventory | None = None,
     progress: Callable[[int, int], None] | None = None,

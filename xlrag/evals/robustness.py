@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.borderlines import UNKNOWN, Territory
 from xlrag.errors import InvalidArgumentError
-from xlrag.evals.borderlines import UNKNOWN, Territory
 from xlrag.validate import did_you_mean
 
 __all__ = ["CS_KEYS", "CSReport", "CSResponse", "TerritoryCS", "concurrence_scores"]

@@ -18,11 +18,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from xlrag.config import EmbedderConfig, SplitterConfig
+from xlrag.config import EmbedderConfig, RerankConfig, RetrievalConfig, SplitterConfig
 from xlrag.errors import IndexNotFoundError
 from xlrag.evals.run_folder import RunFolder
 
-__all__ = ["run_index"]
+__all__ = ["run_index", "run_retriever"]
 
 
 def _state(corpus: Path, embedder: Any, splitter: SplitterConfig) -> dict[str, Any]:
@@ -56,3 +56,34 @@ def run_index(folder: RunFolder, dataset: str, corpus: Path, index: Path, embedd
     stores = LanguageStores.open(index, embedder.name, embedder.dim)
     folder.write_synced(dataset, {**want, "manifest": _manifest(stores)})
     return stores
+
+
+def run_retriever(folder: RunFolder, dataset: str, *, corpus: Path | None, index: Path,
+                  embedder: EmbedderConfig, retrieval: RetrievalConfig, rerank: RerankConfig | None = None,
+                  translator: Any = None) -> Any:
+    """The retriever an eval run or a study searches ``dataset`` with: its index in step with
+    ``corpus`` (:func:`run_index`; ``corpus`` None: ``index`` as it is), searched as
+    ``retrieval`` says (:meth:`~xlrag.indexes.retriever.CrossLingualRetriever.from_settings`).
+
+    The vendored corpora with the local embedder read the embeddings shipped with the package,
+    split as the demo splits them; any other embedder's vectors are cached in the run folder,
+    so a resumed run embeds nothing twice.
+    """
+    from xlrag.demo import DEMO_SPLITTER, demo_embedder
+    from xlrag.indexes.embed_cache import CachedEmbedder
+    from xlrag.indexes.embedders import build_embedder
+    from xlrag.indexes.rerank import build_reranker
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+
+    data = Path(__file__).resolve().parent.parent / "data"
+    vendored = corpus is not None and corpus.resolve().is_relative_to(data) and embedder.name == "local"
+    vectors = demo_embedder() if vendored else CachedEmbedder(build_embedder(embedder),
+                                                              folder.path / "embeddings.sqlite")
+    if corpus is None:
+        stores = LanguageStores.open(index, vectors.name, vectors.dim)
+    else:
+        stores = run_index(folder, dataset, corpus, index, vectors, embedder_config=embedder,
+                           splitter=DEMO_SPLITTER if vendored else None)
+    return CrossLingualRetriever.from_settings(stores, vectors, retrieval, reranker=build_reranker(rerank),
+                                               translator=translator)

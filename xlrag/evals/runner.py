@@ -65,29 +65,8 @@ class ExperimentRunner(StudyRun):
 
     def retriever(self, ds: DatasetConfig):
         if ds.name not in self._retrievers:
-            from xlrag.demo import DEMO_SPLITTER, demo_embedder
-            from xlrag.evals.run_index import run_index
-            from xlrag.indexes.embed_cache import CachedEmbedder
-            from xlrag.indexes.embedders import build_embedder
-            from xlrag.indexes.retriever import CrossLingualRetriever
-
-            index = ds.index_dir or self.out / f"index-{ds.name}"
-            vendored = ds.name in ("travel", "xquad") and ds.corpus.is_relative_to(Path(__file__).parent.parent)
-            local = self.config.embedder.name == "local"
-            # the vendored corpora's local embeddings ship with the package; any other is cached in the run
-            embedder = (demo_embedder() if vendored and local
-                        else CachedEmbedder(build_embedder(self.config.embedder), self.out / "embeddings.sqlite"))
-            # this dataset's corpus only: an index holding the other demo corpus too would
-            # put its languages into the `all` and `balanced` results
-            stores = run_index(self.folder, ds.name, ds.corpus, index, embedder,
-                               embedder_config=self.config.embedder, splitter=DEMO_SPLITTER if vendored else None)
             from xlrag.evals.retrieval_run import IndexInventory
-
-            # the report scores retrieval from the records alone: it needs each document's
-            # language and the index's size per language, as they were at run time
-            inv = IndexInventory.of(stores)
-            self.folder.write_inventory(ds.name, inv.doc_langs, inv.counts)
-            from xlrag.indexes.rerank import build_reranker
+            from xlrag.evals.run_index import run_retriever
 
             translator = None
             if "translate" in self.config.modes:
@@ -97,10 +76,17 @@ class ExperimentRunner(StudyRun):
                 # through self.llm: the translations are cached with every other model call
                 cfg = self.config.translator or (self.config.llms[0] if self.config.llms else LLMConfig())
                 translator = CachedTranslator(LLMTranslator(self.llm(cfg)))
-            self._retrievers[ds.name] = CrossLingualRetriever(
-                stores, embedder, self.config.modes[0], k=self.config.retrieve_k, retrieve_k=self.config.retrieve_k,
-                fusion=self.config.fusion, reranker=build_reranker(self.config.rerank), translator=translator,
-                channels=self.config.channels, lexical_translation=self.config.lexical_translation)
+            # this dataset's corpus only: an index holding the other demo corpus too would
+            # put its languages into the `all` and `balanced` results
+            retriever = run_retriever(self.folder, ds.name, corpus=ds.corpus,
+                                      index=ds.index_dir or self.out / f"index-{ds.name}",
+                                      embedder=self.config.embedder, retrieval=self.config.retrieval_settings(),
+                                      rerank=self.config.rerank, translator=translator)
+            # the report scores retrieval from the records alone: it needs each document's
+            # language and the index's size per language, as they were at run time
+            inv = IndexInventory.of(retriever.stores)
+            self.folder.write_inventory(ds.name, inv.doc_langs, inv.counts)
+            self._retrievers[ds.name] = retriever
         return self._retrievers[ds.name]
 
     def panel(self):
@@ -145,10 +131,10 @@ class ExperimentRunner(StudyRun):
         after = []
         if variant.rerank == "attribution":
             from xlrag.chains.attribution_rerank import AttributionReranker
-            from xlrag.checks.attribution import AttributionChecker
+            from xlrag.chains.checkers import attribution_checker
 
             # the checker comes from the run's model cache, as every model of the run does
-            after.append(AttributionReranker(AttributionChecker(self.llm(self.config.attribution_checker or llm_cfg))))
+            after.append(AttributionReranker(attribution_checker(self.llm(self.config.attribution_checker or llm_cfg))))
         return GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(llm_cfg),
                                          retriever=self.retriever(ds), fmt=variant.format, mode=cell.mode,
                                          prompts=prompts, few_shot=variant.few_shot, postprocessors=after)

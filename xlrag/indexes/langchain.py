@@ -29,7 +29,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field
 
 from xlrag.schema import Channel, Hit, Query, QueryFields, Retrieval, make_query
-from xlrag.validate import check_k, check_kwargs
+from xlrag.validate import check_k, check_kwargs, k_field
 
 __all__ = ["RetrievedDocuments", "XlragLangChainRetriever", "hit_to_document"]
 
@@ -48,7 +48,8 @@ def hit_to_document(hit: Hit) -> LCDocument:
             "doc_id": hit.doc_id,
             "lang": hit.lang,
             "store": hit.store,
-            "policy": hit.policy,
+            "mode": hit.mode,
+            "policy": hit.mode,  # mode's old name, for one release
             "rank": hit.rank,
             "score": hit.score,
             "raw_score": hit.raw_score,
@@ -107,7 +108,7 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
 
     retriever: Any = Field(description="an xlrag CrossLingualRetriever")
     mode: str | None = None
-    k: int | None = None
+    k: int | None = k_field(None, "passages per call (a call may override it); default: the retriever's k")
     channels: list[Channel] | None = Field(None, description="how each store is searched; default: the retriever's")
 
     def __init__(self, **data: Any):

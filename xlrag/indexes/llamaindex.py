@@ -23,7 +23,8 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
         "doc_id": hit.doc_id,
         "lang": hit.lang,
         "store": hit.store,
-        "policy": hit.policy,
+        "mode": hit.mode,
+        "policy": hit.mode,  # mode's old name, for one release
         "rank": hit.rank,
         "raw_score": hit.raw_score,
         "channels": ",".join(hit.channels),

@@ -32,7 +32,7 @@ from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import IRMode
 from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
-from xlrag.validate import check_k, renamed, strict_kwargs
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, renamed, strict_kwargs
 
 __all__ = ["CrossLingualRetriever", "RetrievalResult"]
 
@@ -55,9 +55,9 @@ class CrossLingualRetriever:
         self,
         stores: LanguageStores,
         embedder: Embedder,
-        policy: RetrievalPolicy | str = "qlang_en",
+        mode: RetrievalPolicy | str | None = None,
         *,
-        k: int = 5,
+        k: int = DEFAULT_K,
         retrieve_k: int | None = None,
         fusion: str | None = None,
         reranker: Reranker | None = None,
@@ -67,8 +67,10 @@ class CrossLingualRetriever:
         k_retrieve: int | None = None,
         channels: Sequence[Channel] | str | None = None,
         lexical_translation: LexicalTranslation | None = None,
+        policy: RetrievalPolicy | str | None = None,
     ):
         retrieve_k = renamed("CrossLingualRetriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
+        mode = renamed("CrossLingualRetriever", "policy", "mode", policy, mode)
         defaults = RetrievalConfig.model_fields  # one owner of the defaults: the config
         fusion = fusion or defaults["fusion"].default
         normaliser(fusion)  # an unknown name fails here, listing the registered ones
@@ -86,15 +88,26 @@ class CrossLingualRetriever:
         self.stores = stores
         self.embedder = embedder
         self.translator = translator
-        self.policy = self._policy(policy)
-        self.k = check_k(k) or 5
-        self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or 20, self.k)
+        self.policy = self._policy(mode if mode is not None else defaults["mode"].default)
+        self.k = check_k(k) or DEFAULT_K
+        self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or DEFAULT_RETRIEVE_K, self.k)
         self.fusion = fusion
         self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="xlrag-search")
         self.lexical = LexicalStores(stores)
         self._languages: tuple[int, list[str]] | None = None  # (stores generation, languages)
+
+    @classmethod
+    def from_settings(cls, stores: LanguageStores, embedder: Embedder, retrieval: RetrievalConfig, *,
+                      reranker: Reranker | None = None, translator: Translator | None = None) -> CrossLingualRetriever:
+        """A retriever over stores already open, searched as ``retrieval:`` says (mode, k,
+        retrieve_k, fusion, channels, lexical_translation, detect_candidates): how an eval run,
+        a study and the demo build theirs (:func:`xlrag.evals.run_index.run_retriever`)."""
+        r = retrieval
+        return cls(stores, embedder, r.mode, k=r.k, retrieve_k=r.retrieve_k, fusion=r.fusion, reranker=reranker,
+                   detector=LinguaDetector(r.detect_candidates), translator=translator, channels=r.channels,
+                   lexical_translation=r.lexical_translation)
 
     @classmethod
     @strict_kwargs
@@ -104,7 +117,7 @@ class CrossLingualRetriever:
         index_dir: str | Path | None = None,
         *,
         embedder: Embedder | None = None,
-        policy: RetrievalPolicy | str | None = None,
+        mode: RetrievalPolicy | str | None = None,
         k: int | None = None,
         retrieve_k: int | None = None,
         fusion: str | None = None,
@@ -113,10 +126,13 @@ class CrossLingualRetriever:
         translator: Translator | None = None,
         k_retrieve: int | None = None,
         channels: Sequence[Channel] | str | None = None,
+        policy: RetrievalPolicy | str | None = None,
     ) -> CrossLingualRetriever:
         """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config.
-        ``k_retrieve`` is ``retrieve_k``'s old name (accepted with a warning for one release)."""
+        ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and ``mode``'s old names (accepted with a
+        warning for one release)."""
         retrieve_k = renamed("CrossLingualRetriever.from_config", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
+        mode = renamed("CrossLingualRetriever.from_config", "policy", "mode", policy, mode)
         embedder = embedder or build_embedder(config.embedder)
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
@@ -127,7 +143,7 @@ class CrossLingualRetriever:
         return cls(
             stores,
             embedder,
-            policy if policy is not None else r.mode,
+            mode if mode is not None else r.mode,
             k=check_k(k) or r.k,
             retrieve_k=check_k(retrieve_k, "retrieve_k") or r.retrieve_k,
             fusion=fusion or r.fusion,
@@ -332,7 +348,7 @@ class CrossLingualRetriever:
                 notes: list[str], complete: bool, texts: dict[str, str], seconds: dict[str, float]) -> Retrieval:
         hits: list[Hit] = [
             Hit(passage=f.passage, score=f.score, raw_score=f.raw_score, rank=i, store=f.store,
-                policy=plan.policy, query_text=f.query_text, channels=list(f.channels),
+                mode=plan.policy, query_text=f.query_text, channels=list(f.channels),
                 dense_score=f.dense_score if f.dense_score is not None else
                 (f.raw_score if "dense" in f.channels else None),
                 lexical_score=f.lexical_score, fused_score=f.score, lexical_text=texts.get(f.store))

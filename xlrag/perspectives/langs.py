@@ -2,12 +2,12 @@
 
 In order, the first that names two languages with a store in the index wins:
 
-1. ``given``: the caller's ``langs``, exactly (an unknown code or one with no store is an
+1. ``given``: the caller's ``relevant_langs``, exactly (an unknown code or one with no store is an
    error: the caller asked for it by name);
 2. ``rule``: the first agent rule (``agent.rules``) whose name the question holds, the rule
-   :func:`xlrag.agents.routing.choose_mode` routes to ``rel_langs``;
+   the agent's routing sends to ``rel_langs`` (:meth:`xlrag.config.AgentRule.first_named`);
 3. ``claimants``: the claimants' languages of a BorderLines territory the question names
-   (the vendored excerpt, :func:`xlrag.evals.borderlines.load_territories`);
+   (the vendored excerpt, :func:`xlrag.borderlines.load_territories`);
 4. ``top_by_retrieval``: the languages of the best-ranked passages over every store
    (mode ``all``), in the order of their first passage.
 
@@ -23,17 +23,16 @@ from __future__ import annotations
 import difflib
 from collections.abc import Callable, Sequence
 
-from xlrag.config import AgentConfig, AgentRule
+from xlrag.borderlines import Territory
+from xlrag.config import AgentRule
 from xlrag.errors import InvalidArgumentError, LanguageNotIndexedError, UnknownLanguageError
-from xlrag.evals.borderlines import Territory
 from xlrag.languages import normalize_code
-from xlrag.modes import AUTO
 from xlrag.perspectives.models import LanguageChoice
 
 __all__ = ["choose_langs", "contested", "parse_lang", "territory_named"]
 
 
-def parse_lang(code: str, available: Sequence[str], where: str = "langs") -> str:
+def parse_lang(code: str, available: Sequence[str], where: str = "relevant_langs") -> str:
     """``code`` normalised; an unknown one is an error that suggests the nearest code (a
     language's English name, "Ukrainian" → 'uk', or the closest store of the index)."""
     try:
@@ -52,13 +51,11 @@ def parse_lang(code: str, available: Sequence[str], where: str = "langs") -> str
 
 
 def _rule(question: str, rules: Sequence[AgentRule]) -> tuple[list[str], str] | None:
-    from xlrag.agents.routing import choose_mode
-
-    choice = choose_mode(question, AgentConfig(mode=AUTO, rules=list(rules)))
-    if not choice.relevant_langs:
+    found = AgentRule.first_named(question, tuple(rules))  # the agent's routing reads the same rule
+    if found is None:
         return None
-    hit = next(name for rule in rules for name in rule.names if name.casefold() in question.casefold())
-    return [normalize_code(x) for x in choice.relevant_langs], f"rule naming {hit!r} (agent.rules)"
+    rule, hit = found
+    return [normalize_code(x) for x in rule.relevant_langs], f"rule naming {hit!r} (agent.rules)"
 
 
 def territory_named(question: str, territories: Sequence[Territory]) -> Territory | None:
@@ -84,21 +81,22 @@ def contested(question: str, rules: Sequence[AgentRule], territories: Sequence[T
     return None
 
 
-def choose_langs(question: str, user_lang: str, available: Sequence[str], *, langs: Sequence[str] | None,
+def choose_langs(question: str, user_lang: str, available: Sequence[str], *, relevant_langs: Sequence[str] | None,
                  rules: Sequence[AgentRule], territories: Sequence[Territory], max_langs: int,
                  ranked: Callable[[], list[str]]) -> LanguageChoice:
     """The languages to compare (see the module's docstring). ``ranked`` gives the languages
     of a retrieval over every store, best first; it is only called when nothing else chose."""
-    available = list(available)
+    available, langs = list(available), relevant_langs
     if langs is not None:
         if not langs:
-            raise InvalidArgumentError("langs", "a list of one or more language codes, e.g. ['ru', 'uk']", langs)
+            raise InvalidArgumentError("relevant_langs", "a list of one or more language codes, e.g. ['ru', 'uk']",
+                                       langs)
         chosen = list(dict.fromkeys(parse_lang(x, available) for x in langs))
         for lang in chosen:
             if lang not in available:
                 raise LanguageNotIndexedError(lang, available)
         if len(chosen) > max_langs:
-            raise InvalidArgumentError("langs", f"at most max_langs={max_langs} languages (raise max_langs)",
+            raise InvalidArgumentError("relevant_langs", f"at most max_langs={max_langs} languages (raise max_langs)",
                                        chosen)
         return LanguageChoice(langs=chosen, source="given", reason="given by the caller")
     notes: list[str] = []

@@ -20,18 +20,18 @@ what a call spent.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
-from langchain_core.runnables import RunnableConfig, RunnableSerializable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
 from pydantic import ConfigDict
 
+from xlrag._lazy import moved
+from xlrag.borderlines import Territory
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainInput
-from xlrag.config import AgentRule, XlragConfig, resolve_config
+from xlrag.config import AgentRule
 from xlrag.errors import ConfigError
-from xlrag.evals.borderlines import Territory
-from xlrag.modes import AUTO, IRMode
+from xlrag.modes import IRMode
 from xlrag.perspectives.compare import AgreementJudge, judged, lexical_agreement, verdict
 from xlrag.perspectives.langs import choose_langs
 from xlrag.perspectives.models import (
@@ -44,14 +44,14 @@ from xlrag.perspectives.models import (
     PerspectivesInput,
 )
 from xlrag.schema import Query, Retrieval
-from xlrag.validate import validate_mapping
+from xlrag.validate import DEFAULT_RETRIEVE_K, validate_mapping
 
-__all__ = ["PerspectivesView", "build_perspectives", "view_over"]
+__all__ = ["PerspectivesView"]
 
 # one language's store alone: the mode whose plan is exactly the target language's store
 ONE_STORE = IRMode.ORACLE_LANG
-# passages ranked over every store to find the best-ranked languages
-RANK_K = 20
+# passages ranked over every store to find the best-ranked languages: the ranking depth
+RANK_K = DEFAULT_RETRIEVE_K
 
 
 def _coerce(value: Any) -> PerspectivesInput:
@@ -63,13 +63,17 @@ def _coerce(value: Any) -> PerspectivesInput:
 
 
 class PerspectivesView(RunnableSerializable[Any, Perspectives]):
-    """``invoke({"question": ..., "langs": [...]})`` → :class:`Perspectives`. Input: a
-    question string, a :class:`PerspectivesInput` or a mapping of its fields."""
+    """``invoke({"question": ..., "relevant_langs": [...]})`` → :class:`Perspectives`. Input: a
+    question string, a :class:`PerspectivesInput` or a mapping of its fields.
+
+    Built by :func:`xlrag.agents.build.build_perspectives`: the view stands below the agent,
+    and is handed the Runnable that answers each language (the agent's fixed graph)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     pipeline: Pipeline
-    agent: Any  # the agent graph that answers each language (fixed graph: verify, repair)
+    # answers one language: {"question", "lang", "mode", "target_lang"} -> {"answer", "trace"}
+    agent: Runnable
     judge: AgreementJudge
     rules: list[AgentRule]
     territories: list[Territory]
@@ -90,8 +94,8 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         than after every answer ahead of it in the queue."""
         inp = _coerce(value)
         retriever = self._retriever()
-        if inp.langs is not None:  # what choose_langs refuses of given languages, without ranking any
-            choose_langs(inp.question, inp.lang or "", retriever.languages, langs=inp.langs, rules=(),
+        if inp.relevant_langs is not None:  # what choose_langs refuses of given languages, without ranking any
+            choose_langs(inp.question, inp.lang or "", retriever.languages, relevant_langs=inp.relevant_langs, rules=(),
                          territories=(), max_langs=self._bound(inp), ranked=list)
         return inp
 
@@ -105,7 +109,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     @staticmethod
     def _bound(inp: PerspectivesInput) -> int:
         # languages named by the caller are their own bound, unless max_langs is given too
-        return inp.max_langs if inp.langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
+        return inp.max_langs if inp.relevant_langs is None or "max_langs" in inp.model_fields_set else MAX_LANGS
 
     def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
         retriever = self._retriever()
@@ -114,7 +118,8 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
 
-        choice = choose_langs(query.text, query.lang or "", retriever.languages, langs=inp.langs, rules=self.rules,
+        choice = choose_langs(query.text, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
+                              rules=self.rules,
                               territories=self.territories, max_langs=self._bound(inp), ranked=ranked)
         return query, choice
 
@@ -243,40 +248,6 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         return await self._acall_with_config(self._arun, input, config, run_type="chain")
 
 
-def build_perspectives(config: XlragConfig | str | Path | None = None, *, llm: Any = None, retriever: Any = None,
-                       pipeline: Pipeline | None = None, territories: list[Territory] | None = None
-                       ) -> PerspectivesView:
-    """The perspectives view (a typed LangChain Runnable) over the stack ``config`` describes.
 
-    ``invoke({"question": "Who does Crimea belong to?"})`` returns
-    :class:`~xlrag.perspectives.models.Perspectives`: the question answered once per language
-    of sources, in the user's language with ``<docN>`` citations, compared pair by pair.
-    ``llm``, ``retriever`` or a whole ``pipeline`` replace what the config would build, as
-    for :func:`~xlrag.agents.build.build_agent`. ``territories`` (default: the vendored
-    BorderLines excerpt) name the disputed territories whose claimants' languages are compared.
-    """
-    cfg = resolve_config(config)
-    if pipeline is None:
-        pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=AUTO)  # each call names its stores
-    elif llm is not None or retriever is not None:
-        raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
-    return view_over(cfg, pipeline, territories)
-
-
-def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory] | None = None) -> PerspectivesView:
-    """The view over a stack already built (the agent's, when it routes a question here)."""
-    from xlrag.agents.graph import XlragAgent
-    from xlrag.evals.borderlines import load_territories
-
-    attribution = None
-    if cfg.agent.attribution:
-        from xlrag.checks.attribution import AttributionChecker
-
-        attribution = AttributionChecker(pipeline.quiet_llm, prompts=pipeline.prompts)
-    # the fixed graph: a tool-calling agent could search other languages' stores
-    agent = XlragAgent(pipeline, cfg.agent, attribution=attribution).graph()
-    return PerspectivesView(pipeline=pipeline, agent=agent,
-                            judge=AgreementJudge(),
-                            rules=list(cfg.agent.rules),
-                            territories=territories if territories is not None else load_territories(),
-                            name="xlrag_perspectives")
+# the builders moved to the agent's floor, which can make the graph the view answers with
+__getattr__ = moved(__name__, dict.fromkeys(["build_perspectives", "view_over"], "xlrag.agents.build"))

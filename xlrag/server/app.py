@@ -95,32 +95,27 @@ class XlragServer:
 
     def __init__(self, config: XlragConfig, llm: Runnable | None, retriever: Any, limits: ServerLimits,
                  ping_every: float = 15.0):
-        from xlrag.agents.build import build_agent, build_chat
-        from xlrag.chains.pipeline import Pipeline
+        from xlrag.agents.build import Stack
         from xlrag.modes import AUTO
 
         self.config, self.limits, self.ping_every = config, limits, ping_every
         # one stack for the agent and the chat: one model, one retriever, one translator;
         # auto: each request (or the agent's routing) names its mode, and /v1/retrieve needs the
         # retriever even when the agent answers closed-book
-        self.pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, mode=AUTO)
+        self.stack = Stack.build(config, llm=llm, retriever=retriever, mode=AUTO)
+        self.pipeline = self.stack.pipeline
         self.llm, self.retriever = self.pipeline.llm, self.pipeline.retriever
-        self.agent = build_agent(config, pipeline=self.pipeline)
+        self.agent = self.stack.agent()
         self.saver = memory_checkpointer()
-        self.chat = build_chat(config, pipeline=self.pipeline, checkpointer=self.saver)
+        self.chat = self.stack.chat(self.saver)
         self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
-        self._perspectives: Any = None
         self.drain = Drain()
         self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout, self.drain)
 
     @property
     def perspectives(self) -> Any:
         """The perspectives view over the server's stack, built on first use."""
-        if self._perspectives is None:
-            from xlrag.perspectives.view import view_over
-
-            self._perspectives = view_over(self.config, self.pipeline)
-        return self._perspectives
+        return self.stack.perspectives
 
     @property
     def max_question_chars(self) -> int:
@@ -227,7 +222,7 @@ async def forget(session_id: str, server: Server) -> Response:
 
 @router.post("/perspectives", response_model=Perspectives, responses=_errors(401, 413, 422, 500, 503),
              summary="Answer once per language of sources, side by side",
-             description="The languages: `langs`, else an agent rule's or a disputed territory's (the user's "
+             description="The languages: `relevant_langs`, else an agent rule's or a disputed territory's (the user's "
                          "language first), else the best-ranked stores. Each language's store alone is searched "
                          "and answered from, in the question's language, by the agent (checked, repaired); every "
                          "pair of answers is compared (lexically, the LLM when unsure), and the verdict gives "

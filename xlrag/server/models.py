@@ -3,7 +3,7 @@
 Requests refuse unknown fields (``extra="forbid"``): a misspelt ``"sesion_id"`` is a 422
 naming it, never a silently new session. Responses are flat, JSON-friendly views of
 :class:`xlrag.schema.GroundedAnswer` and :class:`xlrag.schema.Hit`; the agent's
-:class:`xlrag.agents.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
+:class:`xlrag.trace.Trace` and the chat's :class:`xlrag.agents.chat.Source` are
 sent as they are.
 """
 
@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xlrag.agents.chat import Source
-from xlrag.agents.trace import Trace
 from xlrag.modes import AgentMode, Mode
 from xlrag.perspectives.models import MAX_LANGS, PerspectivesInput
 from xlrag.schema import (
@@ -26,6 +25,8 @@ from xlrag.schema import (
     QueryFields,
     Retrieval,
 )
+from xlrag.trace import Trace
+from xlrag.validate import k_field, renamed_keys
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -80,11 +81,17 @@ class PerspectivesRequest(_In):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who does Crimea belong to?"])
     lang: str | None = Field(None, description=QueryFields.model_fields["lang"].description)
-    langs: list[str] | None = Field(None, min_length=1, max_length=MAX_LANGS,
-                                    description=PerspectivesInput.model_fields["langs"].description,
-                                    examples=[["ru", "uk", "en"]])
+    relevant_langs: list[str] | None = Field(None, min_length=1, max_length=MAX_LANGS,
+                                             description=PerspectivesInput.model_fields["relevant_langs"].description,
+                                             examples=[["ru", "uk", "en"]])
     max_langs: int = Field(PerspectivesInput.model_fields["max_langs"].default, ge=1, le=MAX_LANGS,
                            description=PerspectivesInput.model_fields["max_langs"].description)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        # langs: accepted for one release (the CHANGELOG says so; a client sees no warning)
+        return renamed_keys(data, "perspectives request", {"langs": "relevant_langs"})
 
     def view_input(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
@@ -95,7 +102,7 @@ class RetrieveRequest(_In, QueryFields):
 
     question: str = Field(min_length=1, description=QUESTION, examples=["Who controls Ceuta?"])
     mode: Mode | None = Field(None, description="IR mode; default: the server's retrieval.mode")
-    k: int | None = Field(None, ge=1, le=100, description="passages to return; default: the server's retrieval.k")
+    k: int | None = k_field(None, "passages to return; default: the server's retrieval.k")
     channels: list[Channel] | None = Field(
         None, min_length=1, description="how each store is searched: dense, lexical or both; "
                                         "default: the server's retrieval.channels")
@@ -207,7 +214,8 @@ class HitOut(_Out):
     score: float = Field(description="the score of the final order (after fusion or rerank)")
     raw_score: float = Field(description=Hit.model_fields["raw_score"].description)
     store: str
-    policy: str = Field(description="the IR mode that produced it")
+    mode: str = Field(description="the IR mode that produced it")
+    policy: str = Field(description="mode's old name, kept for one release", deprecated=True)
     channels: list[Channel] = Field(description=Hit.model_fields["channels"].description)
     dense_score: float | None = Field(description=Hit.model_fields["dense_score"].description)
     lexical_score: float | None = Field(description=Hit.model_fields["lexical_score"].description)
@@ -217,7 +225,7 @@ class HitOut(_Out):
     @classmethod
     def of(cls, h: Hit) -> HitOut:
         return cls(rank=h.rank, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title, text=h.passage.text,
-                   score=h.score, raw_score=h.raw_score, store=h.store, policy=h.policy, channels=h.channels,
+                   score=h.score, raw_score=h.raw_score, store=h.store, mode=h.mode, policy=h.mode, channels=h.channels,
                    dense_score=h.dense_score, lexical_score=h.lexical_score, fused_score=h.fused_score,
                    rerank_score=h.rerank_score)
 

@@ -188,7 +188,7 @@ def test_the_setting_is_off_by_default_and_carried_to_the_pipeline():
         state = pipeline.request(ChainInput.coerce({"question": "Who governs Ceuta?"}),
                                  make_query("Who governs Ceuta?", lang="en"),
                                  [Hit(passage=Passage(id="p", doc_id="d", text=PASSAGES[0], lang="en"), score=1.0,
-                                      raw_score=1.0, rank=1, store="en", policy="given")])
+                                      raw_score=1.0, rank=1, store="en", mode="given")])
         assert ("grammar" in state.request.kwargs) is on
         if on:
             assert state.request.kwargs["grammar"] == answer_grammar(AnswerFormat.CITATION, 1, 0)

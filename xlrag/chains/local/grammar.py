@@ -47,7 +47,7 @@ SETTING = "llm.grammar"
 TEXT_EXCLUDED = "\n\r\t:<>"
 
 #: Characters an answer may not start with: the parser tidies an answer line by dropping "**",
-#: "__", empty brackets and edge commas (chains/parsing/markers.py, ``_tidy_line``), so an answer
+#: "__", empty brackets and edge commas (formats.py, ``_tidy_line``), so an answer
 #: made only of them would read as no answer; one starting otherwise keeps its first character.
 LEAD_EXCLUDED = " *_,;、，،([（［"
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from xlrag.config import DRAFTS
+from xlrag.config_sections import DRAFTS
 from xlrag.errors import ProviderError
 
 __all__ = ["STREAMS", "shared_model"]

@@ -13,17 +13,18 @@ from xlrag.chains.parsing.common import (
     _cut_at_echo,
     _dedupe,
 )
-from xlrag.chains.parsing.markers import (
-    _DANGLING_RE,
-    _iter_markers,
-    find_markers,
-    normalize_markers,
-    strip_markers,
-)
 from xlrag.chains.parsing.names import _in_ranges
 from xlrag.chains.parsing.results import CitationParse
 from xlrag.chains.parsing.sentences import _first_sentence, sentences_with_markers
-from xlrag.formats import Section, words_pattern
+from xlrag.formats import (
+    MARKER_DANGLING_RE,
+    Section,
+    find_markers,
+    iter_markers,
+    normalize_markers,
+    strip_markers,
+    words_pattern,
+)
 from xlrag.prompts.library import label_words
 
 _SECTION_WORDS: dict[str, str] = {
@@ -90,7 +91,7 @@ def _find_sections(text: str) -> list[_Section]:
 
 
 def _cited_numbers(value: str) -> list[int]:
-    markers = _iter_markers(value)
+    markers = iter_markers(value)
     found = [(m.start, n) for m in markers for n in m.numbers]
     remainder = list(value)
     for m in markers:
@@ -114,7 +115,7 @@ def _ends_complete(value: str) -> bool:
     s = value.rstrip().rstrip(_CLOSERS + " \t\n")
     if not s:
         return True
-    markers = _iter_markers(s)
+    markers = iter_markers(s)
     if markers and markers[-1].end == len(s):
         return True  # "... is Spanish <doc0>", "... (see <doc0>)"
     last = s[-1]
@@ -145,7 +146,7 @@ def parse_citation(
     text, echo_cut = _cut_at_echo(text)
 
     truncated = False
-    dangling = _DANGLING_RE.search(text.rstrip())
+    dangling = MARKER_DANGLING_RE.search(text.rstrip())
     if dangling and not echo_cut:
         truncated = True
         text = text[: dangling.start()]

@@ -13,7 +13,7 @@ from xlrag.chains.parsing.common import (
     _dedupe,
     _is_word,
 )
-from xlrag.chains.parsing.markers import _iter_markers, _Marker, find_markers, strip_markers
+from xlrag.formats import Marker, find_markers, iter_markers, strip_markers
 
 _ABBREVIATIONS = frozenset(
     {"e.g", "i.e", "etc", "cf", "vs", "mr", "mrs", "ms", "dr", "st", "no", "approx", "jr",
@@ -21,7 +21,7 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-def _is_spaced_boundary(text: str, i: int, marker_starts: Mapping[int, _Marker]) -> bool:
+def _is_spaced_boundary(text: str, i: int, marker_starts: Mapping[int, Marker]) -> bool:
     j = i + 1
     if j < len(text) and not (
         text[j].isspace() or text[j] in _CLOSERS or text[j] in SENTENCE_FINAL
@@ -41,7 +41,7 @@ def _is_spaced_boundary(text: str, i: int, marker_starts: Mapping[int, _Marker])
     return not (rest[:1].isalpha() and rest[:1].islower() and rest[:1].isascii())
 
 
-def _absorb_markers(text: str, end: int, marker_starts: Mapping[int, _Marker]) -> int:
+def _absorb_markers(text: str, end: int, marker_starts: Mapping[int, Marker]) -> int:
     """Extend a sentence over markers written after its terminator.
 
     "Spain.<doc0> Next" and "Spain. <doc0>\\n" cite the finished sentence; in "Spain. <doc0>
@@ -70,7 +70,7 @@ def _absorb_markers(text: str, end: int, marker_starts: Mapping[int, _Marker]) -
 
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
-    markers = _iter_markers(text)
+    markers = iter_markers(text)
     marker_starts = {m.start: m for m in markers}
     spans: list[tuple[int, int]] = []
     start = 0

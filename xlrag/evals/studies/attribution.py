@@ -38,6 +38,7 @@ from xlrag.evals.records import PassageRecord, Record
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
 from xlrag.schema import CitationSource, GroundedAnswer, Passage
+from xlrag.validate import DEFAULT_K, k_field
 
 __all__ = ["PUBLISHED", "AttributionConfig", "AttributionRunner", "attribution_figures", "attribution_markdown",
            "attribution_report", "rerank_record", "string_match"]
@@ -69,7 +70,7 @@ class AttributionConfig(_Strict):
     per_lang: int = Field(20, ge=1, le=95)
     seed: int = 0
     mode: str = Field("qlang_en", description="IR mode over the shipped XQuAD corpus")
-    k: int = Field(3, ge=1, le=10, description="passages shown to the generator (the candidates)")
+    k: int = k_field(DEFAULT_K, "passages shown to the generator (the candidates)")
     llm: LLMConfig = Field(default_factory=LLMConfig)
     checker: LLMConfig | None = Field(None, description="the AIS checker that scores (default: llm)")
     rerank_checker: LLMConfig | None = Field(
@@ -162,25 +163,22 @@ class AttributionRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.demo import DEMO_SPLITTER, demo_embedder
-            from xlrag.indexes.indexer import build_index
-            from xlrag.indexes.retriever import CrossLingualRetriever
-            from xlrag.indexes.store import LanguageStores
+            from xlrag.config import EmbedderConfig, RetrievalConfig
+            from xlrag.evals.run_index import run_retriever
 
-            embedder = demo_embedder()  # the shipped XQuAD embeddings: nothing to embed
-            index = self.out / "index-xquad"
-            build_index(XQUAD / "corpus.jsonl", index, embedder=embedder, splitter=DEMO_SPLITTER)
-            stores = LanguageStores.open(index, embedder.name, embedder.dim)
-            self._retriever = CrossLingualRetriever(stores, embedder, self.config.mode, k=self.config.k)
+            # the shipped XQuAD embeddings: nothing to embed
+            self._retriever = run_retriever(self.folder, "xquad", corpus=XQUAD / "corpus.jsonl",
+                                            index=self.out / "index-xquad", embedder=EmbedderConfig(),
+                                            retrieval=RetrievalConfig(mode=self.config.mode, k=self.config.k))
         return self._retriever
 
     def checkers(self) -> tuple[Any, Any]:
-        from xlrag.checks.attribution import AttributionChecker
+        from xlrag.chains.checkers import attribution_checker
 
         scorer_cfg = self.config.checker or self.config.llm
-        scorer = AttributionChecker(self.llm(scorer_cfg))
+        scorer = attribution_checker(self.llm(scorer_cfg))
         rerank_cfg = self.config.rerank_checker or scorer_cfg
-        return scorer, (scorer if rerank_cfg == scorer_cfg else AttributionChecker(self.llm(rerank_cfg)))
+        return scorer, (scorer if rerank_cfg == scorer_cfg else attribution_checker(self.llm(rerank_cfg)))
 
     async def record(self, chain: Any, q: dict) -> dict:
         from xlrag.evals.answers import exact_match

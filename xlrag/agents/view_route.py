@@ -5,20 +5,23 @@ always, and its trace says why no perspectives were made.
 
 The agent's output on this route keeps its shape (``answer``, ``trace``) and adds
 ``perspectives``. Its ``answer`` is never a blend: the consensus answer as one perspective
-gave it, when every perspective agrees, else an empty answer flagged with the status."""
+gave it, when every perspective agrees, else an empty answer flagged with the status.
+
+The route is the agent's (it was ``xlrag.perspectives.route``): the view stands below the agent
+and takes the agent's graph as the Runnable that answers each language."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from xlrag.agents.trace import Timing, Trace
+from xlrag.borderlines import Territory
 from xlrag.config import AgentRule
-from xlrag.evals.borderlines import Territory
 from xlrag.formats import AnswerFormat
 from xlrag.perspectives.langs import contested
 from xlrag.perspectives.models import Perspectives
 from xlrag.schema import GroundedAnswer
+from xlrag.trace import Timing, Trace
 
 __all__ = ["NODE", "PERSPECTIVES", "View", "agent_result", "view_input", "why_contested"]
 
@@ -41,7 +44,7 @@ def view_input(question: str, lang: str | None, relevant_langs: Sequence[str] | 
     (else the view finds the rule's or territory's languages itself)."""
     if not relevant_langs:
         return {"question": question, "lang": lang}
-    return {"question": question, "lang": lang, "langs": list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))}
+    return {"question": question, "lang": lang, "relevant_langs": list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))}
 
 
 def agent_result(view: Perspectives, model: str, reason: str, seconds: float) -> dict[str, Any]:

@@ -1,0 +1,81 @@
+"""One name per concept (issue #35): the IR mode is ``mode`` everywhere (never ``policy``), the
+languages of sources are ``relevant_langs`` (never ``langs``), and ``-k`` is the passages shown
+(``eval retrieval``'s ranking depth is ``--depth``). Each old name works for one release with a
+warning naming the new one, and giving both is an error; the CLI cases are in the CLI tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlrag.errors import ConfigError, XlragDeprecationWarning
+from xlrag.schema import Hit, Passage
+
+PASSAGE = Passage(id="d1#0", doc_id="d1", lang="en", text="Ceuta is a Spanish city on the north coast of Africa.")
+
+
+def _hit(**mode) -> Hit:
+    return Hit(passage=PASSAGE, score=1.0, raw_score=1.0, rank=1, store="en", **mode)
+
+
+def test_a_hit_names_its_ir_mode_mode():
+    hit = _hit(mode="qlang")
+    assert hit.mode == "qlang" and "policy" not in Hit.model_fields
+    assert hit.model_dump()["mode"] == "qlang" and "policy" not in hit.model_dump()
+    with pytest.warns(XlragDeprecationWarning, match="'policy' is now called 'mode'"):
+        assert _hit(policy="all").mode == "all"  # an old checkpoint's hit still loads
+    with pytest.warns(XlragDeprecationWarning, match="'policy' is now called 'mode'"):
+        assert hit.policy == "qlang"
+    with pytest.raises(ValueError, match="give 'mode' only"):
+        _hit(mode="qlang", policy="all")
+
+
+def test_the_json_doors_carry_mode_and_the_old_key_for_one_release():
+    from xlrag.indexes.langchain import hit_to_document
+    from xlrag.indexes.llamaindex import hit_to_node
+    from xlrag.server.models import HitOut
+
+    hit = _hit(mode="en_only")
+    out = HitOut.of(hit)
+    assert (out.mode, out.model_dump()["policy"]) == ("en_only", "en_only")
+    assert HitOut.model_json_schema()["properties"]["policy"].get("deprecated") is True
+    assert hit_to_document(hit).metadata["mode"] == hit_to_node(hit).node.metadata["mode"] == "en_only"
+
+
+def test_the_retriever_takes_mode(xquad_index, embedder):
+    from xlrag import open_retriever
+    from xlrag.config import XlragConfig
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+
+    stores = LanguageStores.open(xquad_index, embedder.name, embedder.dim)
+    assert CrossLingualRetriever(stores, embedder, mode="all").policy.name == "all"
+    with pytest.warns(XlragDeprecationWarning, match="'policy' is now called 'mode'"):
+        old = CrossLingualRetriever(stores, embedder, policy="en_only")
+    assert old.policy.name == "en_only"
+    with pytest.raises(ConfigError, match="give 'mode' only"):
+        CrossLingualRetriever(stores, embedder, "all", policy="en_only")
+    cfg = XlragConfig(index_dir=xquad_index)
+    with pytest.warns(XlragDeprecationWarning, match="open_retriever: 'policy' is now called 'mode'"):
+        r = open_retriever(xquad_index, cfg, policy="qlang", embedder=embedder)
+    assert r.policy.name == "qlang"
+    for x in (old, r):
+        x.close()
+
+
+def test_the_languages_of_sources_are_relevant_langs():
+    from xlrag.config import AgentConfig, AgentRule
+    from xlrag.perspectives.models import PerspectivesInput
+    from xlrag.server.models import PerspectivesRequest
+
+    assert AgentRule(names=["Ceuta"], relevant_langs=["es", "ar"]).relevant_langs == ["es", "ar"]
+    with pytest.warns(XlragDeprecationWarning, match="agent.rules: 'langs' is now called 'relevant_langs'"):
+        cfg = AgentConfig.model_validate({"rules": [{"names": ["Ceuta"], "langs": ["es", "ar"]}]})
+    assert cfg.rules[0].relevant_langs == ["es", "ar"]
+    with pytest.warns(XlragDeprecationWarning, match="'langs' is now called 'relevant_langs'"):
+        assert PerspectivesInput(question="Ceuta?", langs=["es"]).relevant_langs == ["es"]
+    with pytest.warns(XlragDeprecationWarning):
+        assert PerspectivesRequest(question="Ceuta?", langs=["es"]).view_input()["relevant_langs"] == ["es"]
+    with pytest.raises(ValueError, match="give 'relevant_langs' only"):
+        PerspectivesInput(question="Ceuta?", langs=["es"], relevant_langs=["ar"])
+    for model in (AgentRule, PerspectivesInput, PerspectivesRequest):
+        assert "langs" not in model.model_fields

@@ -1,0 +1,79 @@
+"""What the agent did for one answer: returned with every answer, shown by ``/trace``.
+
+A record with no behaviour, so it stands low: the agent writes it, and the perspectives view
+and the server's models read it without standing on the agent (it was ``xlrag.agents.trace``,
+which keeps the names for one release)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from xlrag.checks.substance import SubstanceCheck
+
+__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "ToolStep", "Trace"]
+
+FormCheck = Literal["language", "citations", "attribution"]
+Check = FormCheck | SubstanceCheck
+CHECKS: tuple[str, ...] = (*get_args(FormCheck), *get_args(SubstanceCheck))
+
+
+class Repair(StrEnum):
+    """The repairs, in the order the agent tries them (see :func:`xlrag.agents.repair.plan_repair`)."""
+
+    EXTRACT = "extract"
+    REGENERATE_LANGUAGE = "regenerate_language"
+    TRANSLATE = "translate"
+    RECITE = "recite"
+    POST_HOC = "post_hoc"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CheckResult(_Frozen):
+    check: Check
+    passed: bool
+    detail: str
+    attempt: int = Field(description="0: the first answer; n: after the n-th repair")
+
+
+class RepairStep(_Frozen):
+    repair: Repair
+    attempt: int
+    detail: str
+    seconds: float
+
+
+class Timing(_Frozen):
+    step: str
+    seconds: float
+
+
+class ToolStep(_Frozen):
+    """One tool call of the tool-calling agent."""
+
+    name: str
+    args: dict
+    result: str = Field(description="what the tool gave back, in short")
+
+
+class Trace(_Frozen):
+    question: str = Field(description="the question retrieved with (condensed, in a chat)")
+    original_question: str | None = Field(None, description="the follow-up as typed, when it was condensed")
+    question_lang: str
+    mode: str
+    mode_reason: str
+    retrieved_langs: dict[str, int] = Field(description="passages shown to the model, by language")
+    checks: list[CheckResult]
+    repairs: list[RepairStep]
+    timings: list[Timing]
+    unrepaired: list[str] = Field(default_factory=list, description="checks still failing after every repair")
+    tool_calls: list[ToolStep] = Field(default_factory=list, description="the tool-calling agent's calls, in order")
+
+    @property
+    def seconds(self) -> float:
+        return sum(t.seconds for t in self.timings)
