@@ -6,9 +6,17 @@ into :class:`~xlrag.config.XlragConfig` and reads the sources; import them from 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from xlrag.errors import ConfigError
 from xlrag.formats import PromptLayout
@@ -21,10 +29,12 @@ __all__ = [
     "AgentConfig",
     "AgentRule",
     "AnswerConfig",
+    "Channels",
     "ChatConfig",
     "ContextConfig",
     "ContextOrder",
     "EmbedderConfig",
+    "Fusion",
     "LLMConfig",
     "LexicalTranslation",
     "RerankConfig",
@@ -103,17 +113,34 @@ def parse_channels(value: str | list[str] | tuple[str, ...]) -> list[Channel]:
 LexicalTranslation = Literal["names", "llm", "off"]
 
 
+def _channel_names(v: Any) -> Any:
+    return parse_channels(v) if isinstance(v, str | list | tuple) else v
+
+
+def _known_fusion(v: str) -> str:
+    from xlrag.registry import known
+
+    return known("fusion", v, "fusion")  # the registry is the one list of fusion methods
+
+
+#: A list of retrieval channels, parsed and checked (``"dense,lexical"`` or a list): every
+#: setting of channels is this type, so each checks them alike.
+Channels = Annotated[list[Channel], BeforeValidator(_channel_names)]
+#: A fusion method's name, checked against the registry.
+Fusion = Annotated[str, AfterValidator(_known_fusion)]
+
+
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = k_field(DEFAULT_K, "passages returned (after rerank)")
     retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "candidates fetched before rerank (was k_retrieve)")
-    fusion: str = Field(
+    fusion: Fusion = Field(
         "rrf",
         description="how rankings from several language stores are merged; rrf (the default) was the best "
         "with the hybrid channels on Travel (benchmarks/channels.py); 'score' merges raw scores, which "
         "favours the query's own language",
     )
-    channels: list[Channel] = Field(
+    channels: Channels = Field(
         ["dense", "lexical"], min_length=1,
         description="how each chosen store is searched: dense (the embedder's vectors), lexical (BM25 with the "
         "store language's analyzer), or both, fused inside each store before the stores are fused",
@@ -137,17 +164,6 @@ class RetrievalConfig(_Section):
     def _old_names(cls, data: Any) -> Any:
         return renamed_keys(data, "retrieval", {"k_retrieve": "retrieve_k"})
 
-    @field_validator("channels", mode="before")
-    @classmethod
-    def _known_channels(cls, v: Any) -> Any:
-        return parse_channels(v) if isinstance(v, str | list | tuple) else v
-
-    @field_validator("fusion")
-    @classmethod
-    def _known_fusion(cls, v: str) -> str:
-        from xlrag.registry import known
-
-        return known("fusion", v, "fusion")  # the registry is the one list of fusion methods
 
 
 

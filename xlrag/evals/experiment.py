@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from xlrag.config import (
     EmbedderConfig,
@@ -40,13 +40,12 @@ from xlrag.config import (
     LLMConfig,
     RerankConfig,
     RetrievalConfig,
-    parse_channels,
 )
+from xlrag.config_sections import Channels, Fusion
 from xlrag.errors import ConfigError
 from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
-from xlrag.schema import Channel
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
 
 M = TypeVar("M", bound=BaseModel)
@@ -187,9 +186,9 @@ class ExperimentConfig(_Strict):
                           "judges per record); the rest of the sample is scored on retrieval in every mode")
     retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "the ranked list the retrieval metrics score")
     k: int = k_field(DEFAULT_K, "passages shown to the LLM")
-    fusion: str = Field(RetrievalConfig.model_fields["fusion"].default,
+    fusion: Fusion = Field(RetrievalConfig.model_fields["fusion"].default,
                         description="how language stores merge (score: raw cosine, the papers' 'direct')")
-    channels: list[Channel] = Field(default_factory=lambda: list(RetrievalConfig.model_fields["channels"].default),
+    channels: Channels = Field(default_factory=lambda: list(RetrievalConfig.model_fields["channels"].default),
                                     min_length=1, description=RetrievalConfig.model_fields["channels"].description)
     lexical_translation: LexicalTranslation = Field(
         RetrievalConfig.model_fields["lexical_translation"].default,
@@ -225,18 +224,6 @@ class ExperimentConfig(_Strict):
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
     human_labels: Path | None = Field(
         None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
-
-    @field_validator("channels", mode="before")
-    @classmethod
-    def _known_channels(cls, v: Any) -> Any:
-        return parse_channels(v) if isinstance(v, str | list | tuple) else v
-
-    @field_validator("fusion")
-    @classmethod
-    def _known_fusion(cls, v: str) -> str:
-        from xlrag.registry import known
-
-        return known("fusion", v, "fusion")
 
     @model_validator(mode="after")
     def _unique(self) -> ExperimentConfig:
