@@ -1,5 +1,5 @@
 """The perspectives view as Markdown and as a self-contained HTML page (the eval reports'
-style, :func:`xlrag.evals.report.html_document`). The per-language answers come first; the
+style, :func:`xlrag.evals.pages.html_document`). The per-language answers come first; the
 verdict follows them, never alone."""
 
 from __future__ import annotations
@@ -56,6 +56,6 @@ def to_markdown(view: Perspectives) -> str:
 
 def to_html(view: Perspectives) -> str:
     """The view as one self-contained HTML page."""
-    from xlrag.evals.report import html_document
+    from xlrag.evals.pages import html_document
 
     return html_document(f"Perspectives: {view.question}", to_markdown(view), {})

@@ -274,7 +274,7 @@ def xrag_markdown(report: dict[str, Any]) -> str:
 
 
 def xrag_figures(report: dict[str, Any]) -> dict[str, bytes]:
-    from xlrag.evals.report import grouped_bars, pyplot
+    from xlrag.evals.pages import grouped_bars, pyplot
 
     if pyplot() is None:
         return {}
