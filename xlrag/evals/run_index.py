@@ -69,15 +69,14 @@ def run_retriever(folder: RunFolder, dataset: str, *, corpus: Path | None, index
     split as the demo splits them; any other embedder's vectors are cached in the run folder,
     so a resumed run embeds nothing twice.
     """
-    from xlrag.demo import DEMO_SPLITTER, demo_embedder
+    from xlrag.demo import DATA, DEMO_SPLITTER, demo_embedder
     from xlrag.indexes.embed_cache import CachedEmbedder
     from xlrag.indexes.embedders import build_embedder
     from xlrag.indexes.rerank import build_reranker
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
 
-    data = Path(__file__).resolve().parent.parent / "data"
-    vendored = corpus is not None and corpus.resolve().is_relative_to(data) and embedder.name == "local"
+    vendored = corpus is not None and corpus.resolve().is_relative_to(DATA) and embedder.name == "local"
     vectors = demo_embedder() if vendored else CachedEmbedder(build_embedder(embedder),
                                                               folder.path / "embeddings.sqlite")
     if corpus is None:
