@@ -14,6 +14,7 @@ from xlrag.chains.local.grammar import LEAD_EXCLUDED, TEXT_EXCLUDED, answer_gram
 from xlrag.chains.local.runtime import LocalLlamaChat
 from xlrag.chains.parsing.markers import strip_markers
 from xlrag.chains.parsing.mc import parse_mc
+from xlrag.chains.parsing.sentences import sentences_with_markers
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import LocalProfile, OpenAIProfile
 from xlrag.chains.state import ChainInput
@@ -93,7 +94,9 @@ def citation_replies(draw: st.DrawFn) -> tuple[str, int, int, set[int]]:
         assume(strip_markers(text))
         answer = f"{ANSWER_HEADER} {text}"
     finals = _class_chars(grammar, re.findall(r"\[[^\]^]+\]", _rule(grammar, "explanation"))[-1])
-    body = draw(st.lists(st.one_of(_text(False), st.sampled_from(marker_texts or ["."])), max_size=4))
+    # one sentence: the body holds no sentence end, only its last character may be one
+    inside = _text(False).map(lambda s: "".join(c for c in s if c not in finals)).filter(bool)
+    body = draw(st.lists(st.one_of(inside, st.sampled_from(marker_texts or ["x"])), max_size=4))
     end = draw(st.sampled_from([*finals, *marker_texts]))
     explanation = f"{EXPLANATION_HEADER} {''.join(body)}{end}"
     return f"{head}{', '.join(cited)}\n{answer}\n{explanation}", n_docs, n_options, set(range(n_docs))
@@ -151,6 +154,7 @@ def test_the_small_model_under_the_grammar_replies_in_format(qwen):
     assert parsed.status == "ok", answer.raw_output
     assert parsed.cited and all(0 <= n < 3 for n in [*parsed.cited, *parsed.inline]), answer.raw_output
     assert all(c.valid for c in answer.citations) and "invalid_citation" not in answer.flags
+    assert len(sentences_with_markers(parsed.explanation or "")) <= 1, answer.raw_output  # the explanation is one sentence
 
 
 # -- bad input -------------------------------------------------------------------------------
