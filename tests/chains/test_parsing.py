@@ -529,3 +529,24 @@ def test_sentences_from_parsed_explanation() -> None:
         ("Ceuta has been administered by Spain since 1668, although Morocco claims it as part of "
          "its territory.", [0, 2]),
     ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "answer", "explanation"),
+    [
+        # the 1.5B model's reply in the static_first layout: the cited line skipped, the headers
+        # translated (benchmarks/answers.py, an Arabic XQuAD question)
+        ("الإجابة: الخلايا الزرقاء\n\nالشرح: في المستندات نجد أن الخلايا الزرقاء دخلت البكتيريا.",
+         "الخلايا الزرقاء", "في المستندات نجد أن الخلايا الزرقاء دخلت البكتيريا."),
+        ("Respuesta: Marruecos\nExplicación: lo dice el documento.", "Marruecos", "lo dice el documento."),
+        # no header at all: still a bare answer
+        ("308", "308", None),
+    ],
+)
+def test_a_reply_opening_on_a_translated_header_is_read_by_its_headers(reply: str, answer: str,
+                                                                        explanation: str | None) -> None:
+    from xlrag.chains.finalize import _citation_reply
+
+    parsed = _citation_reply(reply, 3, None)
+    assert parsed.answer == answer
+    assert parsed.explanation == explanation

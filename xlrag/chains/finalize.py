@@ -12,6 +12,7 @@ from typing import Any
 from xlrag.chains.echo import drop_echo
 from xlrag.chains.grounding import PostHocAttributor, resolve_markers
 from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
+from xlrag.chains.parsing.citation import opens_with_section
 from xlrag.chains.profiles import ProviderProfile
 from xlrag.chains.state import ChainState
 from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
@@ -69,6 +70,10 @@ def _citation_reply(cleaned: str, n_docs: int, options: list[str] | None) -> Any
     elif find_markers(cleaned) or any(s.header.lower() in lowered for s in Section):
         # The prompt ends with the "Cited Documents:" header for the model to continue.
         text = f"{CITED_HEADER} {cleaned}"
+    elif opens_with_section(cleaned):
+        # The answer under a translated header, the cited line skipped: read as headed, not
+        # as a bare answer that would keep "الإجابة:" in it.
+        text = f"{CITED_HEADER}\n{cleaned}"
     else:
         # A bare reply ("308") is an answer with no citations, not a list of documents.
         text = f"{CITED_HEADER}\n{answer_section.header} {cleaned.strip()}"

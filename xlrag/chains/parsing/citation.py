@@ -90,6 +90,13 @@ def _find_sections(text: str) -> list[_Section]:
     return sections
 
 
+def opens_with_section(text: str) -> bool:
+    """Whether ``text`` starts with a section header, in any spelling the parser knows (a
+    model that skipped the cited-documents line and wrote "الإجابة:" first)."""
+    sections = _find_sections(text)
+    return bool(sections) and not text[: sections[0].start].strip()
+
+
 def _cited_numbers(value: str) -> list[int]:
     markers = iter_markers(value)
     found = [(m.start, n) for m in markers for n in m.numbers]
