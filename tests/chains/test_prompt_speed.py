@@ -68,6 +68,57 @@ def test_second_question_reuses_the_static_prefix_after_an_unrelated_prompt() ->
     assert seen["none"][1]["prompt_tokens_cached"] < 4
 
 
+THIRD = "<doc0> Tbilisi is the capital of Georgia. </doc0>\nQuestion: What is the capital of Georgia?\nAnswer:"
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_shared_prefix_outlives_the_turnover_of_whole_prompt_states(pinned: bool) -> None:
+    # a server answering in many languages: each language's instructions come back after the
+    # cache of whole prompts has turned over (emptied here, as many other prompts would)
+    llm = _gemma(1136 if pinned else 1152, prefix_cache_mb=32)
+    llama, _ = llm.native()
+    if not pinned:
+        llama.pinned = None
+    static = llm.count_tokens(STATIC)
+    seen = []
+    for question in (*QUESTIONS, THIRD):
+        llm.invoke([HumanMessage(UNRELATED)])
+        llama.cache.cache_state.clear()
+        seen.append(_ask(llm, question))
+    # the second question shares the instructions with the first: read once more and kept
+    assert seen[1]["prompt_tokens_cached"] <= 1  # the BOS the unrelated prompt began with
+    if pinned:
+        assert len(llama.pinned.states) == 1 and len(next(iter(llama.pinned.states))) >= static
+        assert seen[2]["prompt_tokens_cached"] >= static
+        assert seen[2]["prompt_tokens_evaluated"] + seen[2]["prompt_tokens_cached"] == seen[2]["prompt_tokens"]
+    else:
+        assert seen[2]["prompt_tokens_cached"] < 4
+
+
+def test_kept_prefixes_stay_within_their_bytes() -> None:
+    from xlrag.chains.local.loaded import PinnedPrefixes
+
+    llm = _gemma(1168, prefix_cache_mb=32)
+    llama, _ = llm.native()
+    # longer than STATIC, so the two states together never fit
+    other = "Reply in one word and cite the passage you used as <doc0>, nothing else. " * 10
+
+    def run(static: str) -> None:
+        for question in QUESTIONS:
+            llm.invoke([HumanMessage(UNRELATED)])
+            llama.cache.cache_state.clear()
+            llm.invoke([SystemMessage(static), HumanMessage(question)])
+
+    run(STATIC)
+    (first, state), = llama.pinned.states.items()
+    # room for one such state and a half: the second language's instructions push the first out
+    llama.pinned = PinnedPrefixes(state.llama_state_size * 3 // 2)
+    run(STATIC)
+    run(other)
+    assert len(llama.pinned.states) == 1 and next(iter(llama.pinned.states)) != first
+    assert sum(s.llama_state_size for s in llama.pinned.states.values()) <= llama.pinned.capacity_bytes
+
+
 def test_a_changed_model_file_gets_a_new_model_and_a_fresh_cache(tmp_path: Path) -> None:
     path = tmp_path / "model.gguf"
     shutil.copyfile(bundled_model_path("gemma-3-270m"), path)

@@ -16,7 +16,7 @@ from typing import Any
 from xlrag.config_sections import DRAFTS
 from xlrag.errors import ProviderError
 
-__all__ = ["STREAMS", "shared_model"]
+__all__ = ["STREAMS", "PinnedPrefixes", "shared_model"]
 
 
 # Loaded llama.cpp models shared by every LocalLlamaChat with the same file and settings
@@ -131,6 +131,7 @@ def _llama_class() -> Any:
         class XlragLlama(Llama):  # type: ignore[misc]
             first_token: _FirstToken | None = None
             evaluated: int = 0
+            pinned: PinnedPrefixes | None = None
 
             def save_state(self) -> Any:
                 scores, self.scores = self.scores, self.scores[:1]
@@ -152,6 +153,8 @@ def _llama_class() -> Any:
 
             def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
                 self.first_token, self.evaluated = None, 0
+                if self.pinned is not None:
+                    self.pinned.prepare(self, tokens)
                 steps = super().generate(tokens, *args, **kwargs)
                 try:
                     token = next(steps)
@@ -166,6 +169,63 @@ def _llama_class() -> Any:
 
         _LLAMA_CLASS = XlragLlama
     return _LLAMA_CLASS
+
+
+def _common(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+class PinnedPrefixes:
+    """The states of prompt prefixes that several prompts share, kept apart from the cache of
+    whole prompts and restored into a context that lost them.
+
+    llama-cpp-python's cache keeps each whole prompt's state, least recently used first out. A
+    process answering in many languages (a server, an eval run, the perspectives view) turns
+    that over before the same language comes back, so each language's fixed instructions were
+    read again (benchmarks/answers.py: 374 of 504 prompt tokens evaluated with them first).
+    Here a prompt that shares at least ``min_tokens`` leading tokens with one of the last
+    ``window`` prompts, more than the context still holds, is read up to that point first and
+    the state saved there: about 28 KB a token for qwen2.5-coder-1.5b, so a language's
+    instructions cost a few MB. A later prompt starting with a kept prefix longer than what
+    the context shares restores it. ``capacity_bytes`` bounds the kept states (least recently
+    used out). The states live with their model, so they are never restored into another.
+    """
+
+    def __init__(self, capacity_bytes: int, *, min_tokens: int = 32, window: int = 64):
+        from collections import deque
+
+        self.capacity_bytes, self.min_tokens = capacity_bytes, min_tokens
+        self.states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+        self.recent: deque[tuple[int, ...]] = deque(maxlen=window)
+
+    def prepare(self, llama: Any, tokens: Sequence[int]) -> None:
+        """Before ``llama`` reads ``tokens``: restore the longest kept prefix the context lacks,
+        or read up to a newly shared prefix and keep its state. Call holding the model lock."""
+        prompt = tuple(tokens)
+        last = len(prompt) - 1  # generate reads at least the last token itself
+        held = _common(llama.input_ids[: llama.n_tokens].tolist(), prompt)
+        kept = max((k for k in self.states if len(k) <= last and prompt[: len(k)] == k), key=len, default=())
+        if len(kept) > held:
+            self.states.move_to_end(kept)
+            llama.load_state(self.states[kept])
+            held = len(kept)
+        shared = min(last, max((_common(r, prompt) for r in self.recent), default=0))
+        self.recent.append(prompt)
+        if shared < self.min_tokens or shared <= held:
+            return
+        llama.n_tokens = held
+        llama.eval(prompt[held:shared])
+        state = llama.save_state()
+        if state.llama_state_size > self.capacity_bytes:
+            return
+        self.states[prompt[:shared]] = state
+        while sum(s.llama_state_size for s in self.states.values()) > self.capacity_bytes:
+            self.states.popitem(last=False)
 
 
 class _FirstToken:
@@ -210,7 +270,10 @@ def shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None,
             from llama_cpp import LlamaRAMCache
 
             # with the model, never shared: its states are only valid for these weights
-            llama.set_cache(LlamaRAMCache(capacity_bytes=prefix_cache_mb << 20))
+            # three quarters for whole prompts (a chat's next turn, the same question again), a
+            # quarter for the prefixes many prompts share
+            llama.set_cache(LlamaRAMCache(capacity_bytes=(prefix_cache_mb << 20) * 3 // 4))
+            llama.pinned = PinnedPrefixes((prefix_cache_mb << 20) // 4)
         entry = (llama, threading.Lock())
         if not _MODELS:
             atexit.register(_close_all)
