@@ -73,6 +73,7 @@ class Arm(NamedTuple):
     layout: str = "static_first"  # context.layout: static_first | documents_first (the default before #33)
     context: str = "whole"  # context.select: whole | segments
     order: str = "best_first"  # context.order
+    grammar: bool = False  # llm.grammar: the reply held to its format, the explanation one sentence
 
 
 # The arms made before issue #33 ran with the layout of their day, documents first; their rows
@@ -96,9 +97,18 @@ ARMS: dict[str, Arm] = {
     "chain/segments/last": Arm("chain", "balanced", 3, context="segments", order="best_last"),
     "agent/before": Arm("agent", "balanced", 3, layout="documents_first"),
     "agent/segments": Arm("agent", "balanced", 3, context="segments"),
+    # the first candidate default: every fixed instruction first, segments, the grammar with a
+    # one-sentence explanation (its rows were made with that grammar, since undone: it lost 0.11
+    # of judged correctness, 0.19 on Travel)
+    "chain/after": Arm("chain", "balanced", 3, context="segments", grammar=True),
+    "agent/after": Arm("agent", "balanced", 3, context="segments", grammar=True),
+    # the second: the same passages and explanation as before, the form and the prefix changed:
+    # every fixed instruction first, the grammar, pinned prefixes
+    "chain/form": Arm("chain", "balanced", 3, grammar=True),
+    "agent/form": Arm("agent", "balanced", 3, grammar=True),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
-            "agent/before", "agent/segments")
+            "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -117,7 +127,8 @@ def questions(limit: int | None = None) -> list[dict]:
     for lang in XQUAD_LANGS:
         qs = list(by_lang[lang])
         random.Random(f"answers:{lang}").shuffle(qs)
-        out += [{"id": q["id"], "question": q["question"], "lang": lang, "gold": q["answers"], "source": "xquad"}
+        out += [{"id": q["id"], "question": q["question"], "lang": lang, "gold": q["answers"], "source": "xquad",
+                 "stratum": lang}
                 for q in qs[:per]]
     by_pair: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for q in read_jsonl(HERE / "data" / "travel" / "queries.jsonl"):
@@ -126,7 +137,7 @@ def questions(limit: int | None = None) -> list[dict]:
         qs = sorted(by_pair[pair], key=lambda q: q["id"])
         random.Random(f"answers:{pair}").shuffle(qs)
         out += [{"id": q["id"], "question": q["question"], "lang": q["lang"], "gold": [q["answer"]],
-                 "source": "travel"} for q in qs[:per]]
+                 "source": "travel", "stratum": "travel:" + "->".join(pair)} for q in qs[:per]]
     return out
 
 
@@ -152,10 +163,24 @@ class Answerer:
         self.llm_cfg = LLMConfig(model=MODEL, max_tokens=160, n_threads=threads)
         self.llm = build_llm(self.llm_cfg)
         self.llm.cache = SQLiteLLMCache(RUN / "calls.sqlite")
+        # The #33 arms call the model every time: their seconds and time to first token are the
+        # figures, and the agent's first answer (the chain's prompt) would be a cache hit. Both
+        # chat models share one loaded llama.cpp model and its prefix cache (the grammar is a
+        # per-call argument), so every arm reads with the same prefix states available.
+        self.uncached: dict[object, object] = {
+            on: build_llm(self.llm_cfg.model_copy(update={"grammar": on})) for on in (False, True)}
+        # the ``before`` arms run on the runtime before #33 too: a model of their own (another
+        # cache size makes another loaded model) without the pinned prefix states
+        self.uncached["before"] = build_llm(self.llm_cfg.model_copy(update={
+            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 1}))
+        self.uncached["before"].native()[0].pinned = None
         self._built: dict[tuple, object] = {}
 
-    def driver(self, arm: Arm):
-        if arm not in self._built:
+    def driver(self, name: str):
+        # keyed by name: two arms may be equal tuples (chain/before is chain/balanced, answered
+        # without the answer cache)
+        arm = ARMS[name]
+        if name not in self._built:
             from xlrag.agents.build import build_agent
             from xlrag.chains.pipeline import Pipeline
             from xlrag.chains.rag import GroundedChain
@@ -171,17 +196,21 @@ class Answerer:
                                                        f"{shipped.get('citation_format', lang)}"}
                              for lang in shipped.languages()}
             prompts = PromptLibrary(overrides=overrides)
-            cfg = XlragConfig(index_dir=self.index, llm=self.llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
+            llm_cfg, llm = self.llm_cfg, self.llm
+            if name in ISSUE_33:
+                llm_cfg = self.llm_cfg.model_copy(update={"grammar": arm.grammar})
+                llm = self.uncached["before" if name.endswith("/before") else arm.grammar]
+            cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
                               context={"select": arm.context, "order": arm.order, "layout": arm.layout})
             mode = "auto" if arm.driver == "agent" else arm.mode
-            pipeline = Pipeline.from_config(cfg, llm=self.llm, retriever=self.retriever, mode=mode, prompts=prompts)
-            self._built[arm] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
+            pipeline = Pipeline.from_config(cfg, llm=llm, retriever=self.retriever, mode=mode, prompts=prompts)
+            self._built[name] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
                                 else GroundedChain(pipeline=pipeline, name="xlrag_citation"))
-        return self._built[arm]
+        return self._built[name]
 
     def answer(self, name: str, q: dict) -> tuple[object, object | None]:
         arm = ARMS[name]
-        run = self.driver(arm)
+        run = self.driver(name)
         if arm.driver == "agent":
             out = run.invoke({"question": q["question"], "lang": q["lang"]})
             return out["answer"], out["trace"]
@@ -309,6 +338,123 @@ def paired(rows: list[dict]) -> dict:
     return out
 
 
+# issue #33: the candidate default against the configuration before it, on the same questions
+COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("chain/form", "chain/before"),
+            ("agent/form", "agent/before"))
+
+
+def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
+    """median(old) / median(new) over paired questions, with a 95% bootstrap interval."""
+    rng = random.Random(seed)
+    idx = range(len(old))
+    ratios = []
+    for _ in range(n):
+        pick = rng.choices(idx, k=len(old))
+        ratios.append(statistics.median(old[i] for i in pick) / statistics.median(new[i] for i in pick))
+    ratios.sort()
+    return {"ratio": round(statistics.median(old) / statistics.median(new), 3),
+            "ci95": [round(ratios[int(0.025 * n)], 3), round(ratios[int(0.975 * n) - 1], 3)],
+            "old_median": round(statistics.median(old), 2), "new_median": round(statistics.median(new), 2)}
+
+
+def compare(rows: list[dict], new: str, old: str) -> dict | None:
+    """``new`` against ``old`` on the questions both answered: each figure's mean in both arms and
+    the paired difference with its 95% bootstrap interval; per language, the judged accuracy;
+    the speed-up of the median seconds and time to first token."""
+    by: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by[r["arm"]][r["id"]] = r
+    ids = sorted(set(by[new]) & set(by[old]))
+    if not ids:
+        return None
+    pairs = [(by[old][i], by[new][i]) for i in ids]
+
+    def correct(r: dict) -> float | None:
+        return None if r.get("panel_final") is None else float(r["panel_final"] == "correct")
+
+    figures = {
+        "correct": correct,
+        "lang_correct": lambda r: None if r["lang_correct"] is None else float(r["lang_correct"]),
+        "non_answer": lambda r: float(r["non_answer"]),
+        "char3": lambda r: r["char3"],
+        "char3_response": lambda r: r["char3_response"],
+        "f1": lambda r: r["f1"],
+        "model_cited": lambda r: float(r["model_cited"]),
+    }
+    out: dict = {"n": len(ids), "new": new, "old": old}
+    for source in ("all", "xquad", "travel"):
+        sub = [(a, b) for a, b in pairs if source in ("all", a["source"])]
+        fig = {}
+        for name, get in figures.items():
+            both = [(get(a), get(b)) for a, b in sub if get(a) is not None and get(b) is not None]
+            if not both:
+                continue
+            mean, lo, hi = bootstrap_ci([y - x for x, y in both])
+            fig[name] = {"old": round(sum(x for x, _ in both) / len(both), 3),
+                         "new": round(sum(y for _, y in both) / len(both), 3),
+                         "difference": round(mean, 3), "ci95": [round(lo, 3), round(hi, 3)], "n": len(both)}
+        for name in ("template_copies", "invalid_citation", "non_answer_verified"):
+            def count(r: dict, name: str = name) -> int:
+                return int("prompt_echo" in r["flags"]) if name == "template_copies" else int(bool(r[name]))
+            fig[name] = {"old": sum(count(a) for a, _ in sub), "new": sum(count(b) for _, b in sub)}
+        out[source] = fig
+    per_lang: dict[str, dict] = {}
+    for source, lang in sorted({(a["source"], a["lang"]) for a, _ in pairs}):
+        ps = [(correct(a), correct(b)) for a, b in pairs if (a["source"], a["lang"]) == (source, lang)]
+        ps = [(x, y) for x, y in ps if x is not None and y is not None]
+        if ps:
+            per_lang[f"{source}:{lang}"] = {"old": round(sum(x for x, _ in ps) / len(ps), 3),
+                                            "new": round(sum(y for _, y in ps) / len(ps), 3), "n": len(ps)}
+    out["per_lang_correct"] = per_lang
+    out["seconds_speedup"] = _median_ratio([a["seconds"] for a, _ in pairs], [b["seconds"] for _, b in pairs])
+    timed = [(a["usage"], b["usage"]) for a, b in pairs if a.get("usage") and b.get("usage")
+             and a["usage"].get("time_to_first_token") and b["usage"].get("time_to_first_token")]
+    if timed:
+        out["time_to_first_token_speedup"] = _median_ratio([a["time_to_first_token"] for a, _ in timed],
+                                                           [b["time_to_first_token"] for _, b in timed])
+        for key in ("prompt_tokens", "prompt_tokens_evaluated", "completion_tokens"):
+            out[key] = {"old": round(statistics.mean(a[key] for a, _ in timed), 1),
+                        "new": round(statistics.mean(b[key] for _, b in timed), 1)}
+    return out
+
+
+def table(cmp: dict) -> str:
+    """The comparison as the Markdown table of docs/how-to/answers.md."""
+    def cell(f: dict | None) -> str:
+        if not f:
+            return "n/a"
+        if "difference" not in f:
+            return f"{f['old']} → {f['new']}"
+        lo, hi = f["ci95"]
+        return f"{f['old']:.2f} → {f['new']:.2f} ({f['difference']:+.2f} [{lo:+.2f}, {hi:+.2f}])"
+
+    rows = [("judged correct (lexical judge), all", cmp["all"].get("correct")),
+            ("judged correct, XQuAD", cmp.get("xquad", {}).get("correct")),
+            ("judged correct, Travel", cmp.get("travel", {}).get("correct")),
+            ("char 3-gram recall of the answer", cmp["all"].get("char3")),
+            ("token F1 of the answer", cmp["all"].get("f1")),
+            ("right language (answer and explanation)", cmp["all"].get("lang_correct")),
+            ("non-answers", cmp["all"].get("non_answer")),
+            ("non-answers shown as verified", cmp["all"].get("non_answer_verified")),
+            ("template copies", cmp["all"].get("template_copies")),
+            ("invalid citations", cmp["all"].get("invalid_citation")),
+            ("model-made valid citation", cmp["all"].get("model_cited"))]
+    lines = [f"| {cmp['old']} → {cmp['new']} (n = {cmp['n']}) | before → after (difference [95% CI]) |", "|---|---|"]
+    lines += [f"| {name} | {cell(f)} |" for name, f in rows]
+    for key, label in (("seconds_speedup", "median seconds per answer"),
+                       ("time_to_first_token_speedup", "median time to first token")):
+        sp = cmp.get(key)
+        if sp:
+            lo, hi = sp["ci95"]
+            lines.append(f"| {label} | {sp['old_median']} s → {sp['new_median']} s "
+                         f"({sp['ratio']}× faster [{lo}, {hi}]) |")
+    for key, label in (("prompt_tokens", "prompt tokens"), ("prompt_tokens_evaluated", "prompt tokens read"),
+                       ("completion_tokens", "completion tokens")):
+        if key in cmp:
+            lines.append(f"| {label} (mean) | {cmp[key]['old']} → {cmp[key]['new']} |")
+    return "\n".join(lines)
+
+
 def stored_answer(r: dict) -> GroundedAnswer:
     """A row's answer as :func:`score_answer` reads it: the answer and the explanation are all
     it scores (the raw output only stands in for a reply that holds no answer, scored empty)."""
@@ -363,6 +509,12 @@ def main() -> None:
     qs = questions(args.limit)
     # question by question, every arm in turn: a load that changes during the run (the machine
     # is shared) falls on every arm alike, so the arms' times compare
+    # Stratum by stratum in turn (the 6 XQuAD languages, the 4 Travel pairs), so a run stopped
+    # early is still a sample of every stratum and resumes where it stopped.
+    strata: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for q in qs:
+        strata[q["stratum"]].append(q)
+    qs = [q for rnd in zip(*strata.values(), strict=True) for q in rnd]
     todo = [] if args.rejudge else [(a, q) for q in qs for a in arms if (a, q["id"]) not in done]
     if todo:
         answerer = Answerer(args.threads)
@@ -383,7 +535,11 @@ def main() -> None:
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
               "arms": {a: ARMS[a]._asdict() for a in ARMS},
-              "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows), "rows": rows}
+              "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
+              "issue_33": {new: compare(rows, new, old) for new, old in COMPARED if compare(rows, new, old)},
+              "rows": rows}
+    for cmp in result["issue_33"].values():
+        print(table(cmp))
     out = write_json(RESULT, result)
     print(json.dumps(result["summary"], indent=1, ensure_ascii=False)[:4000])
     print(f"written {out}")

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from xlrag.errors import ConfigError
-from xlrag.formats import PromptLayout
+from xlrag.formats import DEFAULT_LAYOUT, PromptLayout
 from xlrag.modes import AUTO, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field, renamed_keys
@@ -218,9 +218,10 @@ class LLMConfig(_Section):
     few_shot: bool | None = Field(
         None, description="show one worked example of the answer format; None: the model profile's measured default"
     )
-    grammar: bool = Field(
-        False, description="local provider: hold each reply to its answer format with a llama.cpp grammar, so "
-        "it always parses; off until the answer benchmark measures its effect on answers (other providers: an error)"
+    grammar: bool | None = Field(
+        None, description="local provider: hold each reply to its answer format with a llama.cpp grammar, so "
+        "it always parses and copies no template text; None: the provider profile's default (off until "
+        "benchmarks/answers.py shows answers hold with it; other providers: off, and true is an error)"
     )
     prefix_cache_mb: int = Field(
         256, description="local provider: MB of RAM for llama.cpp states of past prompts; a new prompt restores "
@@ -314,9 +315,9 @@ class ContextConfig(_Section):
     fixed instructions (benchmarks/answers.py measures each choice)."""
 
     layout: PromptLayout = Field(
-        "documents_first", description="documents_first: the format's instruction after the passages and the "
-                                       "question; static_first: every fixed instruction first, the same bytes for "
-                                       "every question, so a local model reuses its prefix state")
+        DEFAULT_LAYOUT, description="documents_first: the format's instruction after the passages and the "
+                                    "question; static_first: every fixed instruction first, the same bytes for "
+                                    "every question, so a local model reuses its prefix state")
     select: Literal["whole", "segments"] = Field(
         "whole", description="whole: every shown passage as it is; segments: each passage's title and its "
                              "segments closest to the question (by the embedder, in any language)")

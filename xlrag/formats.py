@@ -29,6 +29,7 @@ __all__ = [
     "MARKER_OPEN",
     "MARKER_RE",
     "OPTION_LETTERS",
+    "DEFAULT_LAYOUT",
     "PROMPT_LAYOUTS",
     "AnswerFormat",
     "Marker",
@@ -50,6 +51,9 @@ __all__ = [
 # for every question, so a local model reuses its prefix state.
 PromptLayout = Literal["documents_first", "static_first"]
 PROMPT_LAYOUTS: tuple[str, ...] = get_args(PromptLayout)
+#: The default layout (context.layout and PromptLibrary.build_messages). static_first waits for
+#: benchmarks/answers.py to show that answers hold with it (docs/how-to/answers.md).
+DEFAULT_LAYOUT: PromptLayout = "documents_first"
 
 # The letters options are shown with ("A) ...", "B) ..."): the prompt writes them, the mc parser
 # and the answer grammar read them.

@@ -18,6 +18,7 @@ from xlrag.chains.context import GAP, ContextSelector, segments_of
 from xlrag.chains.echo import strip_markup
 from xlrag.chains.pipeline import Pipeline
 from xlrag.config import ContextConfig, XlragConfig
+from xlrag.formats import DEFAULT_LAYOUT
 from xlrag.schema import Passage
 
 from ..conftest import DATA
@@ -106,7 +107,7 @@ def test_the_pipeline_shows_segments_and_cites_whole_passages(embedder, fiji, co
     llm = Recorder(messages=iter([AIMessage(reply)]), sent=[])
     pipe = Pipeline.create(None, llm, few_shot=False, post_hoc=False,
                            context=ContextSelector(embedder, segments=2, order=order))
-    assert pipe.context.layout == "documents_first"
+    assert pipe.context.layout == DEFAULT_LAYOUT
     answer = pipe.answer({"question": FIJI_QUESTION, "lang": "ar", "passages": [fiji, comoros]})
     user = llm.sent[0][-1].content
     first, second = (fiji, comoros) if order == "best_first" else (comoros, fiji)
@@ -119,9 +120,12 @@ def test_the_pipeline_shows_segments_and_cites_whole_passages(embedder, fiji, co
 
 def test_config_builds_the_selector(embedder):
     default = ContextSelector.from_config(ContextConfig(), embedder)
-    assert (default.segments, default.order, default.layout) == (None, "best_first", "documents_first")
-    whole_last = ContextSelector.from_config(ContextConfig(order="best_last", layout="static_first"), None)
-    assert (whole_last.segments, whole_last.order, whole_last.layout) == (None, "best_last", "static_first")
+    assert (default.segments, default.order, default.layout) == (None, "best_first", DEFAULT_LAYOUT)
+    whole_last = ContextSelector.from_config(ContextConfig(select="whole", order="best_last",
+                                                           layout="documents_first"), None)
+    assert (whole_last.segments, whole_last.order, whole_last.layout) == (None, "best_last", "documents_first")
+    with pytest.raises(ValueError, match="embedder"):  # segments are chosen by an embedder
+        ContextSelector.from_config(ContextConfig(select="segments"), None)
     seg = ContextSelector.from_config(ContextConfig(select="segments", segments=3), embedder)
     assert seg.segments == 3
     with pytest.raises(ValueError, match="select"):

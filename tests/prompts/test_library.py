@@ -244,7 +244,8 @@ def _doc_positions(text: str) -> list[int]:
 
 @pytest.mark.parametrize("lang", ["en", "de", "ar", "zh", "bn"])
 def test_build_messages_answer(lib, lang):
-    (role_s, system), (role_u, user) = lib.build_messages(lang, "Capital?", DOCS, fmt="answer")
+    (role_s, system), (role_u, user) = lib.build_messages(lang, "Capital?", DOCS, fmt="answer",
+                                                          layout="documents_first")
     assert (role_s, role_u) == ("system", "user")
     assert system.startswith(lib.render("system", lang))
     assert system.endswith(lib.render("answer_language", lang))
@@ -275,6 +276,19 @@ def test_every_question_starts_with_the_same_tokens(lib, lang, fmt, options):
         header = CHOICE_HEADER if options else "Answer:"
         assert lib.render("citation_format", lang, answer_header=header) in a[0][1]
         assert lib.render("citation_format", lang, answer_header=header) not in a[1][1]
+
+
+def test_the_default_layout_has_one_owner(lib):
+    import inspect
+
+    from xlrag.chains.context import ContextSelector
+    from xlrag.config import ContextConfig
+    from xlrag.formats import DEFAULT_LAYOUT
+
+    assert DEFAULT_LAYOUT in ("documents_first", "static_first")
+    assert inspect.signature(lib.build_messages).parameters["layout"].default == DEFAULT_LAYOUT
+    assert ContextConfig().layout == ContextSelector().layout == DEFAULT_LAYOUT
+    assert lib.build_messages("en", "q", DOCS) == lib.build_messages("en", "q", DOCS, layout=DEFAULT_LAYOUT)
 
 
 def test_build_messages_mc(lib):

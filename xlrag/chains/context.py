@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextSelector", "segments_of"]
 
+# the settings' defaults are ContextConfig's: the selector built without a config agrees with it
+_DEFAULTS = {name: field.default for name, field in ContextConfig.model_fields.items()}
+
 GAP = "…"  # stands where left-out text was, so the model does not read two segments as one
 
 
@@ -62,9 +65,9 @@ class ContextSelector:
     repairs and the perspectives view show the same passages again.
     """
 
-    def __init__(self, embedder: Embedder | None = None, *, segments: int | None = None, segment_chars: int = 300,
-                 order: ContextOrder = "best_first", layout: PromptLayout = "documents_first",
-                 cache_size: int = 4096):
+    def __init__(self, embedder: Embedder | None = None, *, segments: int | None = None,
+                 segment_chars: int = _DEFAULTS["segment_chars"], order: ContextOrder = _DEFAULTS["order"],
+                 layout: PromptLayout = _DEFAULTS["layout"], cache_size: int = 4096):
         if segments is not None and embedder is None:
             raise ValueError("ContextSelector needs an embedder to choose segments")
         self.embedder = embedder

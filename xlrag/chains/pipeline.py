@@ -92,6 +92,18 @@ def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: 
     return [("system", system), ("user", "\n".join(lines))], example
 
 
+def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:
+    """``context:``'s defaults over the retriever's embedder; with no retriever there is no
+    embedder to choose segments by, and the passages given are shown whole."""
+    from xlrag.config import ContextConfig
+
+    defaults = ContextConfig()
+    embedder = retriever.embedder if retriever is not None else None
+    if embedder is None:
+        defaults = defaults.model_copy(update={"select": "whole"})
+    return ContextSelector.from_config(defaults, embedder)
+
+
 class Pipeline(BaseModel):
     """The parts of an answering stack and its steps. Build one with :meth:`from_config`
     (or :meth:`create` from parts already built)."""
@@ -114,7 +126,7 @@ class Pipeline(BaseModel):
                                                "no step checks attribution")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
     max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
-    context: ContextSelector = Field(default_factory=ContextSelector,
+    context: ContextSelector = Field(default_factory=lambda: _default_context(None),
                                      description="what the model reads of the passages, in what order and layout "
                                                  "(context:)")
 
@@ -130,7 +142,7 @@ class Pipeline(BaseModel):
                attribution: Any = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
-        ``grammar`` (None: the ``llm.grammar`` the model was built with) is compiled here, so a
+        ``grammar`` (None: the ``llm.grammar`` the model was built with, else the profile's default) is compiled here, so a
         model that cannot take it fails now rather than on the first question. ``attribution``
         is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
         (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``agent.attribution``."""
@@ -145,6 +157,8 @@ class Pipeline(BaseModel):
             few_shot = prof.few_shot_default(llm)
         if grammar is None:
             grammar = configured_grammar(llm)
+        if grammar is None:
+            grammar = prof.grammar_default(llm)
         fmt, k = parse_format(fmt), check_k(k)
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
@@ -153,7 +167,7 @@ class Pipeline(BaseModel):
         return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
-                   max_question_chars=max_question_chars, context=context or ContextSelector(),
+                   max_question_chars=max_question_chars, context=context or _default_context(retriever),
                    attribution=attribution)
 
     @classmethod

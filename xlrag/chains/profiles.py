@@ -109,6 +109,11 @@ class ProviderProfile(BaseModel):
         bind = getattr(type(llm), "bind_tools", None)
         return bind is not None and bind is not BaseChatModel.bind_tools
 
+    def grammar_default(self, llm: Any) -> bool:
+        """Whether replies are held to the format's grammar when ``llm.grammar`` is not set:
+        vendors take none (their structured output is their own)."""
+        return False
+
     def answer_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int, n_options: int) -> dict[str, Any]:
         """Call options that hold the reply to ``fmt`` over ``n_docs`` passages (``llm.grammar``).
 
@@ -247,9 +252,9 @@ def structured_runnable(llm: Any, schema: dict[str, Any], name: str, tags: Seque
     return (llm.bind(**options) if options else llm).with_config(tags=list(tags))
 
 
-def configured_grammar(llm: Any) -> bool:
-    """``LLMConfig.grammar`` of the config the model was built from (False: not set)."""
-    return bool((getattr(llm, "metadata", None) or {}).get(GRAMMAR_KEY))
+def configured_grammar(llm: Any) -> bool | None:
+    """``LLMConfig.grammar`` of the config the model was built from (None: not set)."""
+    return (getattr(llm, "metadata", None) or {}).get(GRAMMAR_KEY)
 
 
 def configured_few_shot(llm: Any) -> bool | None:

@@ -21,6 +21,7 @@ from xlrag.formats import (
     CITED_HEADER,
     EXPLANATION_HEADER,
     OPTION_LETTERS,
+    DEFAULT_LAYOUT,
     PROMPT_LAYOUTS,
     AnswerFormat,
     PromptLayout,
@@ -311,7 +312,7 @@ class PromptLibrary:
         fmt: AnswerFormat | str = AnswerFormat.ANSWER,
         options: Sequence[str] | None = None,
         *,
-        layout: PromptLayout = "documents_first",
+        layout: PromptLayout = DEFAULT_LAYOUT,
     ) -> list[tuple[str, str]]:
         """``[("system", ...), ("user", ...)]`` asking for an answer in ``lang``.
 

@@ -14,7 +14,6 @@ from xlrag.chains.local.grammar import LEAD_EXCLUDED, TEXT_EXCLUDED, answer_gram
 from xlrag.chains.local.runtime import LocalLlamaChat
 from xlrag.chains.parsing.markers import strip_markers
 from xlrag.chains.parsing.mc import parse_mc
-from xlrag.chains.parsing.sentences import sentences_with_markers
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import LocalProfile, OpenAIProfile
 from xlrag.chains.state import ChainInput
@@ -94,9 +93,7 @@ def citation_replies(draw: st.DrawFn) -> tuple[str, int, int, set[int]]:
         assume(strip_markers(text))
         answer = f"{ANSWER_HEADER} {text}"
     finals = _class_chars(grammar, re.findall(r"\[[^\]^]+\]", _rule(grammar, "explanation"))[-1])
-    # one sentence: the body holds no sentence end, only its last character may be one
-    inside = _text(False).map(lambda s: "".join(c for c in s if c not in finals)).filter(bool)
-    body = draw(st.lists(st.one_of(inside, st.sampled_from(marker_texts or ["x"])), max_size=4))
+    body = draw(st.lists(st.one_of(_text(False), st.sampled_from(marker_texts or ["."])), max_size=4))
     end = draw(st.sampled_from([*finals, *marker_texts]))
     explanation = f"{EXPLANATION_HEADER} {''.join(body)}{end}"
     return f"{head}{', '.join(cited)}\n{answer}\n{explanation}", n_docs, n_options, set(range(n_docs))
@@ -154,7 +151,6 @@ def test_the_small_model_under_the_grammar_replies_in_format(qwen):
     assert parsed.status == "ok", answer.raw_output
     assert parsed.cited and all(0 <= n < 3 for n in [*parsed.cited, *parsed.inline]), answer.raw_output
     assert all(c.valid for c in answer.citations) and "invalid_citation" not in answer.flags
-    assert len(sentences_with_markers(parsed.explanation or "")) <= 1, answer.raw_output  # the explanation is one sentence
 
 
 # -- bad input -------------------------------------------------------------------------------
@@ -181,14 +177,14 @@ def test_a_vendor_with_the_grammar_on_is_refused_at_start_up(qwen):
     assert "llm.grammar" in _one_line(e) and "openai" in str(e.value)
 
 
-def test_the_setting_is_off_by_default_and_carried_to_the_pipeline():
+def test_the_setting_defaults_to_the_profile_and_is_carried_to_the_pipeline():
     from xlrag.chains.llms import build_llm
 
-    assert LLMConfig().grammar is False
-    for on in (False, True):
-        llm = build_llm(LLMConfig(provider="local", model=MODEL, n_threads=1, grammar=on))
+    assert LLMConfig().grammar is None  # unset: the provider profile decides
+    for setting, on in ((None, False), (False, False), (True, True)):
+        llm = build_llm(LLMConfig(provider="local", model=MODEL, n_threads=1, grammar=setting))
         pipeline = Pipeline.create(None, llm, fmt="citation", post_hoc=False)
-        assert pipeline.grammar is on
+        assert pipeline.grammar is on, setting
         state = pipeline.request(ChainInput.coerce({"question": "Who governs Ceuta?"}),
                                  make_query("Who governs Ceuta?", lang="en"),
                                  [Hit(passage=Passage(id="p", doc_id="d", text=PASSAGES[0], lang="en"), score=1.0,
@@ -196,6 +192,14 @@ def test_the_setting_is_off_by_default_and_carried_to_the_pipeline():
         assert ("grammar" in state.request.kwargs) is on
         if on:
             assert state.request.kwargs["grammar"] == answer_grammar(AnswerFormat.CITATION, 1, 0)
+
+
+def test_a_vendor_left_unset_answers_without_a_grammar(qwen):
+    # the profile's default: vendors have no grammar, and an unset setting is not an error
+    assert OpenAIProfile().grammar_default(qwen) is False
+    assert LocalProfile().grammar_default(qwen) is False  # until benchmarks/answers.py says otherwise
+    pipeline = Pipeline.create(None, qwen, fmt="citation", post_hoc=False, profile=OpenAIProfile())
+    assert pipeline.grammar is False
 
 
 # -- the prompt's example lines --------------------------------------------------------------
