@@ -91,6 +91,7 @@ ARMS: dict[str, Arm] = {
     "chain/balanced/pivot": Arm("chain", "balanced", 3, "pivot", layout="documents_first"),
     # issue #33
     "chain/before": Arm("chain", "balanced", 3, layout="documents_first"),
+    # the layout alone (with the pinned prefixes, and the parser that reads translated headers)
     "chain/static": Arm("chain", "balanced", 3),
     "chain/segments": Arm("chain", "balanced", 3, context="segments"),
     "chain/segments/k5": Arm("chain", "balanced", 5, context="segments"),
@@ -340,7 +341,7 @@ def paired(rows: list[dict]) -> dict:
 
 # issue #33: the candidate default against the configuration before it, on the same questions
 COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("chain/form", "chain/before"),
-            ("agent/form", "agent/before"))
+            ("agent/form", "agent/before"), ("chain/static", "chain/before"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
