@@ -537,7 +537,7 @@ def main() -> None:
     result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
               "arms": {a: ARMS[a]._asdict() for a in ARMS},
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
-              "issue_33": {new: compare(rows, new, old) for new, old in COMPARED if compare(rows, new, old)},
+              "issue_33": {new: c for new, old in COMPARED if (c := compare(rows, new, old))},
               "rows": rows}
     for cmp in result["issue_33"].values():
         print(table(cmp))
