@@ -104,7 +104,8 @@ ARMS: dict[str, Arm] = {
     "chain/after": Arm("chain", "balanced", 3, context="segments", grammar=True),
     "agent/after": Arm("agent", "balanced", 3, context="segments", grammar=True),
     # the second: the same passages and explanation as before, the form and the prefix changed:
-    # every fixed instruction first, the grammar, pinned prefixes
+    # every fixed instruction first, the grammar, pinned prefixes; its rows from before the
+    # grammar-last sampler (chains/local/sampling.py) are archived, since they timed the old one
     "chain/form": Arm("chain", "balanced", 3, grammar=True),
     "agent/form": Arm("agent", "balanced", 3, grammar=True),
 }

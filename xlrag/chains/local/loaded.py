@@ -147,6 +147,14 @@ def _llama_class() -> Any:
                 finally:
                     self.scores = scores
 
+            def _init_sampler(self, *, grammar: Any = None, temp: float = 0.8, **settings: Any) -> Any:
+                # llama-cpp-python's only caller passes its sampling settings by keyword
+                if grammar is None or temp != 0.0:
+                    return super()._init_sampler(grammar=grammar, temp=temp, **settings)
+                from xlrag.chains.local.sampling import GrammarLast
+
+                return GrammarLast(self, super()._init_sampler(temp=temp, **settings), grammar)
+
             def eval(self, tokens: Sequence[int]) -> None:
                 self.evaluated += len(tokens)
                 super().eval(tokens)
