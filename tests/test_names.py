@@ -1,6 +1,7 @@
 """One name per concept (issue #35): the IR mode is ``mode`` everywhere (never ``policy``), the
 languages of sources are ``relevant_langs`` (never ``langs``), and ``-k`` is the passages shown
-(``eval retrieval``'s ranking depth is ``--depth``). Each old name works for one release with a
+(``eval retrieval``'s ranking depth is ``--depth``), index health is ``complete``
+and ``notes`` on retrievals and answers alike. Each old name works for one release with a
 warning naming the new one, and giving both is an error; the CLI cases are in the CLI tests."""
 
 from __future__ import annotations
@@ -79,3 +80,25 @@ def test_the_languages_of_sources_are_relevant_langs():
         PerspectivesInput(question="Ceuta?", langs=["es"], relevant_langs=["ar"])
     for model in (AgentRule, PerspectivesInput, PerspectivesRequest):
         assert "langs" not in model.model_fields
+
+
+def test_index_health_is_complete_and_notes_on_retrievals_and_answers():
+    from xlrag.schema import GroundedAnswer, Retrieval
+    from xlrag.server.models import AnswerOut
+
+    assert {"complete", "notes"} <= Retrieval.model_fields.keys() & GroundedAnswer.model_fields.keys()
+    assert not {"index_complete", "retrieval_notes"} & GroundedAnswer.model_fields.keys()
+    fields = {"question": "q", "lang": "en", "format": "citation", "mode": "qlang", "model": "m"}
+    with pytest.warns(XlragDeprecationWarning, match="'index_complete' is now called 'complete'"):
+        old = GroundedAnswer(**fields, index_complete=False, answer="a")  # an old record still loads
+    assert old.complete is False
+    answer = GroundedAnswer(**fields, complete=False, notes=["the ar store was not searched"], answer="a")
+    with pytest.warns(XlragDeprecationWarning, match="'retrieval_notes' is now called 'notes'"):
+        assert answer.retrieval_notes == ["the ar store was not searched"]
+    with pytest.raises(ValueError, match="give 'complete' only"):
+        GroundedAnswer(**fields, complete=True, index_complete=False)
+    out = AnswerOut.of(answer).model_dump()
+    assert (out["complete"], out["notes"]) == (False, ["the ar store was not searched"])
+    assert (out["index_complete"], out["retrieval_notes"]) == (False, out["notes"])  # the old keys, one release
+    schema = AnswerOut.model_json_schema()["properties"]
+    assert schema["index_complete"].get("deprecated") is True and schema["retrieval_notes"].get("deprecated") is True

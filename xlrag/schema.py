@@ -236,6 +236,11 @@ class AnswerUsage(BaseModel):
                           "(mostly reading the prompt); waiting for other calls is not counted")
 
 
+# The index-health fields' old names on an answer (index health is ``complete`` and ``notes``
+# everywhere, as on Retrieval)
+_ANSWER_RENAMED = {"index_complete": "complete", "retrieval_notes": "notes"}
+
+
 class GroundedAnswer(BaseModel):
     """A parsed, validated answer with its citations and the passages it was shown."""
 
@@ -257,10 +262,33 @@ class GroundedAnswer(BaseModel):
         "unparseable, ambiguous, truncated, no_citations, invalid_citation, post_hoc_citations, closed_book",
     )
     raw_output: str = ""
-    index_complete: bool = Field(True, description="False when the index was half-built, or a store could not be "
-                                                   "searched by every channel: passages may be missing")
-    retrieval_notes: list[str] = Field(default_factory=list, description="why a wanted store was not searched")
+    complete: bool = Field(True, description="False when the index was half-built, or a store could not be "
+                                             "searched by every channel: passages may be missing (was "
+                                             "index_complete; the same as Retrieval.complete)")
+    notes: list[str] = Field(default_factory=list, description="why a wanted store, or channel, was not searched "
+                                                               "(was retrieval_notes)")
     usage: AnswerUsage | None = Field(None, description="tokens and time of the answering LLM call, where reported")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        from xlrag.validate import renamed_keys
+
+        return renamed_keys(data, "GroundedAnswer", _ANSWER_RENAMED)
+
+    @property
+    def index_complete(self) -> bool:
+        """``complete``'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("GroundedAnswer", "index_complete", "complete", self.complete, None)
+
+    @property
+    def retrieval_notes(self) -> list[str]:
+        """``notes``' old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("GroundedAnswer", "retrieval_notes", "notes", self.notes, None)
 
     @property
     def answered(self) -> bool:

@@ -130,8 +130,8 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
     return GroundedAnswer(question=query.text, lang=query.lang or "", format=fmt, mode=state.mode,
                           model=state.model, passages=hits, raw_output=raw, answer=answer,
                           explanation=explanation, option_index=index, chosen_option=chosen,
-                          citations=citations, flags=flags, index_complete=state.complete,
-                          retrieval_notes=state.notes, usage=message_usage(message))
+                          citations=citations, flags=flags, complete=state.complete,
+                          notes=state.notes, usage=message_usage(message))
 
 
 def finalize(state: ChainState, attributor: PostHocAttributor | None,

@@ -123,7 +123,7 @@ def ask(
             answer = chain.invoke(given) if as_json else print_stream(chain.stream(given))
     except XlragError as e:
         _fail(e)
-    retrieval_warnings(answer.index_complete, answer.retrieval_notes)
+    retrieval_warnings(answer.complete, answer.notes)
     if as_json:
         out.print_json(answer.model_dump_json())
         return
@@ -158,7 +158,7 @@ def _ask_agent(cfg: Any, inputs: dict[str, Any], as_json: bool) -> None:
     with shown_warnings():
         result = graph.invoke(given) if as_json else print_stream(agent_run(graph, given))
     answer, trace = result["answer"], result["trace"]
-    retrieval_warnings(answer.index_complete, answer.retrieval_notes)
+    retrieval_warnings(answer.complete, answer.notes)
     if as_json:
         out.print_json(json.dumps({**answer.model_dump(mode="json"), "trace": trace.model_dump(mode="json")}))
         return

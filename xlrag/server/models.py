@@ -154,8 +154,10 @@ class AnswerOut(_Out):
     unverified: list[str] = Field(default_factory=list, description=(
         "why verified is false, each a code of xlrag.checks.substance.UNVERIFIED_REASONS (not_an_answer, "
         "unsupported, uncited, post_hoc_only); empty when verified"))
-    index_complete: bool = Field(description=GroundedAnswer.model_fields["index_complete"].description)
-    retrieval_notes: list[str] = Field(description="why a wanted language store was not searched")
+    complete: bool = Field(description=GroundedAnswer.model_fields["complete"].description)
+    notes: list[str] = Field(description=GroundedAnswer.model_fields["notes"].description)
+    index_complete: bool = Field(description="complete's old name, kept for one release", deprecated=True)
+    retrieval_notes: list[str] = Field(description="notes' old name, kept for one release", deprecated=True)
     usage: AnswerUsage | None = Field(None, description=GroundedAnswer.model_fields["usage"].description)
 
     @classmethod
@@ -171,7 +173,8 @@ class AnswerOut(_Out):
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
             flags=list(a.flags), verified=not reasons, unverified=reasons,
-            index_complete=a.index_complete, retrieval_notes=list(a.retrieval_notes), usage=a.usage)
+            complete=a.complete, notes=list(a.notes), index_complete=a.complete,
+            retrieval_notes=list(a.notes), usage=a.usage)
 
 
 class AskResponse(_Out):
