@@ -179,15 +179,6 @@ def _llama_class() -> Any:
     return _LLAMA_CLASS
 
 
-def _common(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 class PinnedPrefixes:
     """The states of prompt prefixes that several prompts share, kept apart from the cache of
     whole prompts and restored into a context that lost them.
@@ -214,15 +205,16 @@ class PinnedPrefixes:
     def prepare(self, llama: Any, tokens: Sequence[int]) -> None:
         """Before ``llama`` reads ``tokens``: restore the longest kept prefix the context lacks,
         or read up to a newly shared prefix and keep its state. Call holding the model lock."""
+        common = llama.longest_token_prefix
         prompt = tuple(tokens)
         last = len(prompt) - 1  # generate reads at least the last token itself
-        held = _common(llama.input_ids[: llama.n_tokens].tolist(), prompt)
+        held = common(llama.input_ids[: llama.n_tokens].tolist(), prompt)
         kept = max((k for k in self.states if len(k) <= last and prompt[: len(k)] == k), key=len, default=())
         if len(kept) > held:
             self.states.move_to_end(kept)
             llama.load_state(self.states[kept])
             held = len(kept)
-        shared = min(last, max((_common(r, prompt) for r in self.recent), default=0))
+        shared = min(last, max((common(r, prompt) for r in self.recent), default=0))
         self.recent.append(prompt)
         if shared < self.min_tokens or shared <= held:
             return
