@@ -222,3 +222,23 @@ def test_the_architecture_page_draws_these_floors():
         drawn.append({"xlrag" if n == "xlrag/__init__.py" else n.removesuffix("/").removesuffix(".py")
                       for n in names})
     assert drawn == [rooms for _, rooms in FLOORS]
+
+
+# LangChain's private Runnable helpers: a Runnable of xlrag composes through the public API
+# (RunnableLambda, RunnableGenerator, ...), so a LangChain release may change these freely
+PRIVATE_LANGCHAIN = {"_call_with_config", "_acall_with_config", "_transform_stream_with_config",
+                     "_atransform_stream_with_config", "_batch_with_config", "_abatch_with_config"}
+
+
+def private_langchain_calls(root: Path) -> list[str]:
+    return sorted(f"{name}: {node.attr}" for name, path in _modules(root).items()
+                  for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Attribute) and node.attr in PRIVATE_LANGCHAIN)
+
+
+def test_runnables_compose_through_public_langchain_apis(tmp_path):
+    assert private_langchain_calls(ROOT) == []
+    (tmp_path / "xlrag").mkdir()
+    (tmp_path / "xlrag" / "view.py").write_text("def invoke(self, x, c):\n"
+                                                "    return self._call_with_config(self._run, x, c)\n")
+    assert private_langchain_calls(tmp_path / "xlrag") == ["xlrag.view: _call_with_config"]

@@ -19,9 +19,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
-from langchain_core.runnables.config import patch_config
+from langchain_core.runnables import (
+    Runnable,
+    RunnableConfig,
+    RunnableGenerator,
+    RunnableLambda,
+    RunnableSerializable,
+)
 from pydantic import ConfigDict
 
 from xlrag.chains.finalize import finalize
@@ -122,22 +126,19 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         return await self.pipeline.aprepare(value, config)
 
     # -- Runnable --------------------------------------------------------------------------
-    def _run(self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig) -> GroundedAnswer:
-        return self.pipeline.answer(value, patch_config(config, callbacks=run_manager.get_child()))
-
-    async def _arun(self, value: Any, run_manager: AsyncCallbackManagerForChainRun,
-                    config: RunnableConfig) -> GroundedAnswer:
-        return await self.pipeline.aanswer(value, patch_config(config, callbacks=run_manager.get_child()))
+    # The run is LangChain's own: a RunnableLambda (RunnableGenerator to stream) under the
+    # chain's name opens it, reports its errors and end, and hands the pipeline a config whose
+    # callbacks are the run's children.
+    def _steps(self) -> RunnableLambda:
+        return RunnableLambda(self.pipeline.answer, afunc=self.pipeline.aanswer, name=self.get_name())
 
     def invoke(self, input: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
-        return self._call_with_config(self._run, input, config, run_type="chain")
+        return self._steps().invoke(input, config)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
-        return await self._acall_with_config(self._arun, input, config, run_type="chain")
+        return await self._steps().ainvoke(input, config)
 
     # The input is one value (a question, a mapping), never a stream of pieces: the first is it.
-    # LangChain's stream helpers open the chain run and hand the steps a config whose
-    # callbacks are its children, as _call_with_config does for invoke.
     def _stream(self, inputs: Iterator[Any], config: RunnableConfig) -> Iterator[AnswerChunk]:
         yield from self.pipeline.stream_answer(next(inputs), config)
 
@@ -145,19 +146,18 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         async for chunk in self.pipeline.astream_answer(await anext(inputs), config):
             yield chunk
 
+    def _streamed(self) -> RunnableGenerator:
+        return RunnableGenerator(self._stream, self._astream, name=self.get_name())
+
     def stream(self, input: Any, config: RunnableConfig | None = None) -> Iterator[AnswerChunk]:  # type: ignore[override]
         """The model's reply as :class:`AnswerToken` chunks while it is generated, then the
         GroundedAnswer ``invoke`` would have returned."""
-        return self._transform_stream_with_config(iter([input]), self._stream, config)
+        return self._streamed().stream(input, config)
 
     async def astream(self, input: Any, config: RunnableConfig | None = None  # type: ignore[override]
                       ) -> AsyncIterator[AnswerChunk]:
         """:meth:`stream`, awaiting the model's own async stream."""
-
-        async def one() -> AsyncIterator[Any]:
-            yield input
-
-        async for chunk in self._atransform_stream_with_config(one(), self._astream, config):
+        async for chunk in self._streamed().astream(input, config):
             yield chunk
 
 
