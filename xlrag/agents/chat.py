@@ -17,7 +17,6 @@ each with its own sources. :func:`open_checkpointer` opens the SQLite store for
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from xlrag.agents.graph import AgentOutput
 from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
+from xlrag.steps import Call, Steps, arun, run
 from xlrag.trace import Trace
 
 __all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
@@ -137,19 +137,18 @@ class _Chat:
                          detail=f"{why}, not {lang}: searched with the previous question and the follow-up")
 
     def condense(self, s: ChatState, config: RunnableConfig) -> dict:
-        lang = self._lang(s)
-        prompt = self._prompt(s, lang)
-        if prompt is None:
-            return {"lang": lang, "condensed": Condensed(question=s["question"], rewritten=False, detail="first turn")}
-        return {"lang": lang, "condensed": self._check(s, lang, self.llm.invoke([("user", prompt)], config))}
+        return run(self._condense(s, config))
 
     async def acondense(self, s: ChatState, config: RunnableConfig) -> dict:
-        lang = await asyncio.to_thread(self._lang, s)
+        return await arun(self._condense(s, config))
+
+    def _condense(self, s: ChatState, config: RunnableConfig) -> Steps[dict]:
+        lang = yield Call(self._lang, (s,))
         prompt = self._prompt(s, lang)
         if prompt is None:
             return {"lang": lang, "condensed": Condensed(question=s["question"], rewritten=False, detail="first turn")}
-        reply = await self.llm.ainvoke([("user", prompt)], config)
-        return {"lang": lang, "condensed": await asyncio.to_thread(self._check, s, lang, reply)}
+        reply = yield Call(self.llm.invoke, ([("user", prompt)], config), self.llm.ainvoke)
+        return {"lang": lang, "condensed": (yield Call(self._check, (s, lang, reply)))}
 
     def _agent_input(self, s: ChatState) -> dict:
         c = s["condensed"]

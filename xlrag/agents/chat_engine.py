@@ -40,6 +40,7 @@ from xlrag.chains.query_engine import citation_nodes
 from xlrag.chains.state import GIVEN
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
+from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import strict_kwargs
 
 if TYPE_CHECKING:
@@ -159,21 +160,19 @@ class XlragChatEngine(BaseChatEngine):
         self._thread = uuid.uuid4().hex
 
     def _restart(self, history: Sequence[ChatMessage] | None) -> None:
+        run(self._restarted(history))
+
+    async def _arestart(self, history: Sequence[ChatMessage] | None) -> None:
+        await arun(self._restarted(history))
+
+    def _restarted(self, history: Sequence[ChatMessage] | None) -> Steps[None]:
         if history is None:
             return
         turns = _turns(history)
         self.reset()
         if turns:
             # as if "remember" had just kept them: the next message starts a turn after them
-            self.graph.update_state(self._config, {"turns": turns}, as_node="remember")
-
-    async def _arestart(self, history: Sequence[ChatMessage] | None) -> None:
-        if history is None:
-            return
-        turns = _turns(history)
-        self.reset()
-        if turns:
-            await self.graph.aupdate_state(self._config, {"turns": turns}, as_node="remember")
+            yield Call(self.graph.update_state, (self._config, {"turns": turns}, "remember"), self.graph.aupdate_state)
 
     # -- chat ---------------------------------------------------------------------------------
     def chat(self, message: str, chat_history: list[ChatMessage] | None = None) -> AgentChatResponse:

@@ -50,6 +50,7 @@ from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
 from xlrag.perspectives.models import Perspectives
 from xlrag.schema import Citation, GroundedAnswer, Hit, Query, Retrieval
+from xlrag.steps import Call, Steps, arun, run
 from xlrag.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
@@ -165,25 +166,29 @@ class XlragAgent:
     def _perspectives_input(self, s: AgentState) -> dict:
         return view_input(s["question"], s["query"].lang, s.get("relevant_langs"))
 
+    # Each node is written once, as steps (xlrag/steps.py): ``x`` runs them blocking, ``ax`` on
+    # the event loop, where only the calls themselves (a model, the retriever) differ.
     def compare(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0 = time.perf_counter()
-        view = self.perspectives.invoke(self._perspectives_input(s), config)
-        return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
+        return run(self._compare(s, config))
 
     async def acompare(self, s: AgentState, config: RunnableConfig) -> dict:
+        return await arun(self._compare(s, config))
+
+    def _compare(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0 = time.perf_counter()
-        view = await self.perspectives.ainvoke(self._perspectives_input(s), config)
+        view = yield Call(self.perspectives.invoke, (self._perspectives_input(s), config), self.perspectives.ainvoke)
         return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
 
     # config: the node's, so that the retriever run is the node's child in a trace
     def retrieve(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0 = time.perf_counter()
-        hits = self.pipeline.retrieve(s["query"], s["choice"].mode, config)
-        return {"hits": hits, "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
+        return run(self._retrieve(s, config))
 
     async def aretrieve(self, s: AgentState, config: RunnableConfig) -> dict:
+        return await arun(self._retrieve(s, config))
+
+    def _retrieve(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0 = time.perf_counter()
-        hits = await self.pipeline.aretrieve(s["query"], s["choice"].mode, config)
+        hits = yield Call(self.pipeline.retrieve, (s["query"], s["choice"].mode, config), self.pipeline.aretrieve)
         return {"hits": hits, "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
 
     # -- generate -------------------------------------------------------------------------
@@ -192,14 +197,17 @@ class XlragAgent:
 
     # no post-hoc citations after the parse: they are the last repair, and must show as one
     def generate(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0 = time.perf_counter()
-        state = self.pipeline.generate(self._request(s), _answering(config))
-        return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
-                "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
+        return run(self._generate(s, config))
 
     async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
+        return await arun(self._generate(s, config))
+
+    def _llm(self, request: ChainState, config: RunnableConfig) -> Call:
+        return Call(self.pipeline.generate, (request, _answering(config)), self.pipeline.agenerate)
+
+    def _generate(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0 = time.perf_counter()
-        state = await self.pipeline.agenerate(await asyncio.to_thread(self._request, s), _answering(config))
+        state = yield self._llm((yield Call(self._request, (s,))), config)
         return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
 
@@ -289,23 +297,21 @@ class XlragAgent:
         return (answer.answer, cited) if cited else None
 
     def verify(self, s: AgentState) -> dict:
-        t0 = time.perf_counter()
-        attributable, why = None, ""
-        if (args := self._attribution_inputs(s)) is not None:
-            result = self.attribution.check(s["query"].text, args[0], args[1], s["query"].lang or "en")
-            attributable, why = result.attributable, _attribution_detail(result)
-        out = self._checks(s, attributable, why, self._renderings(s, self._to_translate(s)))
-        return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
+        return run(self._verify(s))
 
     async def averify(self, s: AgentState) -> dict:
+        return await arun(self._verify(s))
+
+    def _verify(self, s: AgentState) -> Steps[dict]:
         t0 = time.perf_counter()
         attributable, why = None, ""
         if (args := self._attribution_inputs(s)) is not None:
-            result = await self.attribution.acheck(s["query"].text, args[0], args[1], s["query"].lang or "en")
+            result = yield Call(self.attribution.check, (s["query"].text, *args, s["query"].lang or "en"),
+                                self.attribution.acheck)
             attributable, why = result.attributable, _attribution_detail(result)
-        langs = await asyncio.to_thread(self._to_translate, s)
-        renderings = await asyncio.to_thread(self._renderings, s, langs) if langs else {}
-        out = await asyncio.to_thread(self._checks, s, attributable, why, renderings)
+        langs = yield Call(self._to_translate, (s,))
+        renderings = (yield Call(self._renderings, (s, langs))) if langs else {}
+        out = yield Call(self._checks, (s, attributable, why, renderings))
         return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
 
     @staticmethod
@@ -379,25 +385,20 @@ class XlragAgent:
                 "timings": [Timing(step=f"repair:{repair.value}", seconds=seconds)]}
 
     def repair(self, s: AgentState, config: RunnableConfig) -> dict:
-        t0, repair, failure = time.perf_counter(), s["next_repair"], None
-        if repair in _ASK_AGAIN:
-            state = self.pipeline.generate(self._request(s, self._followup(s, repair)), _answering(config))
-            answer = self.pipeline.parse(state)
-        elif repair is Repair.TRANSLATE:
-            answer, failure = self._translate(s)
-        else:
-            answer = self._post_hoc(s)
-        return self._repaired(s, repair, answer, t0, failure)
+        return run(self._repair(s, config))
 
     async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
+        return await arun(self._repair(s, config))
+
+    def _repair(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in _ASK_AGAIN:
-            state = await asyncio.to_thread(self._request, s, self._followup(s, repair))
-            answer = self.pipeline.parse(await self.pipeline.agenerate(state, _answering(config)))
+            request = yield Call(self._request, (s, self._followup(s, repair)))
+            answer = self.pipeline.parse((yield self._llm(request, config)))
         elif repair is Repair.TRANSLATE:
-            answer, failure = await asyncio.to_thread(self._translate, s)
+            answer, failure = yield Call(self._translate, (s,))
         else:
-            answer = await asyncio.to_thread(self._post_hoc, s)
+            answer = yield Call(self._post_hoc, (s,))
         return self._repaired(s, repair, answer, t0, failure)
 
     # -- finish ---------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from xlrag.languages import normalize_code
 from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
 from xlrag.schema import Hit
+from xlrag.steps import Call, Steps, arun, run
 from xlrag.trace import Timing, ToolStep
 
 __all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate", "tool_specs"]
@@ -107,17 +108,15 @@ class ToolCallingAgent(XlragAgent):
         return (self.pipeline.llm if last_round else self.with_tools), [*messages, *new], bool(new)
 
     def plan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
-        t0 = time.perf_counter()
-        model, messages, opened = self._plan_input(s)
-        reply = model.invoke(messages, _answering(config))
-        start = messages if opened else []
-        return {"messages": [*start, reply], "rounds": s.get("rounds", 0) + 1,
-                "timings": [Timing(step="plan", seconds=time.perf_counter() - t0)]}
+        return run(self._plan(s, config))
 
     async def aplan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
+        return await arun(self._plan(s, config))
+
+    def _plan(self, s: ToolAgentState, config: RunnableConfig) -> Steps[dict]:
         t0 = time.perf_counter()
         model, messages, opened = self._plan_input(s)
-        reply = await model.ainvoke(messages, _answering(config))
+        reply = yield Call(model.invoke, (messages, _answering(config)), model.ainvoke)
         start = messages if opened else []
         return {"messages": [*start, reply], "rounds": s.get("rounds", 0) + 1,
                 "timings": [Timing(step="plan", seconds=time.perf_counter() - t0)]}

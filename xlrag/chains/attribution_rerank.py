@@ -14,6 +14,7 @@ from typing import Any
 
 from xlrag.chains.postprocess import ATTRIBUTION_RERANK
 from xlrag.schema import Citation, GroundedAnswer
+from xlrag.steps import Call, Steps, arun, run
 
 __all__ = ["AttributionReranker", "rerank_citations", "top_cited"]
 
@@ -62,10 +63,13 @@ class AttributionReranker:
         return answer.answer or answer.explanation or ""
 
     def rerank(self, answer: GroundedAnswer) -> GroundedAnswer:
+        return run(self._rerank(answer))
+
+    def _rerank(self, answer: GroundedAnswer) -> Steps[GroundedAnswer]:
         if not answer.passages or not self._text(answer):
             return answer
-        result = self.checker.check(answer.question, self._text(answer), answer.passages, answer.lang or "en",
-                                    setting=self.setting)
+        args = (answer.question, self._text(answer), answer.passages, answer.lang or "en", self.setting)
+        result = yield Call(self.checker.check, args, self.checker.acheck)
         return rerank_citations(answer, set(result.supporting))
 
     def process(self, answer: GroundedAnswer) -> GroundedAnswer:
@@ -75,8 +79,4 @@ class AttributionReranker:
         return await self.arerank(answer)
 
     async def arerank(self, answer: GroundedAnswer) -> GroundedAnswer:
-        if not answer.passages or not self._text(answer):
-            return answer
-        result = await self.checker.acheck(answer.question, self._text(answer), answer.passages,
-                                           answer.lang or "en", setting=self.setting)
-        return rerank_citations(answer, set(result.supporting))
+        return await arun(self._rerank(answer))

@@ -17,9 +17,8 @@ threads); the other steps reach the event loop through one thread bridge.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +49,7 @@ from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
 from xlrag.prompts import PromptLibrary, format_options, join_parts
 from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
+from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import check_k, k_field
 
 if TYPE_CHECKING:
@@ -295,19 +295,23 @@ class Pipeline(BaseModel):
                 "target_lang": query.target_lang}
         return XlragLangChainRetriever(retriever=self.retriever), args
 
+    # The steps up to and after the LLM call are written once (xlrag/steps.py): ``x`` runs them
+    # blocking, ``ax`` on the event loop, where only the calls themselves differ.
     def retrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> Retrieval:
         """The passages ``mode`` chooses for ``query`` (none without a retriever, or for no_ir),
         retrieved as a retriever run in ``config``'s callback tree."""
-        if self.retriever is None or mode == IRMode.NO_IR:
-            return Retrieval(query=query, mode=mode)
-        retriever, args = self._search(query, mode)
-        return retriever.invoke(query.text, config, **args).retrieval
+        return run(self._retrieve(query, mode, config))
 
     async def aretrieve(self, query: Query, mode: str, config: RunnableConfig | None = None) -> Retrieval:
+        return await arun(self._retrieve(query, mode, config))
+
+    def _retrieve(self, query: Query, mode: str, config: RunnableConfig | None) -> Steps[Retrieval]:
         if self.retriever is None or mode == IRMode.NO_IR:
             return Retrieval(query=query, mode=mode)
         retriever, args = self._search(query, mode)
-        return (await retriever.ainvoke(query.text, config, **args)).retrieval
+        found = yield Call(partial(retriever.invoke, query.text, config, **args), (),
+                           partial(retriever.ainvoke, query.text, config, **args))
+        return found.retrieval
 
     def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
                 followup: list[tuple[str, str]] | None = None) -> ChainState:
@@ -342,23 +346,21 @@ class Pipeline(BaseModel):
 
     def prepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
         """Detect, retrieve and build the request: everything up to the LLM call."""
-        inp = ChainInput.coerce(value)
-        self.check(inp)
-        query = self.query_for(inp)
-        hits = self._given(inp)
-        if hits is None:
-            hits = self.retrieve(query, self.mode_for(inp), config)
-        return self.request(inp, query, hits)
+        return run(self._prepare(value, config))
 
     async def aprepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
+        return await arun(self._prepare(value, config))
+
+    def _prepare(self, value: Any, config: RunnableConfig | None) -> Steps[ChainState]:
         inp = ChainInput.coerce(value)
         self.check(inp)
-        query = await asyncio.to_thread(self.query_for, inp)
+        query = yield Call(self.query_for, (inp,))
         hits = self._given(inp)
         if hits is None:
-            # awaited here, not bridged: an async tracer (astream_events) sees the retriever run
-            hits = await self.aretrieve(query, self.mode_for(inp), config)
-        return await asyncio.to_thread(self.request, inp, query, hits)
+            # on the loop the retriever is awaited, not bridged: an async tracer (astream_events)
+            # sees its run
+            hits = yield from self._retrieve(query, self.mode_for(inp), config)
+        return (yield Call(self.request, (inp, query, hits)))
 
     # -- generate, parse, postprocess --------------------------------------------------------
     def generate(self, state: ChainState, config: RunnableConfig | None = None) -> ChainState:
@@ -411,23 +413,26 @@ class Pipeline(BaseModel):
 
     def postprocess(self, answer: GroundedAnswer, skip: Sequence[str] = ()) -> GroundedAnswer:
         """``answer`` through every postprocessor not named in ``skip``."""
-        for step in self.postprocessors:
-            if step.name not in skip:
-                answer = step.process(answer)
-        return answer
+        return run(self._postprocess(answer, skip))
 
     async def apostprocess(self, answer: GroundedAnswer, skip: Sequence[str] = ()) -> GroundedAnswer:
+        return await arun(self._postprocess(answer, skip))
+
+    def _postprocess(self, answer: GroundedAnswer, skip: Sequence[str]) -> Steps[GroundedAnswer]:
         for step in self.postprocessors:
             if step.name not in skip:
-                answer = await step.aprocess(answer)
+                answer = yield Call(step.process, (answer,), step.aprocess)
         return answer
 
     def finish(self, state: ChainState) -> GroundedAnswer:
         """Parse the reply and postprocess it: every step after the LLM call."""
-        return self.postprocess(self.parse(state))
+        return run(self._finish(state))
 
     async def afinish(self, state: ChainState) -> GroundedAnswer:
-        return await self.apostprocess(await asyncio.to_thread(self.parse, state))
+        return await arun(self._finish(state))
+
+    def _finish(self, state: ChainState) -> Steps[GroundedAnswer]:
+        return (yield from self._postprocess((yield Call(self.parse, (state,))), ()))
 
     # -- straight through ----------------------------------------------------------------------
     def answer(self, value: Any, config: RunnableConfig | None = None) -> GroundedAnswer:

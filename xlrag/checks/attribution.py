@@ -17,7 +17,6 @@ Used by the agent's verify step and by evaluation.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, get_args
 
@@ -30,6 +29,7 @@ from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Hit, Passage
+from xlrag.steps import Call, Steps, Together, arun, run
 
 __all__ = [
     "ATTRIBUTION_VERDICTS",
@@ -212,56 +212,39 @@ class AttributionChecker:
     def check(self, question: str, answer: str, passages: Sequence[Passage | Hit], lang: str,
               setting: Setting = "in_language") -> AttributionResult:
         """Is ``answer`` (to ``question``, asked in ``lang``) supported by one of ``passages``?"""
-        q, a, code = self._inputs(question, answer, lang, setting)
-        items = _passages(passages)
-        shown, error = (q, a), None
-        if setting == "in_english":
-            try:
-                shown = (self.translator.translate(q, code, _ENGLISH), self.translator.translate(a, code, _ENGLISH))
-            except Exception as e:  # every vote is invalid with the reason, as a failed call would be
-                error = f"translating the question and answer failed: {type(e).__name__}: {e}"
-        votes = []
-        for p in items:
-            raw, why = "", error
-            if why is None:
-                try:
-                    text = p.text
-                    if setting == "in_english":
-                        text = self.translator.translate(_one_line(p.text), p.lang, _ENGLISH)
-                    prompt_lang = _ENGLISH if setting == "in_english" else code
-                    raw = message_text(self._runnable().invoke(self.messages(*shown, text, prompt_lang)))
-                except Exception as e:  # a failed call is an invalid vote with its reason, not a crash
-                    why = f"{type(e).__name__}: {e}"
-            votes.append(self._vote(p, raw, why))
-        return self._result(question, answer, code, setting, shown, votes)
+        return run(self._check(question, answer, passages, lang, setting))
 
     async def acheck(self, question: str, answer: str, passages: Sequence[Passage | Hit], lang: str,
                      setting: Setting = "in_language") -> AttributionResult:
         """:meth:`check` without blocking the event loop; the passages are checked concurrently."""
+        return await arun(self._check(question, answer, passages, lang, setting))
+
+    def _translate(self, text: str, source: str) -> Call:
+        # the translator contract is synchronous (any MT system fits it): on a loop, a thread
+        return Call(self.translator.translate, (text, source, _ENGLISH))
+
+    def _check(self, question: str, answer: str, passages: Sequence[Passage | Hit], lang: str,
+               setting: Setting) -> Steps[AttributionResult]:
         q, a, code = self._inputs(question, answer, lang, setting)
         items = _passages(passages)
-
-        # The translator contract is synchronous (any MT system fits it): run it in a thread.
-        async def translate(text: str, source: str) -> str:
-            return await asyncio.to_thread(self.translator.translate, text, source, _ENGLISH)
-
         shown, error = (q, a), None
         if setting == "in_english":
             try:
-                shown = (await translate(q, code), await translate(a, code))
-            except Exception as e:
+                shown = tuple((yield Together([self._translate(q, code), self._translate(a, code)])))
+            except Exception as e:  # every vote is invalid with the reason, as a failed call would be
                 error = f"translating the question and answer failed: {type(e).__name__}: {e}"
+        votes = yield Together([self._vote_on(p, shown, code, setting, error) for p in items])
+        return self._result(question, answer, code, setting, shown, votes)
 
-        async def one(p: Passage) -> PassageVote:
-            if error is not None:
-                return self._vote(p, "", error)
-            try:
-                text = await translate(_one_line(p.text), p.lang) if setting == "in_english" else p.text
-                prompt_lang = _ENGLISH if setting == "in_english" else code
-                reply = await self._runnable().ainvoke(self.messages(*shown, text, prompt_lang))
-                return self._vote(p, message_text(reply), None)
-            except Exception as e:
-                return self._vote(p, "", f"{type(e).__name__}: {e}")
-
-        votes = await asyncio.gather(*(one(p) for p in items))
-        return self._result(question, answer, code, setting, shown, list(votes))
+    def _vote_on(self, p: Passage, shown: tuple[str, str], code: str, setting: Setting,
+                 error: str | None) -> Steps[PassageVote]:
+        if error is not None:
+            return self._vote(p, "", error)
+        try:
+            text = (yield self._translate(_one_line(p.text), p.lang)) if setting == "in_english" else p.text
+            messages = self.messages(*shown, text, _ENGLISH if setting == "in_english" else code)
+            runnable = self._runnable()
+            reply = yield Call(runnable.invoke, (messages,), runnable.ainvoke)
+        except Exception as e:  # a failed call is an invalid vote with its reason, not a crash
+            return self._vote(p, "", f"{type(e).__name__}: {e}")
+        return self._vote(p, message_text(reply), None)

@@ -19,7 +19,6 @@ configured rule. A response in the wrong language is incorrect whatever the judg
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -33,6 +32,7 @@ from xlrag.checks.structured import message_text, parse_verdict
 from xlrag.config import LLMConfig
 from xlrag.evals.lexical_judge import LEXICAL_KIND, LexicalJudge, LexicalJudgeConfig
 from xlrag.prompts import PromptLibrary
+from xlrag.steps import Call, Steps, Together, arun, run
 
 __all__ = [
     "VERDICTS",
@@ -301,29 +301,25 @@ class JudgePanel:
         return [(j.label, None if j.label in self._lexical else next(models)) for j in self.config.judges]
 
     def judge(self, question: str, gold: str | Sequence[str], response: str, lang: str) -> PanelVerdict:
-        msgs = self.messages(question, gold, response, lang)
-        votes = []
-        for label, llm in self._members():
-            if llm is None:
-                votes.append(self._lexical_vote(label, question, gold, response, lang))
-                continue
-            try:
-                raw, error = message_text(self._runnable(llm).invoke(msgs)), None
-            except Exception as e:  # a failed judge is an invalid vote with its reason, not a crash
-                raw, error = "", f"{type(e).__name__}: {e}"
-            votes.append(self._vote(label, raw, error))
-        return self._verdict(votes)
+        return run(self._judge(question, gold, response, lang))
 
     async def ajudge(self, question: str, gold: str | Sequence[str], response: str, lang: str) -> PanelVerdict:
+        """:meth:`judge` without blocking the event loop; the judges vote concurrently."""
+        return await arun(self._judge(question, gold, response, lang))
+
+    def _judge(self, question: str, gold: str | Sequence[str], response: str, lang: str) -> Steps[PanelVerdict]:
         msgs = self.messages(question, gold, response, lang)
+        votes = yield Together([self._vote_of(label, llm, msgs, question, gold, response, lang)
+                                for label, llm in self._members()])
+        return self._verdict(votes)
 
-        async def one(label: str, llm: Any) -> JudgeVote:
-            if llm is None:
-                return self._lexical_vote(label, question, gold, response, lang)
-            try:
-                return self._vote(label, message_text(await self._runnable(llm).ainvoke(msgs)), None)
-            except Exception as e:
-                return self._vote(label, "", f"{type(e).__name__}: {e}")
-
-        votes = await asyncio.gather(*(one(x, m) for x, m in self._members()))
-        return self._verdict(list(votes))
+    def _vote_of(self, label: str, llm: Any, msgs: Any, question: str, gold: str | Sequence[str], response: str,
+                 lang: str) -> Steps[JudgeVote]:
+        if llm is None:
+            return self._lexical_vote(label, question, gold, response, lang)
+        try:
+            runnable = self._runnable(llm)
+            reply = yield Call(runnable.invoke, (msgs,), runnable.ainvoke)
+        except Exception as e:  # a failed judge is an invalid vote with its reason, not a crash
+            return self._vote(label, "", f"{type(e).__name__}: {e}")
+        return self._vote(label, message_text(reply), None)

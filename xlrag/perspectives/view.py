@@ -19,10 +19,9 @@ what a call spent.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableSerializable
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from pydantic import ConfigDict
 
 from xlrag._lazy import moved
@@ -44,6 +43,7 @@ from xlrag.perspectives.models import (
     PerspectivesInput,
 )
 from xlrag.schema import Query, Retrieval
+from xlrag.steps import Call, Steps, Together, arun, run
 from xlrag.validate import DEFAULT_RETRIEVE_K, validate_mapping
 
 __all__ = ["PerspectivesView"]
@@ -191,61 +191,50 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
                             note=note, costs=costs)
 
     # -- Runnable -----------------------------------------------------------------------------
-    def _run(self, value: Any, run_manager: Any, config: RunnableConfig) -> Perspectives:
-        from langchain_core.runnables.config import patch_config
+    def _run(self, value: Any, config: RunnableConfig) -> Perspectives:
+        # blocking, the languages are answered one at a time: a local model answers one at a
+        # time anyway; on an event loop (_arun) at once
+        return run(self._view(value, config))
 
-        config = patch_config(config, callbacks=run_manager.get_child())
-        inp = _coerce(value)
-        query, choice = self._plan(inp)
-        perspectives = []
-        for lang in choice.langs:  # one at a time: a local model answers one at a time anyway
-            hits = self.pipeline.retrieve(self._one_store(query, lang), ONE_STORE, config)
-            if not hits:
-                perspectives.append(self._empty(lang, hits))
-                continue
-            perspectives.append(self._answered(lang, self.agent.invoke(self._agent_input(query, lang), config)))
-        pairs = self._lexical(query, perspectives)
+    async def _arun(self, value: Any, config: RunnableConfig) -> Perspectives:
+        return await arun(self._view(value, config))
+
+    def _view(self, value: Any, config: RunnableConfig) -> Steps[Perspectives]:
+        query, choice = yield Call(self._plan, (_coerce(value),))
+        perspectives = yield Together([self._one_lang(query, lang, config) for lang in choice.langs])
+        pairs = yield Call(self._lexical, (query, perspectives))
         unsure = [i for i, p in enumerate(pairs) if p.agreement == "unsure"]
-        for i in unsure:
-            p = pairs[i]
-            agreement, reason = self.judge.judge(query.text, self._said(perspectives, p.a),
-                                                 self._said(perspectives, p.b), query.lang or "en")
-            pairs[i] = judged(p, agreement, reason)
-        return self._result(query, choice, perspectives, pairs, len(unsure))
-
-    async def _arun(self, value: Any, run_manager: Any, config: RunnableConfig) -> Perspectives:
-        from langchain_core.runnables.config import patch_config
-
-        config = patch_config(config, callbacks=run_manager.get_child())
-        inp = _coerce(value)
-        query, choice = await asyncio.to_thread(self._plan, inp)
-
-        async def one(lang: str) -> Perspective:
-            hits = await self.pipeline.aretrieve(self._one_store(query, lang), ONE_STORE, config)
-            if not hits:
-                return self._empty(lang, hits)
-            return self._answered(lang, await self.agent.ainvoke(self._agent_input(query, lang), config))
-
-        perspectives = list(await asyncio.gather(*(one(lang) for lang in choice.langs)))
-        pairs = await asyncio.to_thread(self._lexical, query, perspectives)
-        unsure = [i for i, p in enumerate(pairs) if p.agreement == "unsure"]
-        verdicts = await asyncio.gather(*(self.judge.ajudge(
-            query.text, self._said(perspectives, pairs[i].a), self._said(perspectives, pairs[i].b),
-            query.lang or "en") for i in unsure))
+        verdicts = yield Together([
+            Call(self.judge.judge, (query.text, self._said(perspectives, pairs[i].a),
+                                    self._said(perspectives, pairs[i].b), query.lang or "en"), self.judge.ajudge)
+            for i in unsure])
         for i, (agreement, reason) in zip(unsure, verdicts, strict=True):
             pairs[i] = judged(pairs[i], agreement, reason)
         return self._result(query, choice, perspectives, pairs, len(unsure))
+
+    def _one_lang(self, query: Query, lang: str, config: RunnableConfig) -> Steps[Perspective]:
+        hits = yield Call(self.pipeline.retrieve, (self._one_store(query, lang), ONE_STORE, config),
+                          self.pipeline.aretrieve)
+        if not hits:
+            return self._empty(lang, hits)
+        out = yield Call(self.agent.invoke, (self._agent_input(query, lang), config), self.agent.ainvoke)
+        return self._answered(lang, out)
 
     @staticmethod
     def _said(perspectives: list[Perspective], lang: str) -> str:
         return next(p.said or "" for p in perspectives if p.lang == lang)
 
+    # LangChain's RunnableLambda opens the run and hands _run a config whose callbacks are its
+    # children (as the answering chain does)
+    def _steps(self) -> RunnableLambda:
+        return RunnableLambda(self._run, afunc=self._arun, name=self.get_name())
+
     def invoke(self, input: Any, config: RunnableConfig | None = None) -> Perspectives:  # type: ignore[override]
-        return self._call_with_config(self._run, input, config, run_type="chain")
+        return self._steps().invoke(input, config)
 
     async def ainvoke(self, input: Any, config: RunnableConfig | None = None  # type: ignore[override]
                       ) -> Perspectives:
-        return await self._acall_with_config(self._arun, input, config, run_type="chain")
+        return await self._steps().ainvoke(input, config)
 
 
 
