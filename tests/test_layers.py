@@ -45,7 +45,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("runtime checks", {"checks"}),
     ("retrieval and indexing", {"indexes"}),
     ("prompts", {"prompts"}),
-    ("data and tools", {"borderlines", "locking"}),
+    ("data and tools", {"borderlines", "locking", "steps"}),
     ("ground", {m.removeprefix("xlrag.") for m in GROUND}),
 ]
 
