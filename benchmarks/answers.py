@@ -482,8 +482,22 @@ async def judge_rows(rows: list[dict], again: bool = False) -> None:
         r["panel"] = judges.verdict
         r["panel_final"] = judges.final
         r["votes"] = [{"judge": v.judge, "vote": v.verdict} for v in judges.votes]
+        recheck(r)
         print(f"\rjudged {i}/{len(todo)}", end="", flush=True)
     print()
+
+
+def recheck(r: dict) -> None:
+    """A row's non-answer figures with today's substance check on its stored answer: a row made
+    before the check learnt a spelling (an Arabic question repeated with its hamzas restored
+    passed as an answer, and as a verified one) counts as the check reads it now. What the chain
+    flagged when it answered stays as it was; the refusal part needs the passage shown, which a
+    row does not keep, so a row's earlier verdict on it stands."""
+    answer = stored_answer(r)
+    said = answer.answer if answer.answered else response_text(answer)
+    says_nothing = r["non_answer"] or not non_answer(said, r["question"], r["lang"]).passed
+    r["non_answer"] = says_nothing
+    r["non_answer_verified"] = says_nothing and FLAGS["non_answer"] not in r["flags"]
 
 
 def main() -> None:

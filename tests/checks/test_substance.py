@@ -203,3 +203,21 @@ def test_a_yes_or_no_made_of_the_questions_words_is_an_answer(question, answer, 
     assert non_answer(answer, question, lang).passed
     # the same words without the yes or the no still say nothing
     assert not non_answer(question, question, lang).passed
+
+
+# The Travel question a 1.5B model repeated with a hamza its asker left out (answers.py, #33):
+# it passed as an answer, and as a verified one
+EMIRATI = "انا اماراتي اقدر اسوق بامريكا برخصتي"
+
+
+@pytest.mark.parametrize("echo", ["أنا اماراتي اقدر اسوق بامريكا برخصتي", "أنا إماراتي أقدر أسوق بأمريكا برخصتي",
+                                  "انا اماراتـي اقدر اسوق بامريكا برخصتى"])
+def test_the_question_echoed_in_other_arabic_spellings_is_not_an_answer(echo):
+    assert not non_answer(echo, EMIRATI, "ar").passed
+    assert non_answer("نعم، " + echo, EMIRATI, "ar").passed  # a yes of its own answers it
+
+
+def test_spelling_variants_of_a_passage_support_the_answer_and_refusals_are_read_through_them():
+    passage = "يمكن للمواطن الإماراتي القيادة برخصة القيادة الإماراتية في الولايات المتحدة الأمريكية"
+    assert unsupported("يمكن للمواطن الاماراتي القيادة برخصة القيادة الاماراتية", EMIRATI, [passage], "ar").passed
+    assert is_refusal("لا استطيع الاجابة عن هذا السؤال", "ar") and is_refusal("لا أستطيع تقديم معلومات", "ar")

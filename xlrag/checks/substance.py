@@ -100,6 +100,18 @@ class Finding(BaseModel):
     score: float | None = None
 
 
+def _spelled(text: str, lang: str | None) -> str:
+    """``text`` with the spellings ``lang`` writes interchangeably made one (the lexical
+    channel's folding, :meth:`xlrag.indexes.analyzers.Analyzer.fold`): every check compares
+    folded texts, so "أنا اماراتي ..." repeats "انا اماراتي ...". The answer metrics keep MLQA's
+    normalisation, which does not fold."""
+    import unicodedata
+
+    from xlrag.indexes.analyzers import analyzer_for
+
+    return analyzer_for(lang).fold(unicodedata.normalize("NFKC", text))
+
+
 def _share(part: set[str], whole: set[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 
@@ -161,7 +173,7 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
                templates: Sequence[str] = ()) -> Finding:
     """Whether ``answer`` says nothing: ``passed`` is False for an empty reply, markers only,
     the question repeated, or a line of the prompt's template (``templates``) repeated."""
-    text = visible_text(answer or "")
+    text, question = _spelled(visible_text(answer or ""), lang), _spelled(question, lang)
     if not text:
         return Finding(check="non_answer", passed=False, reason="the answer is empty (or only <docN> markers)")
     if not _HAS_WORD.search(text):
@@ -175,7 +187,7 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
                        reason="the answer is the question asked back in other words")
     # the template's lines as a reader sees them, labels stripped like the answer's: "Answer:
     # 你的答案" left the placeholder too short a part of the line to count as its repetition
-    for line in (visible_text(x) for t in templates for x in t.splitlines()):
+    for line in (_spelled(visible_text(x), lang) for t in templates for x in t.splitlines()):
         if len(char_ngrams(line, lang)) < 3:
             continue
         inside, cover = _inside(text, line, lang)
@@ -193,15 +205,16 @@ def unsupported(answer: str | None, question: str, passages: Sequence[str], lang
     An answer with no words beyond the question's is left to :func:`non_answer`."""
     if not passages:
         return Finding(check="unsupported", passed=False, reason="the answer cites no passage")
-    asked = char_ngrams(question, lang)
+    asked = char_ngrams(_spelled(question, lang), lang)
+    held = [char_ngrams(_spelled(p, lang), None) for p in passages]
     best, found_any = 0.0, False
     for text in (answer or "", *renderings):
-        own = char_ngrams(visible_text(text), None) - asked
+        own = char_ngrams(_spelled(visible_text(text), lang), None) - asked
         if not own:
             continue
         found_any = True
-        for passage in passages:
-            best = max(best, _share(own, char_ngrams(passage, None)))
+        for grams in held:
+            best = max(best, _share(own, grams))
     if not found_any:
         return Finding(check="unsupported", passed=True, score=None,
                        reason="nothing beyond the question's words to look up")
@@ -216,15 +229,15 @@ def unsupported(answer: str | None, question: str, passages: Sequence[str], lang
 def refusal_cues() -> dict[str, tuple[str, ...]]:
     """Phrases that say "the documents do not answer", by language (``refusals.yaml``)."""
     raw = yaml.safe_load(resources.files("xlrag.checks").joinpath("refusals.yaml").read_text("utf-8"))
-    return {lang: tuple(normalize_answer(c, lang) for c in cues) for lang, cues in raw.items()}
+    return {lang: tuple(normalize_answer(_spelled(c, lang), lang) for c in cues) for lang, cues in raw.items()}
 
 
 def is_refusal(answer: str | None, lang: str | None = None) -> bool:
     """Whether the answer says the documents do not hold the answer: a cue of its language
     (or English, which small models fall back to) inside the normalised answer."""
-    text = f" {normalize_answer(visible_text(answer or ''), lang)} "
     cues = refusal_cues()
     for code in dict.fromkeys((lang or "en", "en")):
+        text = f" {normalize_answer(_spelled(visible_text(answer or ''), code), lang)} "
         # Chinese, Japanese and Thai cues have no spaces around them to match on
         if any((c in text) if has_no_space_script(c) else (f" {c} " in text) for c in cues.get(code, ())):
             return True
@@ -235,10 +248,11 @@ def evidence_in(passage: str, question: str, gold: Sequence[str] | None = None,
                 lang: str | None = None) -> tuple[bool, str]:
     """Whether ``passage`` holds the answer: a gold span in it when gold is known, else
     :data:`EVIDENCE` of the question's n-grams in it (a lexical signal, same language only)."""
+    passage, question = _spelled(passage, lang), _spelled(question, lang)
     if gold:
         body = f" {normalize_answer(passage, lang)} "
         for g in gold:
-            norm = normalize_answer(g, lang)
+            norm = normalize_answer(_spelled(g, lang), lang)
             if norm and f" {norm} " in body:
                 return True, f"the top passage holds the gold answer {g!r}"
         return False, "the top passage holds no gold answer"

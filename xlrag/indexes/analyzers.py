@@ -111,15 +111,23 @@ class Analyzer:
             parts.append("cjk2")
         return f"{ANALYZER_VERSION}:{self.lang}:{'+'.join(parts)}"
 
+    def fold(self, text: str) -> str:
+        """``text`` (NFKC-normalised) with the spellings this language writes interchangeably
+        made one: for Arabic the hamza forms of alef, alef maqsura, vowel marks and tatweel; for
+        Persian and Urdu the safe part. What the index terms are made from, and what the runtime
+        checks compare, so that "أنا" repeats "انا"."""
+        if self.script in ("arabic", "arabic-script"):
+            return _fold_arabic_script(text, self.script == "arabic")
+        return text
+
     def tokens(self, text: str) -> list[str]:
         """The index terms of ``text``, in order (repeats kept: BM25 counts them)."""
         if not text:
             return []
         if self.script == "turkic":
             text = text.translate(_TURKIC_TABLE)
-        text = folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-        if self.script in ("arabic", "arabic-script"):
-            text = _fold_arabic_script(text, self.script == "arabic")
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        text = self.fold(folded)
         words = _segment(text, self.lang)
         if self.stemmer and words:
             if self.script == "arabic":
