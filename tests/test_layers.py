@@ -242,3 +242,52 @@ def test_runnables_compose_through_public_langchain_apis(tmp_path):
     (tmp_path / "xlrag" / "view.py").write_text("def invoke(self, x, c):\n"
                                                 "    return self._call_with_config(self._run, x, c)\n")
     assert private_langchain_calls(tmp_path / "xlrag") == ["xlrag.view: _call_with_config"]
+
+
+# Async written once (xlrag/steps.py): a sync method and its async twin may both have bodies of
+# their own only where the work itself differs: the model's call and its streams, the
+# retriever's search, the steps' two drivers, a study's blocking bridge over its async run.
+TWO_BODIES = {
+    "xlrag.agents.chat: _run/_arun", "xlrag.agents.chat_engine: XlragChatEngine.stream_chat/astream_chat",
+    "xlrag.agents.chat_engine: XlragStreamingChatResponse._deltas/_adeltas",
+    "xlrag.chains.local.runtime: LocalLlamaChat._stream/_astream", "xlrag.chains.pipeline: Pipeline.generate/agenerate",
+    "xlrag.chains.pipeline: Pipeline.generate_stream/agenerate_stream",
+    "xlrag.chains.pipeline: Pipeline.stream_answer/astream_answer", "xlrag.evals.studies.base: StudyRun.run/arun",
+    "xlrag.indexes.retriever: CrossLingualRetriever.retrieve/aretrieve", "xlrag.steps: _do/_ado", "xlrag.steps: run/arun",
+}
+
+
+def _body_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    return sum(n.end_lineno - n.lineno + 1 for n in body)
+
+
+def twin_bodies(root: Path) -> set[str]:
+    """``module: [Class.]f/af`` for every sync/async pair in one scope whose bodies both run
+    over two lines (a one- or two-line body delegates)."""
+    out = set()
+    for module, path in _modules(root).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for scope in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.ClassDef))]:
+            fns = {n.name: n for n in scope.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+            for name, fn in fns.items():
+                bare = name.lstrip("_")
+                sync = name[: len(name) - len(bare)] + bare[1:]
+                if (isinstance(fn, ast.AsyncFunctionDef) and bare.startswith("a") and sync in fns
+                        and isinstance(fns[sync], ast.FunctionDef)
+                        and min(_body_lines(fns[sync]), _body_lines(fn)) > 2):
+                    owner = f"{scope.name}." if isinstance(scope, ast.ClassDef) else ""
+                    out.add(f"{module}: {owner}{sync}/{name}")
+    return out
+
+
+def test_async_is_written_once(tmp_path):
+    assert twin_bodies(ROOT) == TWO_BODIES
+    (tmp_path / "xlrag").mkdir()
+    (tmp_path / "xlrag" / "check.py").write_text(
+        "class C:\n"
+        "    def check(self, x):\n        y = x + 1\n        z = y * 2\n        return self.llm.invoke(z)\n"
+        "    async def acheck(self, x):\n        y = x + 1\n        z = y * 2\n        return await self.llm.ainvoke(z)\n")
+    assert twin_bodies(tmp_path / "xlrag") == {"xlrag.check: C.check/acheck"}
