@@ -492,10 +492,15 @@ def recheck(r: dict) -> None:
     before the check learnt a spelling (an Arabic question repeated with its hamzas restored
     passed as an answer, and as a verified one) counts as the check reads it now. What the chain
     flagged when it answered stays as it was; the refusal part needs the passage shown, which a
-    row does not keep, so a row's earlier verdict on it stands."""
+    row does not keep, so a row's earlier verdict on it stands, and so does the verdict on a row
+    that kept no answer or explanation (the check read the raw reply, which a row does not keep).
+    The verdict made with the answer stays in ``non_answer_at_run``."""
+    at_run = r.setdefault("non_answer_at_run", r["non_answer"])
+    if not (r["answer"] or r["explanation"]):
+        return
     answer = stored_answer(r)
     said = answer.answer if answer.answered else response_text(answer)
-    says_nothing = r["non_answer"] or not non_answer(said, r["question"], r["lang"]).passed
+    says_nothing = at_run or not non_answer(said, r["question"], r["lang"]).passed
     r["non_answer"] = says_nothing
     r["non_answer_verified"] = says_nothing and FLAGS["non_answer"] not in r["flags"]
 
