@@ -84,10 +84,11 @@ class GrammarLast:
         self._chain.reset()
 
     def close(self) -> None:
-        if self._grammar:
+        if getattr(self, "_grammar", None):  # None also when __init__ failed before making it
             self._lib.llama_sampler_free(self._grammar)
             self._grammar = None
-        self._chain.close()
+        if getattr(self, "_chain", None) is not None:
+            self._chain.close()
 
     def __del__(self) -> None:
         self.close()
