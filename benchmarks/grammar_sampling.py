@@ -60,11 +60,8 @@ def main() -> None:
     ap.add_argument("--per-lang", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    from llama_cpp import Llama
-
     chat = LocalLlamaChat(entry=MODEL, chat=True, n_threads=args.threads, max_tokens=160, n_ctx=4096)
     llama, _ = chat.native()
-    ours = type(llama)._init_sampler
     pipeline = Pipeline.create(None, chat, fmt="citation", post_hoc=False, profile=LocalProfile(), grammar=True)
     rows = []
     for n, (q, passages) in enumerate(questions(args.per_lang)):
@@ -73,7 +70,7 @@ def main() -> None:
         row = {"id": q["id"], "lang": q["lang"]}
         chat.invoke(request.messages, max_tokens=2)  # the prompt read once, for both ways alike
         for way in WAYS[n % 2:] + WAYS[:n % 2]:
-            type(llama)._init_sampler = Llama._init_sampler if way == "library" else ours
+            llama.grammar_last = way == "grammar_last"
             t0 = time.perf_counter()
             reply = chat.invoke(request.messages, **request.kwargs)
             seconds = time.perf_counter() - t0
@@ -82,7 +79,7 @@ def main() -> None:
             decode = seconds - meta["time_to_first_token"]
             row[way] = {"text": reply.content, "tokens": tokens, "seconds": round(seconds, 3),
                         "decode_ms_per_token": round(1000 * decode / max(tokens - 1, 1), 2)}
-        type(llama)._init_sampler = ours
+        llama.grammar_last = True
         row["same_text"] = row["library"]["text"] == row["grammar_last"]["text"]
         rows.append(row)
         print(f"{q['id']}: library {row['library']['decode_ms_per_token']} ms/token, grammar-last "

@@ -132,6 +132,9 @@ def _llama_class() -> Any:
             first_token: _FirstToken | None = None
             evaluated: int = 0
             pinned: PinnedPrefixes | None = None
+            # greedy sampling under a grammar asks it about the chosen token only (sampling.py);
+            # False is llama-cpp-python's own chain, which benchmarks/grammar_sampling.py compares
+            grammar_last: bool = True
 
             def save_state(self) -> Any:
                 scores, self.scores = self.scores, self.scores[:1]
@@ -149,7 +152,7 @@ def _llama_class() -> Any:
 
             def _init_sampler(self, *, grammar: Any = None, temp: float = 0.8, **settings: Any) -> Any:
                 # llama-cpp-python's only caller passes its sampling settings by keyword
-                if grammar is None or temp != 0.0:
+                if grammar is None or temp != 0.0 or not self.grammar_last:
                     return super()._init_sampler(grammar=grammar, temp=temp, **settings)
                 from xlrag.chains.local.sampling import GrammarLast
 
