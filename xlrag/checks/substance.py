@@ -4,8 +4,8 @@ The language and citation checks look at an answer's form; a small model can pas
 while answering nothing: it echoes the question, copies the format template, or cites two
 passages for "the documents do not say". These checks read what the answer says:
 
-- :func:`non_answer`: empty, markers only, the question repeated, or the prompt's template
-  text repeated;
+- :func:`non_answer`: empty, markers only, the question repeated, the prompt's template
+  text repeated, or a yes/no answered both ways (:mod:`xlrag.checks.polarity`);
 - :func:`unsupported`: the answer's words (character n-grams, beyond those it shares with
   the question) occur in none of its cited passages, nor in the answer's translation into
   a cited passage's language (the caller translates; this module stays pure);
@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.language import visible_text
 from xlrag.checks.lexical import char_ngrams, has_no_space_script, normalize_answer, tokenize
+from xlrag.checks.polarity import contradicts_itself, glued_negation, polarity_words
 
 __all__ = [
     "FLAGS",
@@ -122,36 +123,9 @@ def _inside(answer: str, reference: str, lang: str | None) -> tuple[float, float
     return _share(a, r), _share(r, a)
 
 
-# Words that answer a yes/no question by themselves: a restated question that gains one of
-# them ("لا أحتاج إلى تأشيرة" for "هل أحتاج إلى تأشيرة؟", "you do not need a visa") answers it.
-_POLARITY: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in {
-    "en": "yes no not never", "es": "sí si no nunca", "de": "ja nein nicht kein keine keinen",
-    "fr": "oui non pas jamais", "it": "sì no non mai", "pt": "sim não nunca", "ru": "да нет не никогда",
-    "ar": "نعم لا ليس ليست لست لن لم", "tr": "evet hayır değil", "hi": "हाँ हां नहीं", "el": "ναι όχι δεν",
-    "vi": "có không", "ro": "da nu", "uk": "так ні не", "fa": "بله نه", "he": "כן לא",
-}.items()}
-
-
-def polarity_words(lang: str | None) -> frozenset[str]:
-    """The words of ``lang`` that answer a yes/no question by themselves, negations included
-    (empty for a language without a list)."""
-    return _POLARITY.get(lang or "", frozenset())
-
-
-# Arabic writes "لا" before a verb, and a small model glues them: "لاحتاج" for "لا أحتاج"
-_AR_NEGATION_PREFIXES = ("لا", "لن", "لم")
-
-
-def _negates_asked(token: str, asked_tokens: set[str], lang: str | None) -> bool:
-    if lang != "ar" or len(token) < 4 or not token.startswith(_AR_NEGATION_PREFIXES):
-        return False
-    rest = token[2:]
-    return any(rest == t or t.endswith(rest) or rest.endswith(t[1:]) for t in asked_tokens if len(t) >= 3)
-
-
 def _adds_content(answer: str, question: str, lang: str | None) -> bool:
     """Whether the answer has a word of its own: a number, a yes or a no the question lacks
-    (:data:`_POLARITY`), or a word most of whose n-grams the question lacks ("الطلاب" in a
+    (:func:`~xlrag.checks.polarity.polarity_words`), or a word most of whose n-grams the question lacks ("الطلاب" in a
     sentence that otherwise restates the question; an inflected question word such as
     "توافدوا" for "توافد" is not one)."""
     asked_tokens = set(tokenize(question, lang))
@@ -161,7 +135,8 @@ def _adds_content(answer: str, question: str, lang: str | None) -> bool:
             continue
         if _NUMBER.search(token) or has_no_space_script(token):
             return True
-        if token in _POLARITY.get(lang or "", ()) or _negates_asked(token, asked_tokens, lang):
+        # a yes or a no the question lacks answers it: "لا أحتاج إلى تأشيرة" for "هل أحتاج إلى تأشيرة؟"
+        if token in polarity_words(lang) or glued_negation(token, asked_tokens, lang):
             return True
         grams = char_ngrams(token, lang)
         if len(token) >= 3 and len(grams - asked) * 2 > len(grams):
@@ -182,6 +157,9 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
     if inside >= ECHO_INSIDE and cover >= ECHO_COVER and not _adds_content(text, question, lang):
         return Finding(check="non_answer", passed=False, score=inside,
                        reason=f"the answer repeats the question ({inside:.0%} of it is the question's words)")
+    # "No, I need a visa" for "Do I need a visa?" answers both ways, which is no answer
+    if (why := contradicts_itself(text, question, lang)) is not None:
+        return Finding(check="non_answer", passed=False, reason=why)
     if text.rstrip().endswith(_QUESTION_MARKS) and inside >= QUESTION_BACK:
         return Finding(check="non_answer", passed=False, score=inside,
                        reason="the answer is the question asked back in other words")
