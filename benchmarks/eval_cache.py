@@ -47,7 +47,7 @@ def main() -> None:
         "datasets": [{"name": "xquad", "sample": {"per_lang": args.per_lang, "langs": ["ar", "de", "zh"]},
                       "index_dir": str(CACHE / "gen-models-index")}],
         "modes": ["qlang_en"],
-        "k": 3,
+        "retrieval": {"k": 3},
         "llms": [{"provider": "local", "model": args.model, "max_tokens": 96}],
         "cache": str(root / "cache.sqlite"),
     })

@@ -38,7 +38,7 @@ def _fields() -> dict[str, ast.expr | None]:
 def test_every_count_field_is_declared_by_the_one_rule():
     fields = _fields()
     inputs = {name: value for name, value in fields.items() if name.rsplit(".", 1)[0] not in OUTPUTS}
-    assert len(inputs) >= 8  # config (2), experiments (2), studies (2), server, pipeline
+    assert len(inputs) >= 6  # config (2), studies (2), server, pipeline; experiments embed the config's
     loose = [name for name, value in inputs.items()
              if not (isinstance(value, ast.Call) and getattr(value.func, "id", None) == "k_field")]
     assert loose == []
@@ -58,6 +58,14 @@ def test_each_field_has_the_one_ceiling_and_the_one_default(owner):
         info = model.model_fields[field]
         assert Ge(1) in info.metadata and Le(MAX_K) in info.metadata, (owner, field)
         assert info.default in (None, DEFAULT_K if field == "k" else DEFAULT_RETRIEVE_K), (owner, field)
+
+
+def test_an_experiment_takes_its_counts_from_the_configs_retrieval_section():
+    from xlrag.config import RetrievalConfig
+    from xlrag.evals.experiment import ExperimentConfig
+
+    assert ExperimentConfig.model_fields["retrieval"].annotation is RetrievalConfig
+    assert not COUNTS & set(ExperimentConfig.model_fields)
 
 
 def test_the_validator_takes_the_range_and_nothing_else():

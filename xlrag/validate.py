@@ -19,7 +19,8 @@ from xlrag.text import ECHO_LIMIT, capped
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "renamed", "renamed_keys",
+__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "moved_keys", "renamed",
+           "renamed_keys",
            "strict_kwargs", "validate_mapping"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,6 +122,24 @@ def renamed_keys(data: Any, where: str, names: dict[str, str]) -> Any:
                 data[new] = renamed(where, old, new, data.pop(old), data.get(new))
             except ConfigError as e:
                 raise ValueError(str(e)) from None
+    return data
+
+
+def moved_keys(data: Any, where: str, section: str, names: tuple[str, ...]) -> Any:
+    """``data`` (a mapping about to be validated) with each key of ``names`` given at its top
+    level moved into ``section`` ("k" → "retrieval.k"), warning once per key, as
+    :func:`renamed_keys` does for a renamed key."""
+    if not isinstance(data, dict) or not set(names) & data.keys():
+        return data
+    data = dict(data)
+    inner = dict(data.get(section) or {})
+    for name in names:
+        if name in data:
+            try:
+                inner[name] = renamed(where, name, f"{section}.{name}", data.pop(name), inner.get(name))
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+    data[section] = inner
     return data
 
 

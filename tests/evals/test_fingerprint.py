@@ -35,7 +35,9 @@ def test_every_inert_name_is_a_field_of_its_model():
 
 
 @pytest.mark.parametrize("change", [
-    {"retrieve_k": 7}, {"k": 2}, {"fusion": "zscore"}, {"channels": ["dense"]}, {"lexical_translation": "off"},
+    {"retrieval": {"retrieve_k": 7}}, {"retrieval": {"k": 2}}, {"retrieval": {"fusion": "zscore"}},
+    {"retrieval": {"channels": ["dense"]}}, {"retrieval": {"lexical_translation": "off"}},
+    {"retrieval": {"detect_candidates": ["en", "ar"]}},
     {"modes": ["qlang"]}, {"rerank": {"name": "cohere"}},
     {"llms": [{"provider": "local", "max_tokens": 64}]}, {"llms": [{"provider": "local", "temperature": 0.5}]},
     {"variants": [{"name": "localized", "format": "answer"}]}, {"variants": [{"name": "en", "prompt_lang": "en"}]},
@@ -54,6 +56,19 @@ def test_a_setting_that_shapes_records_changes_it(tmp_path, change):
 ])
 def test_a_setting_that_shapes_no_record_leaves_it(tmp_path, change):
     assert _fp(tmp_path, **change) == _fp(tmp_path)
+
+
+# Fingerprints of grids made before ``retrieval:`` held the retrieval settings (xlrag at
+# f00e4fc): a run folder made then must keep its records.
+@pytest.mark.filterwarnings("ignore::xlrag.errors.XlragDeprecationWarning")
+@pytest.mark.parametrize(("old", "new", "fingerprint"), [
+    ({}, {}, "3e2dde0a9e4eb6f8"),
+    ({"k": 2, "fusion": "zscore", "channels": ["dense"], "retrieve_k": 7, "lexical_translation": "off"},
+     {"retrieval": {"k": 2, "fusion": "zscore", "channels": ["dense"], "retrieve_k": 7, "lexical_translation": "off"}},
+     "f16204c52b493bab"),
+])
+def test_the_retrieval_section_keeps_the_fingerprints_of_the_flat_layout(tmp_path, old, new, fingerprint):
+    assert _fp(tmp_path, **old) == _fp(tmp_path, **new) == fingerprint
 
 
 def test_input_files_count_by_contents_not_by_place(tmp_path):

@@ -23,8 +23,7 @@ def test_kill_and_resume(tmp_path: Path):
         "name": "resume",
         "datasets": [{"name": "travel", "sample": {"per_lang": 3}, "index_dir": str(tmp_path / "ix")}],
         "modes": ["qlang"],
-        "retrieve_k": 4,
-        "k": 2,
+        "retrieval": {"retrieve_k": 4, "k": 2},
         "llms": [{"provider": "local", "model": "gemma-3-270m", "max_tokens": 32}],
     }
     path = tmp_path / "exp.yaml"

@@ -19,7 +19,7 @@ ENV = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
 
 
 def _experiment(tmp_path: Path, name: str = "exp.yaml", **changes) -> Path:
-    exp = {"name": "probe", "modes": ["qlang"], "retrieve_k": 5, "k": 3, "llms": [],
+    exp = {"name": "probe", "modes": ["qlang"], "retrieval": {"retrieve_k": 5, "k": 3}, "llms": [],
            "datasets": [{"name": "travel", "sample": {"per_lang": 2}, "index_dir": str(tmp_path / "ix")}], **changes}
     path = tmp_path / name
     path.write_text(yaml.safe_dump(exp), encoding="utf-8")
@@ -53,7 +53,7 @@ def test_a_changed_setting_makes_new_records_and_the_report_reads_only_them(tmp_
     assert first.returncode == 0, first.stderr[-800:]
     assert "4 records written, 0 already present" in first.stdout
 
-    narrower = _run(_experiment(tmp_path, retrieve_k=2, k=1), out)
+    narrower = _run(_experiment(tmp_path, retrieval={"retrieve_k": 2, "k": 1}), out)
     assert narrower.returncode == 0, narrower.stderr[-800:]
     assert "4 records written, 0 already present" in narrower.stdout
     assert "also holds 4 records made with other settings" in narrower.stderr
@@ -63,7 +63,7 @@ def test_a_changed_setting_makes_new_records_and_the_report_reads_only_them(tmp_
     assert len(read_records(out / "records.jsonl")) == 8  # the first run's records are kept
 
     # the name and the timeout do not shape a record: nothing is redone
-    same = _run(_experiment(tmp_path, retrieve_k=2, k=1, name="renamed", timeout=99.0), out)
+    same = _run(_experiment(tmp_path, retrieval={"retrieve_k": 2, "k": 1}, name="renamed", timeout=99.0), out)
     assert "0 records written, 4 already present" in same.stdout, same.stdout + same.stderr
 
 
@@ -134,7 +134,7 @@ def _mini(tmp_path: Path, texts: dict[str, str]) -> Path:
     queries.write_text("".join(json.dumps({"id": f"q{i}", "question": q, "lang": "en"}) + "\n"
                                for i, q in enumerate(["Where do trains leave from?", "When do museums open?"])),
                        encoding="utf-8")
-    exp = {"name": "edit", "modes": ["all"], "retrieve_k": 6, "k": 3, "llms": [],
+    exp = {"name": "edit", "modes": ["all"], "retrieval": {"retrieve_k": 6, "k": 3}, "llms": [],
            "datasets": [{"name": "mini", "corpus": str(corpus), "queries": str(queries)}]}
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(exp), encoding="utf-8")

@@ -11,6 +11,7 @@ import yaml
 
 from tests.clitools import error_line, run
 from xlrag.config import LLMConfig, load_config
+from xlrag.errors import ConfigError
 from xlrag.evals.experiment import ExperimentConfig, with_settings
 from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.studies import load_run_config
@@ -29,23 +30,24 @@ def _yaml(path, data):
 
 
 def test_the_experiment_beats_the_xlrag_config_which_beats_the_defaults(tmp_path, monkeypatch):
-    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4})
+    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieval": {"k": 4}})
     user = _yaml(tmp_path / "xlrag.yaml", {"retrieval": {"k": 2, "fusion": "score", "retrieve_k": 30},
                                             "llm": {"max_tokens": 99},
                                             "embedder": {"name": "openai", "model": "text-embedding-3-small"}})
     cfg = load_run_config(exp, load_config(user))
-    assert cfg.k == 4  # the experiment's own
-    assert (cfg.fusion, cfg.retrieve_k) == ("score", 30)  # the user's
+    assert cfg.retrieval.k == 4  # the experiment's own
+    assert (cfg.retrieval.fusion, cfg.retrieval.retrieve_k) == ("score", 30)  # the user's
     assert cfg.llms == [LLMConfig(max_tokens=99)]
     assert (cfg.embedder.name, cfg.embedder.model) == ("openai", "text-embedding-3-small")
     assert cfg.modes == ["qlang_en"] and cfg.rerank.name == "none"  # set nowhere: the experiment's defaults
     # a variable beats the file, even one equal to the default (it is set all the same)
     monkeypatch.setenv("XLRAG_RETRIEVAL__FUSION", "zscore")
-    assert load_run_config(exp, load_config(user)).fusion == "zscore"
+    assert load_run_config(exp, load_config(user)).retrieval.fusion == "zscore"
     # no settings (a run folder's snapshot, the Python API): nothing from any config
     monkeypatch.setenv("XLRAG_RETRIEVAL__FUSION", "score")
     bare = load_run_config(exp)
-    assert (bare.fusion, bare.retrieve_k, bare.embedder.name, bare.llms) == ("rrf", 20, "local", [LLMConfig()])
+    assert (bare.retrieval.fusion, bare.retrieval.retrieve_k, bare.embedder.name, bare.llms) == (
+        "rrf", 20, "local", [LLMConfig()])
 
 
 def test_only_what_the_user_set_counts_not_the_configs_defaults(tmp_path):
@@ -55,7 +57,35 @@ def test_only_what_the_user_set_counts_not_the_configs_defaults(tmp_path):
     user = load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"mode": "balanced"}}))
     assert with_settings(ExperimentConfig, {"name": "t", "datasets": [{"name": "travel"}]}, user)[1] == ["modes"]
     cfg = load_run_config(exp, user)
-    assert (cfg.k, cfg.modes) == (DEFAULT_K, ["balanced"])
+    assert (cfg.retrieval.k, cfg.modes) == (DEFAULT_K, ["balanced"])
+
+
+def test_the_old_top_level_retrieval_keys_still_load_with_a_warning_naming_the_new_place(tmp_path):
+    from xlrag.errors import XlragDeprecationWarning
+
+    old = _yaml(tmp_path / "old.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4, "fusion": "score"})
+    user = load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"k": 2, "retrieve_k": 30}}))
+    with pytest.warns(XlragDeprecationWarning, match=r"'k' is now called 'retrieval\.k'"):
+        cfg = load_run_config(old, user)
+    # the old key is the experiment's own, so it still beats the user's config
+    assert (cfg.retrieval.k, cfg.retrieval.fusion, cfg.retrieval.retrieve_k) == (4, "score", 30)
+    with pytest.warns(XlragDeprecationWarning, match=r"'retrieve_k' is now called 'retrieval\.retrieve_k'"):
+        assert cfg.retrieve_k == 30
+    both = _yaml(tmp_path / "both.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4, "retrieval": {"k": 3}})
+    with pytest.raises(ConfigError, match=r"give 'retrieval\.k' only \('k' is its old name\)"):
+        load_run_config(both)
+    moded = _yaml(tmp_path / "mode.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieval": {"mode": "all"}})
+    with pytest.raises(ConfigError, match=r"move retrieval\.mode there"):
+        load_run_config(moded)
+
+
+def test_a_dumped_run_config_reloads_as_it_was(tmp_path):
+    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "modes": ["all", "qlang"],
+                                        "retrieval": {"k": 4, "channels": ["dense"]}})
+    cfg = load_run_config(exp)
+    dumped = cfg.model_dump(mode="json")
+    assert "mode" not in dumped["retrieval"]  # the grid's modes are its own
+    assert ExperimentConfig.model_validate(dumped) == cfg
 
 
 def test_a_study_takes_its_llm_from_the_xlrag_config_when_it_names_none(tmp_path):
@@ -69,10 +99,11 @@ def test_a_study_takes_its_llm_from_the_xlrag_config_when_it_names_none(tmp_path
 
 
 def test_a_value_from_the_config_that_does_not_fit_says_where_it_came_from(tmp_path):
-    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieve_k": 5})
+    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieval": {"retrieve_k": 5}})
     cfg = _yaml(tmp_path / "xlrag.yaml", {"retrieval": {"k": 8}})
     line = error_line(run("eval", "run", exp, "--out", tmp_path / "run", "--config", cfg))
-    assert "with k from the xlrag config" in line and "k=8 passages shown but only retrieve_k=5" in line
+    assert "with retrieval.k from the xlrag config" in line
+    assert "retrieval.k=8 passages shown but only retrieval.retrieve_k=5" in line
 
 
 def test_eval_run_reads_the_config_and_the_run_folder_keeps_it(tmp_path):
@@ -84,9 +115,10 @@ def test_eval_run_reads_the_config_and_the_run_folder_keeps_it(tmp_path):
     res = run("eval", "run", exp, "--out", out, "--config", cfg)
     assert res.exit_code == 0, res.output
     line = next(x for x in res.output.splitlines() if x.startswith("note: from the xlrag config (not set in"))
-    assert sorted(line.rsplit(": ", 1)[1].split(", ")) == ["fusion", "modes", "retrieve_k"]
+    assert sorted(line.rsplit(": ", 1)[1].split(", ")) == ["modes", "retrieval.fusion", "retrieval.retrieve_k"]
     snap = yaml.safe_load((out / "experiment.yaml").read_text(encoding="utf-8"))
-    assert (snap["fusion"], snap["retrieve_k"], snap["modes"], snap["embedder"]["name"]) == ("score", 7, ["all"], "local")
+    assert (snap["retrieval"]["fusion"], snap["retrieval"]["retrieve_k"], snap["modes"], snap["embedder"]["name"]) == (
+        "score", 7, ["all"], "local")
     recs = read_records(out / RECORDS)
     assert len(recs) == 2 and all(len(r["retrieved"]) == 7 for r in recs)
     # the report rebuilds from the folder alone, whatever the user's config says now

@@ -19,8 +19,7 @@ EXPERIMENT = {
     "datasets": [{"name": "travel", "sample": {"per_lang": 1}}],
     "modes": ["qlang", "all"],
     "generate_modes": ["qlang"],
-    "retrieve_k": 5,
-    "k": 2,
+    "retrieval": {"retrieve_k": 5, "k": 2},
     "llms": [GEMMA],
     "judges": {"judges": [{**GEMMA, "seed": 1, "max_tokens": 64}, {**GEMMA, "seed": 2, "max_tokens": 64}]},
 }
@@ -127,7 +126,7 @@ def test_attribution_rerank_variant(tmp_path):
 
     cfg = load_experiment(_write(tmp_path, {
         "name": "attr", "datasets": [{"name": "travel", "sample": {"per_lang": 1}}], "modes": ["qlang"],
-        "retrieve_k": 2, "k": 2, "llms": [GEMMA], "attribution_checker": {**GEMMA, "max_tokens": 64},
+        "retrieval": {"retrieve_k": 2, "k": 2}, "llms": [GEMMA], "attribution_checker": {**GEMMA, "max_tokens": 64},
         "variants": [{"name": "plain"}, {"name": "attributed", "rerank": "attribution"}]}))
     runner = ExperimentRunner(cfg, tmp_path / "run")
     assert runner.run()["failed"] == 0
@@ -161,7 +160,8 @@ def test_torn_last_line_is_cut_on_resume(tmp_path):
         ({"datasets": [{"name": "travel"}]}, "name: Field required"),
         ({"name": "x", "datasets": [{"name": "travel"}], "modes": ["qlnag"]}, "did you mean 'qlang'"),
         ({"name": "x", "datasets": [{"name": "mine"}]}, "give its corpus and queries"),
-        ({"name": "x", "datasets": [{"name": "travel"}], "k": 30, "retrieve_k": 20}, "only retrieve_k=20"),
+        ({"name": "x", "datasets": [{"name": "travel"}], "retrieval": {"k": 30, "retrieve_k": 20}},
+         "only retrieval.retrieve_k=20"),
         ({"name": "x", "datasets": [{"name": "travel"}], "llm": [{}]}, "llm: Extra inputs"),
         ({"name": "x", "datasets": [{"name": "travel"}, {"name": "travel"}]}, "appears twice"),
         ({"name": "x", "datasets": [{"name": "travel"}], "generate_modes": ["all"]}, "not in modes"),
@@ -181,7 +181,7 @@ def test_missing_experiment_file(tmp_path):
 
 @pytest.mark.slow
 def test_ragas_scores_land_in_records_and_report(tmp_path):
-    exp = {"name": "ragas", "modes": ["qlang"], "retrieve_k": 3, "k": 2, "llms": [GEMMA],
+    exp = {"name": "ragas", "modes": ["qlang"], "retrieval": {"retrieve_k": 3, "k": 2}, "llms": [GEMMA],
            "datasets": [{"name": "travel", "sample": {"per_lang": 1, "langs": ["en"]},
                          "index_dir": str(tmp_path / "ix")}],
            "ragas": ["faithfulness"]}
@@ -235,7 +235,7 @@ def test_mrag_prompt_variants_differ_only_where_they_should():
 
 @pytest.mark.slow
 def test_translate_mode_translates_through_the_cache_and_published_figures_are_reported(tmp_path):
-    exp = {"name": "tr", "modes": ["translate", "all"], "retrieve_k": 5, "llms": [], "fusion": "score",
+    exp = {"name": "tr", "modes": ["translate", "all"], "retrieval": {"retrieve_k": 5, "fusion": "score"}, "llms": [],
            "translator": {**GEMMA, "max_tokens": 40},
            "datasets": [{"name": "travel", "sample": {"per_lang": 1}, "index_dir": str(tmp_path / "ix")}],
            "published": {"source": "A paper, Table 2.", "columns": ["Hit@20"], "rows": {"ar->en": [0.55]}}}
@@ -254,7 +254,7 @@ def test_translate_mode_translates_through_the_cache_and_published_figures_are_r
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    ({"fusion": "zscor"}, "did you mean 'zscore'"),
+    ({"retrieval": {"fusion": "zscor"}}, "did you mean 'zscore'"),
     ({"published": {"source": "x", "columns": ["a", "b"], "rows": {"r": [1.0]}}}, "1 values for 2 columns"),
     ({"published": {"source": "x"}}, "rows \\(with columns\\) or findings"),
     ({"published": {"source": "x", "rows": {"r": [1.0]}}}, "rows need columns"),

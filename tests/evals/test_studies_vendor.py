@@ -150,7 +150,7 @@ def test_travel_retrieval_on_a_vendor_translates_through_it(tmp_path):
     assert len(replay.requests) == 2 * (1 + 1 + 3)
     assert all(r.body["model"] == "gpt-4o-mini" for r in replay.requests)
     recs = read_records(tmp_path / "run" / RECORDS)
-    assert all(r["mode"] == "translate" and len(r["retrieved"]) == cfg.retrieve_k for r in recs)
+    assert all(r["mode"] == "translate" and len(r["retrieved"]) == cfg.retrieval.retrieve_k for r in recs)
 
 
 def attribution_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:

@@ -6,8 +6,9 @@
         sample: {per_lang: 5}   # embeddings); or give corpus/queries/qrels paths
     modes: [qlang, qlang_en, all, balanced]
     generate_modes: [balanced]  # answer in these modes only; the others are scored on retrieval
-    retrieve_k: 20              # ranked list scored by the retrieval metrics
-    k: 3                        # passages shown to the LLM
+    retrieval:                  # the xlrag config's retrieval section (the modes are above)
+      retrieve_k: 20            # ranked list scored by the retrieval metrics
+      k: 3                      # passages shown to the LLM
     llms: [{provider: local}]   # empty: retrieval only
     variants: [{name: localized}, {name: english, prompt_lang: en}]
     judges: {judges: [{seed: 0}, {seed: 1}, {seed: 2}]}
@@ -32,21 +33,26 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    model_validator,
+)
 
 from xlrag.config import (
     EmbedderConfig,
-    LexicalTranslation,
     LLMConfig,
     RerankConfig,
     RetrievalConfig,
 )
-from xlrag.config_sections import Channels, Fusion
 from xlrag.errors import ConfigError
 from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
-from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
+from xlrag.validate import moved_keys, renamed
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -169,11 +175,14 @@ class ExperimentConfig(_Strict):
     # read by the report or the scheduler, never by a record (xlrag.evals.fingerprint)
     RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"name", "concurrency", "timeout", "published",
                                                         "human_labels", "cache"})
-    # field -> its xlrag config setting, filled from there when the YAML leaves it out
+    # field (a dotted path into a section) -> its xlrag config setting, filled from there when
+    # the YAML leaves it out; every retrieval setting but the mode, which is the grid's ``modes``
     FROM_SETTINGS: ClassVar[dict[str, str]] = {
-        "embedder": "embedder", "llms": "llm", "modes": "retrieval.mode", "k": "retrieval.k",
-        "retrieve_k": "retrieval.retrieve_k", "fusion": "retrieval.fusion", "rerank": "rerank",
-        "channels": "retrieval.channels", "lexical_translation": "retrieval.lexical_translation"}
+        "embedder": "embedder", "llms": "llm", "modes": "retrieval.mode", "rerank": "rerank",
+        **{f"retrieval.{n}": f"retrieval.{n}" for n in RetrievalConfig.model_fields if n != "mode"}}
+    # the retrieval settings a run config once held at its top level, which a record's
+    # fingerprint still names there (:meth:`fingerprint_fields`)
+    FLAT_RETRIEVAL: ClassVar[tuple[str, ...]] = ("retrieve_k", "k", "fusion", "channels", "lexical_translation")
 
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
@@ -184,15 +193,11 @@ class ExperimentConfig(_Strict):
     generate_sample: Sample | None = Field(
         None, description="answer only this stratified part of each dataset's sample (an LLM call and the "
                           "judges per record); the rest of the sample is scored on retrieval in every mode")
-    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "the ranked list the retrieval metrics score")
-    k: int = k_field(DEFAULT_K, "passages shown to the LLM")
-    fusion: Fusion = Field(RetrievalConfig.model_fields["fusion"].default,
-                        description="how language stores merge (score: raw cosine, the papers' 'direct')")
-    channels: Channels = Field(default_factory=lambda: list(RetrievalConfig.model_fields["channels"].default),
-                                    min_length=1, description=RetrievalConfig.model_fields["channels"].description)
-    lexical_translation: LexicalTranslation = Field(
-        RetrievalConfig.model_fields["lexical_translation"].default,
-        description=RetrievalConfig.model_fields["lexical_translation"].description)
+    retrieval: RetrievalConfig = Field(
+        default_factory=RetrievalConfig,
+        description="how every cell retrieves, as the xlrag config's retrieval section: k passages shown to the "
+                    "LLM, a ranked list retrieve_k long that the retrieval metrics score, fusion, channels, "
+                    "lexical_translation (the IR modes are the grid's modes, not retrieval.mode)")
     rerank: RerankConfig = Field(default_factory=RerankConfig,
                                  description="the retrieve_k candidates reranked, the best k shown (none: fused order)")
     translator: LLMConfig | None = Field(
@@ -225,6 +230,39 @@ class ExperimentConfig(_Strict):
     human_labels: Path | None = Field(
         None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
 
+    @classmethod
+    def migrate(cls, data: Any) -> Any:
+        """A run YAML's mapping in today's layout: the retrieval settings once given at the top
+        level ("k: 3") moved into ``retrieval:``, with a deprecation warning for each."""
+        return moved_keys(data, "experiment", "retrieval", cls.FLAT_RETRIEVAL)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        data = cls.migrate(data)
+        if isinstance(data, dict) and "mode" in (data.get("retrieval") or {}):
+            raise ValueError("an experiment's IR modes are its grid's 'modes' (a list); move retrieval.mode there")
+        return data
+
+    @field_serializer("retrieval")
+    def _no_mode(self, retrieval: RetrievalConfig) -> dict[str, Any]:
+        # the mode is the grid's: a dumped run config reloads without naming it twice
+        return retrieval.model_dump(mode="json", exclude={"mode"})
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """The settings a record's fingerprint reads (:mod:`xlrag.evals.fingerprint`), laid out
+        as before ``retrieval:`` existed: its first settings under their old top-level names, and
+        a later one under ``retrieval.<name>`` only when it is not the default. A run folder made
+        before keeps its records."""
+        out = {n: getattr(self, n) for n in type(self).model_fields if n != "retrieval"}
+        for name in RetrievalConfig.model_fields:
+            value = getattr(self.retrieval, name)
+            if name in self.FLAT_RETRIEVAL:
+                out[name] = value
+            elif name != "mode" and value != RetrievalConfig.model_fields[name].get_default(call_default_factory=True):
+                out[f"retrieval.{name}"] = value
+        return out
+
     @model_validator(mode="after")
     def _unique(self) -> ExperimentConfig:
         for what, names in (("dataset", [d.name for d in self.datasets]),
@@ -236,17 +274,43 @@ class ExperimentConfig(_Strict):
         stray = [m for m in self.generate_modes or [] if m not in self.modes]
         if stray:
             raise ValueError(f"generate_modes {stray} are not in modes {self.modes}; add them to modes")
-        if self.k > self.retrieve_k:
-            raise ValueError(f"k={self.k} passages shown but only retrieve_k={self.retrieve_k} retrieved")
+        r = self.retrieval
+        if r.k > r.retrieve_k:
+            raise ValueError(f"retrieval.k={r.k} passages shown but only retrieval.retrieve_k={r.retrieve_k} retrieved")
         return self
 
     def retrieval_settings(self) -> RetrievalConfig:
         """What the run's retriever searches with: a ranked list ``retrieve_k`` long (the retrieval
         metrics score all of it; the chains show the first ``k``), the grid's first mode (each
         cell names its own)."""
-        return RetrievalConfig(mode=self.modes[0], k=self.retrieve_k, retrieve_k=self.retrieve_k,
-                               fusion=self.fusion, channels=self.channels,
-                               lexical_translation=self.lexical_translation)
+        return self.retrieval.model_copy(update={"mode": self.modes[0], "k": self.retrieval.retrieve_k})
+
+    # the old top-level names, read from Python, for one release
+    @property
+    def k(self) -> int:
+        """``retrieval.k``'s old place (for one release)."""
+        return renamed("ExperimentConfig", "k", "retrieval.k", self.retrieval.k, None)
+
+    @property
+    def retrieve_k(self) -> int:
+        """``retrieval.retrieve_k``'s old place (for one release)."""
+        return renamed("ExperimentConfig", "retrieve_k", "retrieval.retrieve_k", self.retrieval.retrieve_k, None)
+
+    @property
+    def fusion(self) -> str:
+        """``retrieval.fusion``'s old place (for one release)."""
+        return renamed("ExperimentConfig", "fusion", "retrieval.fusion", self.retrieval.fusion, None)
+
+    @property
+    def channels(self) -> list[str]:
+        """``retrieval.channels``' old place (for one release)."""
+        return renamed("ExperimentConfig", "channels", "retrieval.channels", self.retrieval.channels, None)
+
+    @property
+    def lexical_translation(self) -> str:
+        """``retrieval.lexical_translation``'s old place (for one release)."""
+        return renamed("ExperimentConfig", "lexical_translation", "retrieval.lexical_translation",
+                       self.retrieval.lexical_translation, None)
 
     def cells(self) -> list[Cell]:
         """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-").
@@ -346,8 +410,16 @@ def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | 
         return data, []
     given = settings.model_dump(mode="json", exclude_unset=True)
     filled = dict(data)
+    migrate = getattr(model, "migrate", None)
+    data = migrate(data) if migrate is not None else data  # old keys in their new places first
+    filled: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    taken: list[str] = []
     for field, setting in getattr(model, "FROM_SETTINGS", {}).items():
-        if field in data:
+        *sections, name = field.split(".")
+        where = filled
+        for section in sections:
+            where = where.setdefault(section, {}) if isinstance(where.get(section, {}), dict) else {}
+        if name in where:
             continue
         value: Any = given
         for part in setting.split("."):
@@ -355,9 +427,11 @@ def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | 
         if value is None:
             continue
         # a list field (llms, modes) takes the one setting as its only item
-        many = isinstance(model.model_fields[field].get_default(call_default_factory=True), list)
-        filled[field] = [value] if many else value
-    return filled, [f for f in filled if f not in data]
+        many = not sections and isinstance(model.model_fields[name].get_default(call_default_factory=True), list)
+        where[name] = [value] if many else value
+        taken.append(field)
+    filled = {k: v for k, v in filled.items() if v != {} or k in data}  # no section made empty
+    return filled, taken
 
 
 def filled_from(path: str | Path, filled: list[str]) -> str:

@@ -6,7 +6,8 @@ every input file (a corpus, queries, qrels, territories) replaced by the SHA-256
 contents, so an edited corpus counts as a changed setting and a moved one does not. Left
 out are the fields that cannot change a record: each config model names them in its
 ``RECORD_INERT`` (a run's name, its timeout and concurrency, a model's retries), and the
-index a run builds rather than reads (:data:`OUTPUT_PATHS`). Every record is written with
+index a run builds rather than reads (:data:`OUTPUT_PATHS`). A config whose layout changed
+keeps its records by naming its settings as before (``fingerprint_fields``). Every record is written with
 the fingerprint of the settings that made it (its ``fp``); a run skips only the records of
 its own fingerprint, and a report reads only those.
 
@@ -69,11 +70,13 @@ def _digest(path: Path, where: str) -> str:
 def _view(value: Any, where: str, inputs: dict[str, str]) -> Any:
     if isinstance(value, BaseModel):
         inert = inert_fields(type(value))
+        # a model whose layout changed names what its records were fingerprinted with before
+        fields = value.fingerprint_fields() if hasattr(value, "fingerprint_fields") else \
+            {n: getattr(value, n) for n in type(value).model_fields}
         out = {}
-        for name in type(value).model_fields:
+        for name, v in fields.items():
             if name in inert:
                 continue
-            v = getattr(value, name)
             sub = f"{where}.{name}" if where != "run config" else name
             out[name] = (None if v is None else str(v)) if name in OUTPUT_PATHS else _view(v, sub, inputs)
         return out

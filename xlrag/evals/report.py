@@ -207,11 +207,11 @@ def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) 
         report["notes"].append("Ragas prompt strings the LLM could not translate stay in English "
                                "(see each Ragas figure's notes).")
     shared = [m for m in cfg.modes if plans_language_shares(m)]
-    if shared and cfg.rerank.name == "none" and cfg.k < cfg.retrieve_k and any(c.llm for c in cfg.cells()):
+    if shared and cfg.rerank.name == "none" and cfg.retrieval.k < cfg.retrieval.retrieve_k and any(c.llm for c in cfg.cells()):
         report["notes"].append(
-            f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieve_k} passages retrieved, whose first "
-            f"{cfg.k} are the best by fused score; with no reranker the chain plans the language shares for its "
-            f"{cfg.k} passages itself, so the answers may have seen other passages: 'relevant shown' (Citations) scores those.")
+            f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieval.retrieve_k} passages retrieved, whose first "
+            f"{cfg.retrieval.k} are the best by fused score; with no reranker the chain plans the language shares for its "
+            f"{cfg.retrieval.k} passages itself, so the answers may have seen other passages: 'relevant shown' (Citations) scores those.")
     human = inputs.human
     for ds in cfg.datasets:
         qrels = inputs.qrels.get(ds.name)
@@ -228,7 +228,7 @@ def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) 
                     seen.add(r["query_id"])
                     recs.append(r)
             if recs:
-                report["retrieval"][f"{ds.name}/{mode}"] = _retrieval(recs, qrels, inventory, cfg.retrieve_k)
+                report["retrieval"][f"{ds.name}/{mode}"] = _retrieval(recs, qrels, inventory, cfg.retrieval.retrieve_k)
         relevant = {q: {d for d, rel in docs.items() if rel > 0} for q, docs in (qrels or {}).items()} or None
         for cell in cfg.cells():
             if cell.dataset != ds.name or cell.llm is None:

@@ -135,7 +135,7 @@ class ExperimentRunner(StudyRun):
 
             # the checker comes from the run's model cache, as every model of the run does
             after.append(AttributionReranker(attribution_checker(self.llm(self.config.attribution_checker or llm_cfg))))
-        return GroundedChain.from_config(answering_config(self.config.k), llm=self.llm(llm_cfg),
+        return GroundedChain.from_config(answering_config(self.config.retrieval.k), llm=self.llm(llm_cfg),
                                          retriever=self.retriever(ds), fmt=variant.format, mode=cell.mode,
                                          prompts=prompts, few_shot=variant.few_shot, postprocessors=after)
 
@@ -143,7 +143,7 @@ class ExperimentRunner(StudyRun):
 
     def _retrieval(self, ds: DatasetConfig, cell: Cell, q: dict) -> list[dict]:
         result = self.retriever(ds).retrieve(make_query(q["question"], lang=q["lang"], id=q["id"]), mode=cell.mode,
-                                             k=self.config.retrieve_k)
+                                             k=self.config.retrieval.retrieve_k)
         return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result]
 
     @staticmethod
