@@ -63,6 +63,8 @@ def main() -> None:
     ap.add_argument("--out", help="results file name in benchmarks/results (default: retrieval.json, "
                                   "with --limit retrieval-limitN.json)")
     ap.add_argument("--fusions", default="score,interleave,rrf,minmax,zscore")
+    ap.add_argument("--channels", default="dense,lexical",
+                    help="how each store is searched (retrieval.channels; dense alone: the figures before #31)")
     ap.add_argument("--translate-sample", type=int, default=120,
                     help="queries for the translate mode (the local LLM translates ~1 query/s); 0 skips it")
     args = ap.parse_args()
@@ -85,10 +87,11 @@ def main() -> None:
     print(f"Chroma HNSW vs exact brute force: top-20 overlap {exact:.4f} per store search", flush=True)
 
     fusions = [f for f in args.fusions.split(",") if f]
+    channels = [c for c in args.channels.split(",") if c]
     runs = [("all", f) for f in fusions] + [("balanced", f) for f in fusions] + [("qlang", "score")]
     results: dict = {}
     for mode, fusion in runs:
-        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion)
+        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion, channels=channels)
         t1 = time.perf_counter()
         name = f"{mode}/{fusion}" if mode != "qlang" else "qlang"
         results[name] = score(retriever, queries, qrels, inventory) | {"seconds": round(time.perf_counter() - t1, 2)}
@@ -97,14 +100,15 @@ def main() -> None:
         print(f"{name:22s} same hit@5 {s['same_lang']['hit@5']:.3f} hit@20 {s['same_lang']['hit@20']:.3f} | "
               f"cross hit@5 {s['cross_lang']['hit@5']:.3f} hit@20 {s['cross_lang']['hit@20']:.3f}", flush=True)
     if args.translate_sample:
-        results.update(run_translate(stores, embedder, queries, qrels, inventory, args.translate_sample))
+        results.update(run_translate(stores, embedder, queries, qrels, inventory, args.translate_sample, channels))
 
     print_table(results)
     checks = targets(results, fusions)
     for line in checks["lines"]:
         print(line)
     out = args.out or ("retrieval.json" if not args.limit else f"retrieval-limit{args.limit}.json")
-    path = write_json(out, {"benchmark": "travel", "queries": len(queries), "splitter": SPLITTER.model_dump(),
+    path = write_json(out, {"benchmark": "travel", "queries": len(queries), "channels": channels,
+                            "splitter": SPLITTER.model_dump(),
                             "hnsw_vs_exact_top20_overlap": exact,
                             "passages": report.passages, "reference": REFERENCE, "results": results,
                             "targets": checks["values"]})
@@ -141,7 +145,7 @@ class DiskCachedTranslator:
         return self.cache[key]
 
 
-def run_translate(stores, embedder, queries, qrels, inventory, sample: int) -> dict:
+def run_translate(stores, embedder, queries, qrels, inventory, sample: int, channels: list[str]) -> dict:
     """translate (the default local model as the translator) vs all/zscore on the same query sample."""
     from xlrag.chains.llms import build_llm
     from xlrag.chains.translator import LLMTranslator
@@ -158,7 +162,7 @@ def run_translate(stores, embedder, queries, qrels, inventory, sample: int) -> d
     for name, mode, fusion in (("translate/zscore (sample)", Translate(translator), "zscore"),
                                ("translate/score (sample)", Translate(translator), "score"),
                                ("all/zscore (same sample)", "all", "zscore")):
-        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion)
+        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, fusion=fusion, channels=channels)
         out[name] = score(retriever, subset, qrels, inventory) | {
             "seconds": round(time.perf_counter() - t1, 2), "sample": len(subset),
             "translator": f"local {getattr(llm, 'model_name', 'default model')} (xlrag LLMTranslator, max_tokens 160)",

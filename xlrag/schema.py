@@ -78,12 +78,26 @@ class Query(QueryFields):
     """
 
     id: str | None = None
-    text: str
+    question: str
     # validated, never None: the policies iterate over it
     relevant_langs: list[str] = Field(default_factory=list,
                                       description=QueryFields.model_fields["relevant_langs"].description)
 
-    @field_validator("text")
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        from xlrag.validate import renamed_keys
+
+        return renamed_keys(data, "Query", {"text": "question"})
+
+    @property
+    def text(self) -> str:
+        """``question``'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("Query", "text", "question", self.question, None)
+
+    @field_validator("question")
     @classmethod
     def _non_empty(cls, v: str) -> str:
         if not v or not v.strip():
@@ -320,7 +334,7 @@ class GroundedAnswer(BaseModel):
 
 
 _EXPECTED = {
-    "text": "the question as text",
+    "question": "the question as text",
     "lang": "a language code such as 'es'",
     "target_lang": "a language code such as 'es'",
     "relevant_langs": "a list of language codes, e.g. ['es', 'ar']",
@@ -328,19 +342,19 @@ _EXPECTED = {
 }
 
 
-def make_query(text: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
+def make_query(question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
                target_lang: str | None = None, id: str | None = None) -> Query:
     """Build a :class:`Query`, raising xlrag's own one-line errors (never pydantic's dump)."""
     from pydantic import ValidationError
 
-    values: dict[str, Any] = {"text": text, "lang": lang, "target_lang": target_lang, "id": id}
+    values: dict[str, Any] = {"question": question, "lang": lang, "target_lang": target_lang, "id": id}
     if relevant_langs is not None:
         values["relevant_langs"] = relevant_langs
-    if isinstance(text, str) and not text.strip():
+    if isinstance(question, str) and not question.strip():
         raise EmptyQueryError()
-    for name in ("text", "lang", "target_lang", "id"):
+    for name in ("question", "lang", "target_lang", "id"):
         if values[name] is not None and not isinstance(values[name], str):
-            raise InvalidArgumentError("question" if name == "text" else name, _EXPECTED[name], values[name])
+            raise InvalidArgumentError(name, _EXPECTED[name], values[name])
     if relevant_langs is not None and (not isinstance(relevant_langs, list | tuple)
                                        or not all(isinstance(x, str) for x in relevant_langs)):
         raise InvalidArgumentError("relevant_langs", _EXPECTED["relevant_langs"], relevant_langs)

@@ -16,7 +16,7 @@ LANGS = ["ar", "de", "en", "es", "ru", "zh"]
 
 
 def plan(mode, q="Frage?", qlang="de", k=6, langs=LANGS, **policy_kw):
-    query = Query(text=q, lang=qlang, **{k_: v for k_, v in policy_kw.items() if k_ in ("relevant_langs", "target_lang")})
+    query = Query(question=q, lang=qlang, **{k_: v for k_, v in policy_kw.items() if k_ in ("relevant_langs", "target_lang")})
     kw = {k_: v for k_, v in policy_kw.items() if k_ not in ("relevant_langs", "target_lang")}
     return make_policy(mode, **kw).plan(query, qlang, langs, k)
 
@@ -68,7 +68,7 @@ def test_balanced_shares(k, expected):
 
 
 def test_balanced_over_chosen_languages():
-    p = Balanced(["ar", "en"]).plan(Query(text="x", lang="de"), "de", LANGS, 5)
+    p = Balanced(["ar", "en"]).plan(Query(question="x", lang="de"), "de", LANGS, 5)
     assert p.shares == {"en": 3, "ar": 2}
 
 
@@ -91,13 +91,13 @@ def test_translate_uses_the_translator_once_per_language():
 
     t = CachedTranslator(Recording())
     policy = Translate(t)
-    p1 = policy.plan(Query(text="Frage?", lang="de"), "de", LANGS, 4)
-    policy.plan(Query(text="Frage?", lang="de"), "de", LANGS, 4)
+    p1 = policy.plan(Query(question="Frage?", lang="de"), "de", LANGS, 4)
+    policy.plan(Query(question="Frage?", lang="de"), "de", LANGS, 4)
     assert {s.store: s.text for s in p1.searches}["de"] == "Frage?"
     assert {s.store: s.text for s in p1.searches}["zh"] == "[zh] Frage?"
     assert sorted(calls) == ["ar", "en", "es", "ru", "zh"]  # cached on the second plan
     with pytest.raises(PolicyError, match="needs a translator"):
-        Translate().plan(Query(text="x", lang="de"), "de", LANGS, 4)
+        Translate().plan(Query(question="x", lang="de"), "de", LANGS, 4)
 
 
 def test_cached_translator_keeps_the_most_recently_used():

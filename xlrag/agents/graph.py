@@ -256,7 +256,7 @@ class XlragAgent:
         return answer.answer if answer.answered else response_text(answer)
 
     def _substance(self, s: AgentState, renderings: dict[str, str]) -> list[substance.Finding]:
-        answer, question = s["answer"], s["query"].text
+        answer, question = s["answer"], s["query"].question
         lang, said = s["query"].lang, self._said(s["answer"])
         found = [substance.non_answer(said, question, lang, templates=[s.get("templates", "")])]
         if found[0].passed and answer.passages:
@@ -275,7 +275,7 @@ class XlragAgent:
             return []
         said = self._said(answer)
         cited = [h.passage.text for h in answer.cited_passages]
-        if substance.unsupported(said, s["query"].text, cited, lang).passed:
+        if substance.unsupported(said, s["query"].question, cited, lang).passed:
             return []
         return sorted({h.lang for h in answer.cited_passages if h.lang != lang})[:2]
 
@@ -306,7 +306,7 @@ class XlragAgent:
         t0 = time.perf_counter()
         attributable, why = None, ""
         if (args := self._attribution_inputs(s)) is not None:
-            result = yield Call(self.attribution.check, (s["query"].text, *args, s["query"].lang or "en"),
+            result = yield Call(self.attribution.check, (s["query"].question, *args, s["query"].lang or "en"),
                                 self.attribution.acheck)
             attributable, why = result.attributable, _attribution_detail(result)
         langs = yield Call(self._to_translate, (s,))

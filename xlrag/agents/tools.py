@@ -145,7 +145,7 @@ class ToolCallingAgent(XlragAgent):
             except TranslationCutOffError as e:
                 # the model reads the reason and can answer untranslated; half a translation would mislead it
                 return f"translation failed: {e}", []
-        query = s["query"].model_copy(update={"text": args.query, "id": None})
+        query = s["query"].model_copy(update={"question": args.query, "id": None})
         mode = s["choice"].mode
         if args.languages:
             query = query.model_copy(update={"relevant_langs": [normalize_code(x) for x in args.languages]})

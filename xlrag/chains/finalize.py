@@ -55,10 +55,10 @@ def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> b
     template repeated, or a refusal while the top passage holds the question's words. (Support
     by the cited passages needs a translation across languages: the agent checks that.)"""
     lang = query.lang
-    if not non_answer(said, query.text, lang, templates=[templates]).passed:
+    if not non_answer(said, query.question, lang, templates=[templates]).passed:
         return True
     top = hits[0].passage.text if hits else None
-    return not refusal_despite_evidence(said, query.text, top, lang).passed
+    return not refusal_despite_evidence(said, query.question, top, lang).passed
 
 
 def _citation_reply(cleaned: str, n_docs: int, options: list[str] | None) -> Any:
@@ -127,7 +127,7 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
         flags.append("no_citations")
     if fmt is not AnswerFormat.MC and _says_nothing(answer or cleaned, query, hits, state.echo_reference):
         flags.insert(0, FLAGS["non_answer"])
-    return GroundedAnswer(question=query.text, lang=query.lang or "", format=fmt, mode=state.mode,
+    return GroundedAnswer(question=query.question, lang=query.lang or "", format=fmt, mode=state.mode,
                           model=state.model, passages=hits, raw_output=raw, answer=answer,
                           explanation=explanation, option_index=index, chosen_option=chosen,
                           citations=citations, flags=flags, complete=state.complete,

@@ -281,7 +281,7 @@ class Pipeline(BaseModel):
             return self.retriever.prepare(q)
         from xlrag.detect import question_language
 
-        return q if q.lang else q.model_copy(update={"lang": question_language(q.text)})
+        return q if q.lang else q.model_copy(update={"lang": question_language(q.question)})
 
     def check(self, inp: ChainInput) -> None:
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
@@ -309,8 +309,8 @@ class Pipeline(BaseModel):
         if self.retriever is None or mode == IRMode.NO_IR:
             return Retrieval(query=query, mode=mode)
         retriever, args = self._search(query, mode)
-        found = yield Call(partial(retriever.invoke, query.text, config, **args), (),
-                           partial(retriever.ainvoke, query.text, config, **args))
+        found = yield Call(partial(retriever.invoke, query.question, config, **args), (),
+                           partial(retriever.ainvoke, query.question, config, **args))
         return found.retrieval
 
     def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
@@ -326,12 +326,12 @@ class Pipeline(BaseModel):
                            complete=hits.complete if isinstance(hits, Retrieval) else True,
                            notes=list(hits.notes) if isinstance(hits, Retrieval) else [])
         # what the model is shown: the echo check compares its reply with these, not the raw text
-        docs = [neutralize_markers(t) for t in self.context.shown(query.text, shown)]
+        docs = [neutralize_markers(t) for t in self.context.shown(query.question, shown)]
         lang = query.lang or "en"
         if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
-            msgs, _ = base_model_messages(self.prompts, lang, query.text, docs, self.fmt, state.options)
+            msgs, _ = base_model_messages(self.prompts, lang, query.question, docs, self.fmt, state.options)
         else:
-            msgs = self.prompts.build_messages(lang, query.text, docs or None, self.fmt, state.options,
+            msgs = self.prompts.build_messages(lang, query.question, docs or None, self.fmt, state.options,
                                                layout=self.context.layout)
         # the model's own earlier reply is not an instruction it could echo: repeating it
         # is a (wrong) answer, which the checks must see
@@ -342,7 +342,7 @@ class Pipeline(BaseModel):
             held = self.profile.answer_grammar(self.llm, self.fmt, len(shown), len(state.options or ()))
             request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
         return state.model_copy(update={"request": request,
-                                        "echo_reference": echo_reference(sent, docs, query.text, state.options)})
+                                        "echo_reference": echo_reference(sent, docs, query.question, state.options)})
 
     def prepare(self, value: Any, config: RunnableConfig | None = None) -> ChainState:
         """Detect, retrieve and build the request: everything up to the LLM call."""

@@ -41,7 +41,7 @@ class ChainInput(QueryFields):
         if isinstance(value, str):
             return cls(question=value)
         if isinstance(value, Query):
-            return cls(question=value.text, lang=value.lang, relevant_langs=value.relevant_langs or None,
+            return cls(question=value.question, lang=value.lang, relevant_langs=value.relevant_langs or None,
                        target_lang=value.target_lang, id=value.id)
         return validate_mapping(cls, value, "chain input")
 

@@ -87,7 +87,7 @@ class _Merged:
             policy=self.name,
             query_lang=query_lang,
             k=k,
-            searches=[StoreQuery(store=lang, text=query.text, quota=k) for lang in _order(have, query_lang)],
+            searches=[StoreQuery(store=lang, text=query.question, quota=k) for lang in _order(have, query_lang)],
             notes=notes,
         )
 
@@ -213,7 +213,7 @@ class Balanced:
             policy=self.name,
             query_lang=query_lang,
             k=k,
-            searches=[StoreQuery(store=lang, text=query.text, quota=k) for lang in langs],
+            searches=[StoreQuery(store=lang, text=query.question, quota=k) for lang in langs],
             shares=shares,
             notes=notes,
         )
@@ -240,7 +240,7 @@ class Translate:
         searches = [
             StoreQuery(
                 store=lang,
-                text=query.text if lang == query_lang else self.translator.translate(query.text, query_lang, lang),
+                text=query.question if lang == query_lang else self.translator.translate(query.question, query_lang, lang),
                 quota=k,
             )
             for lang in langs

@@ -175,12 +175,12 @@ class CrossLingualRetriever:
         fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "id": query_id}
         given = {k: v for k, v in fields.items() if v is not None}
         if isinstance(query, Query):
-            q = query.model_copy(update=make_query(query.text, **given).model_dump(include=set(given))) if given \
+            q = query.model_copy(update=make_query(query.question, **given).model_dump(include=set(given))) if given \
                 else query
         else:
             q = make_query(query, **given)
         if q.lang is None:
-            q = q.model_copy(update={"lang": question_language(q.text, self.detector)})
+            q = q.model_copy(update={"lang": question_language(q.question, self.detector)})
         return q
 
     def _fetch_k(self, k: int | None = None) -> int:
@@ -248,7 +248,7 @@ class CrossLingualRetriever:
     def _lexical_text(self, q: Query, store: str, planned: str, notes: list[str]) -> str:
         """The text the lexical channel searches ``store`` with: the plan's own (a translation,
         in ``translate`` mode), else the question translated into the store's language."""
-        if store == q.lang or planned != q.text or self.lexical_translation == "off":
+        if store == q.lang or planned != q.question or self.lexical_translation == "off":
             return planned
         translator = NameTranslator() if self.lexical_translation == "names" else self.translator
         if translator is None:
@@ -256,7 +256,7 @@ class CrossLingualRetriever:
                          "(pass translator=..., or set lexical_translation)")
             return planned
         try:
-            return translator.translate(q.text, q.lang or "", store)
+            return translator.translate(q.question, q.lang or "", store)
         except XlragError as e:
             notes.append(f"store {store!r} searched lexically with the question as asked: "
                          f"its translation failed ({str(e)[:120]})")
@@ -285,7 +285,7 @@ class CrossLingualRetriever:
                 text = self._lexical_text(q, s.store, s.text, notes)
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
                 ranking = index.rank(text, s.quota)
-                if text != q.text:
+                if text != q.question:
                     texts[s.store] = text  # "" when nothing of the question carries over by name
                 if not ranking.tokens:
                     if text == s.text:  # the question itself has no word to search with
@@ -356,7 +356,7 @@ class CrossLingualRetriever:
         ]
         if plan.searches:
             t0 = time.perf_counter()
-            hits = self.reranker.rerank(query.text, hits, k)
+            hits = self.reranker.rerank(query.question, hits, k)
             if not isinstance(self.reranker, NoRerank):
                 seconds["rerank"] = time.perf_counter() - t0
         if plan.searches and not hits and not notes:
@@ -377,7 +377,7 @@ class CrossLingualRetriever:
                  lang: str | None = None, relevant_langs: list[str] | None = None, target_lang: str | None = None,
                  query_id: str | None = None, channels: Sequence[Channel] | str | None = None) -> Retrieval:
         """The :class:`~xlrag.schema.Retrieval` for ``query``: one :class:`~xlrag.schema.Query`
-        carries what the modes need (``make_query(text, lang="ar", relevant_langs=[...])``;
+        carries what the modes need (``make_query(question, lang="ar", relevant_langs=[...])``;
         ``rel_langs`` reads ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` read
         ``target_lang``), or a bare question whose language is detected. ``mode``, ``k`` and
         ``channels`` override the retriever's own for this call. The query fields as keywords
@@ -433,6 +433,6 @@ def _old_fields(where: str, lang: str | None, relevant_langs: list[str] | None, 
         from xlrag.errors import XlragDeprecationWarning
 
         warnings.warn(f"CrossLingualRetriever.{where}({', '.join(f'{g}=' for g in given)}...) is deprecated: "
-                      f"pass a Query, e.g. {where}(make_query(text, {given[0].replace('query_id', 'id')}=...)); "
+                      f"pass a Query, e.g. {where}(make_query(question, {given[0].replace('query_id', 'id')}=...)); "
                       "the keywords go in the next release", XlragDeprecationWarning, stacklevel=4)
     return fields

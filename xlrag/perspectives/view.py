@@ -118,7 +118,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
 
-        choice = choose_langs(query.text, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
+        choice = choose_langs(query.question, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
                               rules=self.rules,
                               territories=self.territories, max_langs=self._bound(inp), ranked=ranked)
         return query, choice
@@ -129,7 +129,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     @staticmethod
     def _agent_input(query: Query, lang: str) -> dict[str, Any]:
-        return {"question": query.text, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
+        return {"question": query.question, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
 
     @staticmethod
     def _empty(lang: str, hits: Retrieval) -> Perspective:
@@ -160,7 +160,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         pairs = []
         for i, a in enumerate(answered):
             for b in answered[i + 1:]:
-                agreement, score, reason = lexical_agreement(a.said or "", b.said or "", query.text, query.lang)
+                agreement, score, reason = lexical_agreement(a.said or "", b.said or "", query.question, query.lang)
                 pairs.append(PairAgreement(a=a.lang, b=b.lang, agreement=agreement, method="lexical", score=score,
                                            reason=reason))  # type: ignore[arg-type]
         return pairs
@@ -186,7 +186,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         costs = Costs(answers=sum(p.answer is not None for p in perspectives),
                       repairs=sum(len(p.trace.repairs) for p in by_lang.values() if p.trace is not None),
                       lexical_comparisons=len(pairs), judge_calls=judge_calls)
-        return Perspectives(question=query.text, lang=query.lang or "", choice=choice, perspectives=perspectives,
+        return Perspectives(question=query.question, lang=query.lang or "", choice=choice, perspectives=perspectives,
                             pairs=pairs, status=status, consensus=consensus, disagreements=disagreements,
                             note=note, costs=costs)
 
@@ -205,7 +205,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         pairs = yield Call(self._lexical, (query, perspectives))
         unsure = [i for i, p in enumerate(pairs) if p.agreement == "unsure"]
         verdicts = yield Together([
-            Call(self.judge.judge, (query.text, self._said(perspectives, pairs[i].a),
+            Call(self.judge.judge, (query.question, self._said(perspectives, pairs[i].a),
                                     self._said(perspectives, pairs[i].b), query.lang or "en"), self.judge.ajudge)
             for i in unsure])
         for i, (agreement, reason) in zip(unsure, verdicts, strict=True):
