@@ -102,3 +102,34 @@ def test_index_health_is_complete_and_notes_on_retrievals_and_answers():
     assert (out["index_complete"], out["retrieval_notes"]) == (False, out["notes"])  # the old keys, one release
     schema = AnswerOut.model_json_schema()["properties"]
     assert schema["index_complete"].get("deprecated") is True and schema["retrieval_notes"].get("deprecated") is True
+
+
+def test_the_question_is_question_on_a_query_too():
+    from xlrag.chains.state import ChainInput
+    from xlrag.schema import GroundedAnswer, Query, make_query
+
+    q = make_query("¿Quién controla Ceuta?", lang="es", id="q1")
+    assert q.question == "¿Quién controla Ceuta?" and "text" not in Query.model_fields
+    assert {"question"} <= set(ChainInput.model_fields) & set(GroundedAnswer.model_fields) & set(Query.model_fields)
+    with pytest.warns(XlragDeprecationWarning, match="Query: 'text' is now called 'question'"):
+        assert Query(text="Ceuta?").question == "Ceuta?"
+    with pytest.warns(XlragDeprecationWarning, match="Query: 'text' is now called 'question'"):
+        assert q.text == q.question
+    with pytest.raises(ValueError, match="give 'question' only"):
+        Query(text="a", question="b")
+
+
+def test_check_names_one_thing_and_the_old_method_names_still_work(xquad_index, embedder):
+    from xlrag.chains.llms import build_llm
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.chains.state import ChainInput
+    from xlrag.config import LLMConfig, XlragConfig
+    from xlrag.formats import AnswerFormat
+
+    llm = build_llm(LLMConfig(model="gemma-3-270m"))  # loads on its first call, which none of these makes
+    pipeline = Pipeline.from_config(XlragConfig(index_dir=xquad_index), fmt=AnswerFormat.MC, llm=llm)
+    with pytest.raises(ConfigError, match="needs at least two options"):
+        pipeline.validate_input(ChainInput(question="Ceuta?", options=["Spain"]))
+    with pytest.warns(XlragDeprecationWarning, match="'check' is now called 'validate_input'"), \
+            pytest.raises(ConfigError, match="needs at least two options"):
+        pipeline.check(ChainInput(question="Ceuta?", options=["Spain"]))

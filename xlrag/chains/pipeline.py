@@ -284,6 +284,13 @@ class Pipeline(BaseModel):
         return q if q.lang else q.model_copy(update={"lang": question_language(q.question)})
 
     def check(self, inp: ChainInput) -> None:
+        """:meth:`validate_input`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        self.validate_input(renamed("Pipeline", "check", "validate_input", inp, None))
+
+    def validate_input(self, inp: ChainInput) -> None:
+        """Refuse an input the format cannot answer (mc with fewer than two options)."""
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
             raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
 
@@ -353,7 +360,7 @@ class Pipeline(BaseModel):
 
     def _prepare(self, value: Any, config: RunnableConfig | None) -> Steps[ChainState]:
         inp = ChainInput.coerce(value)
-        self.check(inp)
+        self.validate_input(inp)
         query = yield Call(self.query_for, (inp,))
         hits = self._given(inp)
         if hits is None:

@@ -20,7 +20,7 @@ The folder of ``xlrag eval run`` (a grid or a seed study) holds:
 - ``.xlrag-run.lock``: held by the run writing the folder; a second run fails in one line.
 
 A run writes only into a new or empty folder, or one holding only these files
-(:meth:`RunFolder.check`, :func:`xlrag.outputs.check_run_folder`).
+(:meth:`RunFolder.ensure_usable`, :func:`xlrag.outputs.check_run_folder`).
 
 Only this module reads and writes them: the reports are computed from what it reads.
 """
@@ -162,7 +162,7 @@ class RunFolder:
         """Whether a run writes an entry named ``name`` into its folder."""
         return name in _OWNED or name.startswith(_OWNED_PREFIXES)
 
-    def check(self, option: str = "--out") -> None:
+    def ensure_usable(self, option: str = "--out") -> None:
         """Fail before any work unless the folder is new, empty or a run's (see the module docstring)."""
         check_run_folder(self.path, option, "run", self.owns)
 

@@ -88,6 +88,12 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     # -- choose -------------------------------------------------------------------------------
     def check(self, value: Any) -> PerspectivesInput:
+        """:meth:`validate_input`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return self.validate_input(renamed("PerspectivesView", "check", "validate_input", value, None))
+
+    def validate_input(self, value: Any) -> PerspectivesInput:
         """``value`` checked as far as it can be without a model: its fields, and the languages it
         names (an unknown code, one with no store, more than ``max_langs``). A server calls this
         before it queues for a generation slot, so that a bad request is refused at once rather

@@ -121,7 +121,7 @@ class XlragServer:
     def max_question_chars(self) -> int:
         return self.limits.max_question_chars or self.config.retrieval.max_question_chars
 
-    def check(self, question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
+    def admit_question(self, question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
               target_lang: str | None = None) -> Query:
         """The request's question and languages as a :class:`Query`, refused before any work
         with a typed 422."""
@@ -177,11 +177,11 @@ def _stream(events: AsyncIterator[str], headers: dict[str, str] | None = None) -
              description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
                          "repair what failed. The trace says what was done.")
 async def ask(body: AskRequest, server: Server) -> Any:
-    server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
     if not body.stream:
         async with server.limiter.slot():
             return ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input())))
-    server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
+    server.limiter.refuse_when_full()  # a full queue is a 503, not a stream that starts with an error
     return _stream(with_pings(partial(ask_events, server, body.agent_input()), server.ping_every, "ask stream",
                               server.drain))
 
@@ -196,7 +196,7 @@ _CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events
              description="Follow-ups are condensed into a standalone question in the user's language. Turns of "
                          "one session run one at a time; sessions live in memory until the server stops.")
 async def chat(body: ChatRequest, server: Server) -> Any:
-    server.check(body.question, lang=body.lang)
+    server.admit_question(body.question, lang=body.lang)
     session_id = body.session_id or uuid.uuid4().hex
     inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
     if not body.stream:
@@ -205,7 +205,7 @@ async def chat(body: ChatRequest, server: Server) -> Any:
             response = chat_response(session_id, out)
             await server.sessions.compact(session_id)
         return response
-    server.limiter.check()  # a full queue is a 503, not a stream that starts with an error
+    server.limiter.refuse_when_full()  # a full queue is a 503, not a stream that starts with an error
     events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every, "chat stream",
                         server.drain)
     return _stream(events, {"X-Session-Id": session_id})
@@ -229,13 +229,13 @@ async def forget(session_id: str, server: Server) -> Response:
                          "the consensus groups and each disagreement with both sides' citations. Takes one "
                          "generation slot for all its answers.")
 async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
-    server.check(body.question, lang=body.lang)
+    server.admit_question(body.question, lang=body.lang)
     if server.retriever is None:
         raise ApiError(422, "no_index", "this server answers closed-book (mode no_ir): it has no language stores "
                                         "to compare")
     # everything a bad request can be refused for, before it queues: a 422 now, not after the
     # answers ahead of it (up to queue_timeout)
-    await asyncio.to_thread(server.perspectives.check, body.view_input())
+    await asyncio.to_thread(server.perspectives.validate_input, body.view_input())
     async with server.limiter.slot():
         return await server.drain.bounded(server.perspectives.ainvoke(body.view_input()))
 
@@ -246,7 +246,7 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
                          "lexical channel's search of stores in other languages), which queues for a generation "
                          "slot like an answer.")
 async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
-    query = server.check(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
+    query = server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
                          target_lang=body.target_lang)
     mode = body.mode or server.config.retrieval.mode
     k = body.k or server.config.retrieval.k

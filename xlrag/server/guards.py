@@ -183,7 +183,7 @@ class GenerationLimiter:
         return ApiError(503, "overloaded", f"{why}; retry later",
                         headers={"Retry-After": str(max(1, round(self.queue_timeout / 10)))})
 
-    def check(self) -> None:
+    def refuse_when_full(self) -> None:
         """503 now if a new request could not even queue (a stream checks before it starts), or
         if the server is shutting down."""
         if self.drain is not None and self.drain.draining:
@@ -194,7 +194,7 @@ class GenerationLimiter:
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
-        self.check()
+        self.refuse_when_full()
         self.queued += 1
         try:
             # asyncio.timeout, not wait_for: no inner task whose acquired slot a cancelled

@@ -47,7 +47,7 @@ class StudyRun(ABC):
         self.retry_failed = True
         self._fingerprint: RunFingerprint | None = None
         self.folder = RunFolder(out)
-        self.folder.check()  # before the cache below makes the folder, and before any model runs
+        self.folder.ensure_usable()  # before the cache below makes the folder, and before any model runs
         self.out = self.folder.path
         self.progress = progress
         self.cache = SQLiteLLMCache(cache or self.folder.cache_path)
