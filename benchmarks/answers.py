@@ -97,6 +97,9 @@ ARMS: dict[str, Arm] = {
     "chain/segments/k5": Arm("chain", "balanced", 5, context="segments"),
     "chain/segments/last": Arm("chain", "balanced", 3, context="segments", order="best_last"),
     "agent/before": Arm("agent", "balanced", 3, layout="documents_first"),
+    # today's default made again after a refactor (#35): greedy decoding on the same prompt, so
+    # its answers must equal chain/before's question by question (compare_arms reports it)
+    "chain/before/again": Arm("chain", "balanced", 3, layout="documents_first"),
     "agent/segments": Arm("agent", "balanced", 3, context="segments"),
     # the first candidate default: every fixed instruction first, segments, the grammar with a
     # one-sentence explanation (its rows were made with that grammar, since undone: it lost 0.11
@@ -420,6 +423,21 @@ def compare(rows: list[dict], new: str, old: str) -> dict | None:
     return out
 
 
+def reproduced(rows: list[dict], again: str = "chain/before/again", before: str = "chain/before") -> dict | None:
+    """How many of ``again``'s replies equal ``before``'s on the same questions: after a change
+    that must not change what the default answers (greedy decoding, the same prompt), all."""
+    by: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by[r["arm"]][r["id"]] = r
+    ids = sorted(set(by[again]) & set(by[before]))
+    if not ids:
+        return None
+    same = {key: sum(by[again][i].get(key) == by[before][i].get(key) for i in ids)
+            for key in ("answer", "explanation", "model_cited", "panel_final")}
+    return {"arm": again, "against": before, "n": len(ids), "same": same,
+            "differing": [i for i in ids if by[again][i].get("answer") != by[before][i].get("answer")]}
+
+
 def table(cmp: dict) -> str:
     """The comparison as the Markdown table of docs/how-to/answers.md."""
     def cell(f: dict | None) -> str:
@@ -558,6 +576,7 @@ def main() -> None:
               "arms": {a: ARMS[a]._asdict() for a in ARMS},
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
               "issue_33": {new: c for new, old in COMPARED if (c := compare(rows, new, old))},
+              "reproduced": reproduced(rows),
               "rows": rows}
     for cmp in result["issue_33"].values():
         print(table(cmp))
