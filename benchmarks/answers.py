@@ -362,17 +362,22 @@ def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int =
             "old_median": round(statistics.median(old), 2), "new_median": round(statistics.median(new), 2)}
 
 
+def _paired(rows: list[dict], old: str, new: str) -> list[tuple[dict, dict]]:
+    """``(old row, new row)`` for each question both arms answered, by question id."""
+    by: dict[str, dict[str, dict]] = defaultdict(dict)
+    for r in rows:
+        by[r["arm"]][r["id"]] = r
+    return [(by[old][i], by[new][i]) for i in sorted(set(by[new]) & set(by[old]))]
+
+
 def compare(rows: list[dict], new: str, old: str) -> dict | None:
     """``new`` against ``old`` on the questions both answered: each figure's mean in both arms and
     the paired difference with its 95% bootstrap interval; per language, the judged accuracy;
     the speed-up of the median seconds and time to first token."""
-    by: dict[str, dict[str, dict]] = defaultdict(dict)
-    for r in rows:
-        by[r["arm"]][r["id"]] = r
-    ids = sorted(set(by[new]) & set(by[old]))
-    if not ids:
+    pairs = _paired(rows, old, new)
+    if not pairs:
         return None
-    pairs = [(by[old][i], by[new][i]) for i in ids]
+    ids = [a["id"] for a, _ in pairs]
 
     def correct(r: dict) -> float | None:
         return None if r.get("panel_final") is None else float(r["panel_final"] == "correct")
@@ -426,16 +431,13 @@ def compare(rows: list[dict], new: str, old: str) -> dict | None:
 def reproduced(rows: list[dict], again: str = "chain/before/again", before: str = "chain/before") -> dict | None:
     """How many of ``again``'s replies equal ``before``'s on the same questions: after a change
     that must not change what the default answers (greedy decoding, the same prompt), all."""
-    by: dict[str, dict[str, dict]] = defaultdict(dict)
-    for r in rows:
-        by[r["arm"]][r["id"]] = r
-    ids = sorted(set(by[again]) & set(by[before]))
-    if not ids:
+    pairs = _paired(rows, before, again)
+    if not pairs:
         return None
-    same = {key: sum(by[again][i].get(key) == by[before][i].get(key) for i in ids)
+    same = {key: sum(a.get(key) == b.get(key) for a, b in pairs)
             for key in ("answer", "explanation", "model_cited", "panel_final")}
-    return {"arm": again, "against": before, "n": len(ids), "same": same,
-            "differing": [i for i in ids if by[again][i].get("answer") != by[before][i].get("answer")]}
+    return {"arm": again, "against": before, "n": len(pairs), "same": same,
+            "differing": [a["id"] for a, b in pairs if a.get("answer") != b.get("answer")]}
 
 
 def table(cmp: dict) -> str:

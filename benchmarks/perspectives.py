@@ -199,8 +199,8 @@ def main() -> None:
             warm_s = time.perf_counter() - t0
             steps = defaultdict(float)
             for p in out.perspectives:
-                for t in (p.trace.timings if p.trace else []):
-                    steps[t.step.split(":")[0]] += t.seconds
+                for timing_ in (p.trace.timings if p.trace else []):
+                    steps[timing_.step.split(":")[0]] += timing_.seconds
             per = perspective_rows(t, out)
             answered = [p for p in out.perspectives if p.status == "answered"]
             n = len(answered)
