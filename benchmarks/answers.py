@@ -113,7 +113,8 @@ ARMS: dict[str, Arm] = {
     "agent/form": Arm("agent", "balanced", 3, grammar=True),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
-            "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form")
+            "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
+            "chain/before/again")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -204,7 +205,8 @@ class Answerer:
             llm_cfg, llm = self.llm_cfg, self.llm
             if name in ISSUE_33:
                 llm_cfg = self.llm_cfg.model_copy(update={"grammar": arm.grammar})
-                llm = self.uncached["before" if name.endswith("/before") else arm.grammar]
+                # the model call is made again, not read from the call cache: a reproduction
+                llm = self.uncached["before" if "/before" in name else arm.grammar]
             cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
                               context={"select": arm.context, "order": arm.order, "layout": arm.layout})
             mode = "auto" if arm.driver == "agent" else arm.mode
