@@ -260,6 +260,8 @@ def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
             "model_cited": any(c.valid and c.source == "model" for c in answer.citations),
             "invalid_citation": any(not c.valid for c in answer.citations),
             "shown_langs": [h.lang for h in answer.passages],
+            # which passages: a rerun that answers differently can then say whether the prompt changed
+            "shown_ids": [h.passage.id for h in answer.passages],
             "usage": answer.usage.model_dump() if answer.usage else None,
             "repairs": [r.repair.value for r in trace.repairs] if trace else [],
             "unrepaired": list(trace.unrepaired) if trace else []}
