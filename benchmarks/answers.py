@@ -578,7 +578,8 @@ def main() -> None:
     if args.judge or args.rejudge:
         asyncio.run(judge_rows(rows, again=args.rejudge))
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-    result = {"benchmark": "answers", "model": MODEL, "questions": len(qs),
+    # the benchmark's questions, whatever --limit this run had: the tables pair rows of earlier runs too
+    result = {"benchmark": "answers", "model": MODEL, "questions": len(questions()),
               "arms": {a: ARMS[a]._asdict() for a in ARMS},
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
               "issue_33": {new: c for new, old in COMPARED if (c := compare(rows, new, old))},
