@@ -19,6 +19,7 @@ here. Its items of known truth are ``tests/checks/data/yes_no.jsonl``.
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from xlrag.checks.lexical import char_ngrams, normalize_answer, tokenize
 
@@ -57,6 +58,13 @@ _AR_NEGATION_PREFIXES = ("لا", "لن", "لم")
 RESTATES = 0.85
 
 
+@cache
+def _sets(lang: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """``lang``'s yes, no and negation words as sets (read per token: made once)."""
+    return tuple(frozenset(w.split()) for w in _WORDS[lang])  # type: ignore[return-value]
+
+
+@cache
 def polarity_words(lang: str | None) -> frozenset[str]:
     """The words of ``lang`` that answer a yes/no question by themselves, negations included
     (empty for a language without a list)."""
@@ -78,7 +86,7 @@ def negated(text: str, lang: str | None, asked: set[str] = frozenset()) -> bool:
     which an Arabic "لا" glued to a question's verb is read as a negation."""
     if lang == "en" and _EN_CONTRACTED.search(text):
         return True
-    words = set(_WORDS[lang][2].split()) if lang in _WORDS else set()
+    words = _sets(lang)[2] if lang in _WORDS else frozenset()
     for token in tokenize(text, lang):
         if token in words or glued_negation(token, asked, lang):
             return True
@@ -93,7 +101,7 @@ def contradicts_itself(answer: str, question: str, lang: str | None) -> str | No
     m = _VERDICT.match(answer.strip())
     if m is None:
         return None
-    yes, no, _ = (set(w.split()) for w in _WORDS[lang])
+    yes, no, negations = _sets(lang)
     verdict = normalize_answer(m.group(1), lang)
     rest = m.group(2).strip()
     if verdict not in yes | no or not rest:
@@ -102,7 +110,6 @@ def contradicts_itself(answer: str, question: str, lang: str | None) -> str | No
     if negated(question, lang, asked):
         return None  # "Don't I need a visa?" "No, I need one": words cannot tell
     rest_negated = negated(rest, lang, asked)
-    negations = set(_WORDS[lang][2].split())
     kept = " ".join(t for t in tokenize(rest, lang) if t not in negations)
     own = char_ngrams(kept, lang)
     if not own or len(own & char_ngrams(question, lang)) < RESTATES * len(own):
