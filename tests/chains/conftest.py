@@ -83,7 +83,10 @@ def serve_llama(model: str, log_dir: Path, n_ctx: int = 2048, ready_within: floa
     log = log_dir / "server.log"
     env = {k: v for k, v in os.environ.items() if k not in PROXY_VARS}
     env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", bundled_model_path(model),
+    # the server loads its model through llama-cpp-python alone: the same weight buffers as xlrag's
+    launch = ("import runpy; from xlrag.chains.local.loaded import use_plain_weight_buffers; "
+              "use_plain_weight_buffers(); runpy.run_module('llama_cpp.server', run_name='__main__', alter_sys=True)")
+    cmd = [sys.executable, "-c", launch, "--model", bundled_model_path(model),
            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
            "--n_threads", str(TEST_THREADS), "--seed", "0", "--verbose", "False"]
     with log.open("wb") as out:

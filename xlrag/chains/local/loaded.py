@@ -16,7 +16,7 @@ from typing import Any
 from xlrag.config_sections import DRAFTS
 from xlrag.errors import ProviderError
 
-__all__ = ["STREAMS", "PinnedPrefixes", "shared_model"]
+__all__ = ["STREAMS", "PinnedPrefixes", "plain_weight_buffers", "shared_model", "use_plain_weight_buffers"]
 
 
 # Loaded llama.cpp models shared by every LocalLlamaChat with the same file and settings
@@ -101,6 +101,53 @@ def _close_all() -> None:
         else:
             logging.getLogger("xlrag.llama_cpp").warning(
                 "a local model was still generating at exit; it is left to the operating system to free")
+
+
+def plain_weight_buffers(cpuinfo: str) -> bool:
+    """Whether llama.cpp must keep the weights in plain CPU buffers on a CPU whose
+    ``/proc/cpuinfo`` is ``cpuinfo``: True where the CPU advertises AMX tiles.
+
+    llama.cpp built for such a CPU (``-march=native``) repacks the weights into AMX buffers, and
+    on a Xeon whose kernel grants the tile permission but does not keep the tile state (a
+    sandboxed VM) the first prompt of more than one token kills the process with signal 11
+    (llama-cpp-python 0.3.36, qwen2.5-coder-1.5b, 2026-11-27; a one-token prompt survives, so
+    loading alone proves nothing). Plain buffers cost AMX's speed-up where AMX works, and crash
+    nowhere."""
+    for line in cpuinfo.splitlines():
+        if line.startswith("flags"):
+            return "amx_tile" in line.split(":", 1)[-1].split()
+    return False
+
+
+_PLAIN_BUFFERS: bool | None = None
+
+
+def use_plain_weight_buffers() -> bool:
+    """Make every model llama.cpp loads in this process after the call keep plain weight buffers
+    when :func:`plain_weight_buffers` says so; returns whether it did. Idempotent.
+
+    llama-cpp-python offers no argument for it: ``Llama.__init__`` fills its model parameters from
+    ``llama_model_default_params()``, so that function is wrapped. A process that loads models
+    through llama-cpp-python alone (``python -m llama_cpp.server``) calls this first."""
+    global _PLAIN_BUFFERS
+    if _PLAIN_BUFFERS is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+                _PLAIN_BUFFERS = plain_weight_buffers(f.read())
+        except OSError:  # not Linux: no AMX builds seen
+            _PLAIN_BUFFERS = False
+        if _PLAIN_BUFFERS:
+            import llama_cpp.llama_cpp as native
+
+            defaults = native.llama_model_default_params
+
+            def plain_defaults() -> Any:
+                params = defaults()
+                params.use_extra_bufts = False
+                return params
+
+            native.llama_model_default_params = plain_defaults
+    return _PLAIN_BUFFERS
 
 
 _LLAMA_CLASS: Any = None
@@ -261,6 +308,7 @@ def shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None,
         from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
 
         _route_native_log()
+        use_plain_weight_buffers()
 
         draft_model = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft == "prompt_lookup" else None
         try:
