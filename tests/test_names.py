@@ -133,3 +133,23 @@ def test_check_names_one_thing_and_the_old_method_names_still_work(xquad_index, 
     with pytest.warns(XlragDeprecationWarning, match="'check' is now called 'validate_input'"), \
             pytest.raises(ConfigError, match="needs at least two options"):
         pipeline.check(ChainInput(question="Ceuta?", options=["Spain"]))
+
+
+def test_a_trace_names_the_question_language_lang_and_reads_its_old_key():
+    import json
+
+    from xlrag.trace import Trace
+
+    trace = Trace(question="¿Dónde está Ceuta?", lang="es", mode="qlang", mode_reason="given",
+                  retrieved_langs={"es": 3}, checks=[], repairs=[], timings=[])
+    dumped = trace.model_dump()
+    # the JSON keeps the old key beside the new one for one release, and reads back silently
+    assert dumped["lang"] == dumped["question_lang"] == "es"
+    assert Trace.model_validate_json(json.dumps(dumped)) == trace
+    old = {k: v for k, v in dumped.items() if k != "lang"}
+    with pytest.warns(XlragDeprecationWarning, match="'question_lang' is now called 'lang'"):
+        assert Trace.model_validate(old) == trace  # a record written before the rename
+    with pytest.warns(XlragDeprecationWarning, match="'question_lang' is now called 'lang'"):
+        assert trace.question_lang == "es"
+    with pytest.raises(ValueError, match="give 'lang' only"):
+        Trace.model_validate({**dumped, "question_lang": "en"})

@@ -7,9 +7,16 @@ which keeps the names for one release)."""
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from xlrag.checks.substance import SubstanceCheck
 
@@ -64,7 +71,7 @@ class ToolStep(_Frozen):
 class Trace(_Frozen):
     question: str = Field(description="the question retrieved with (condensed, in a chat)")
     original_question: str | None = Field(None, description="the follow-up as typed, when it was condensed")
-    question_lang: str
+    lang: str = Field(description="the question's language (was question_lang)")
     mode: str
     mode_reason: str
     retrieved_langs: dict[str, int] = Field(description="passages shown to the model, by language")
@@ -73,6 +80,28 @@ class Trace(_Frozen):
     timings: list[Timing]
     unrepaired: list[str] = Field(default_factory=list, description="checks still failing after every repair")
     tool_calls: list[ToolStep] = Field(default_factory=list, description="the tool-calling agent's calls, in order")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_names(cls, data: Any) -> Any:
+        from xlrag.validate import renamed_keys
+
+        # a trace dumped during this release carries both names (below): it reads back as it was
+        if isinstance(data, dict) and "question_lang" in data and data.get("lang") == data["question_lang"]:
+            data = {k: v for k, v in data.items() if k != "question_lang"}
+        return renamed_keys(data, "Trace", {"question_lang": "lang"})
+
+    @model_serializer(mode="wrap")
+    def _with_old_names(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # readers of the JSON (the server's clients, stored run records) find the old key for one release
+        return {**handler(self), "question_lang": self.lang}
+
+    @property
+    def question_lang(self) -> str:
+        """``lang``'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("Trace", "question_lang", "lang", self.lang, None)
 
     @property
     def seconds(self) -> float:

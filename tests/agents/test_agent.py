@@ -43,7 +43,7 @@ def test_wrong_language_without_citations_is_repaired_by_regenerating(retriever)
     last = {c.check: c.passed for c in trace.checks if c.attempt == 1}
     assert first == {"language": False, "citations": False, "non_answer": True, "refusal": True}
     assert last == {"language": True, "citations": True, "non_answer": True, "refusal": True, "unsupported": True}
-    assert trace.mode == "qlang_en" and trace.question_lang == "es" and trace.unrepaired == []
+    assert trace.mode == "qlang_en" and trace.lang == "es" and trace.unrepaired == []
     assert sum(trace.retrieved_langs.values()) == 3
     assert {t.step for t in trace.timings} >= {"detect", "retrieve", "generate", "verify"}
 

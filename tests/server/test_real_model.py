@@ -21,7 +21,7 @@ def test_ask_with_the_local_model(serve):
     answer, trace = data["answer"], data["trace"]
     assert answer["lang"] == "es" and answer["model"].startswith("local/")
     assert answer["passages"][0]["doc_id"] == "xquad-00-es"
-    assert trace["question"] == QUESTION and trace["mode"] == "qlang" and trace["question_lang"] == "es"
+    assert trace["question"] == QUESTION and trace["mode"] == "qlang" and trace["lang"] == "es"
     assert {c["check"] for c in trace["checks"]} >= {"language", "citations"}
     assert any(t["step"] == "generate" for t in trace["timings"])
     # whatever the small model wrote, the reply holds only resolved citations, or says why not

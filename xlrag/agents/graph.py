@@ -419,7 +419,7 @@ class XlragAgent:
         answer = answer.model_copy(update={"flags": flags})
         answer = answer.model_copy(update={"mode": s["choice"].mode})
         trace = Trace(question=s["question"], original_question=s.get("original_question"),
-                      question_lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
+                      lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
                       retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
                       checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
                       unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])))

@@ -58,7 +58,7 @@ def agent_result(view: Perspectives, model: str, reason: str, seconds: float) ->
                                 mode=PERSPECTIVES, model=model, answer=None,
                                 explanation=view.note, flags=[f"perspectives_{view.status}"])
     retrieved = {p.lang: len(p.answer.passages) for p in view.perspectives if p.answer is not None}
-    trace = Trace(question=view.question, question_lang=view.lang, mode=PERSPECTIVES,
+    trace = Trace(question=view.question, lang=view.lang, mode=PERSPECTIVES,
                   mode_reason=f"perspectives asked for, and {reason}: {len(view.perspectives)} languages "
                               f"({view.choice.reason}) answered and compared, {view.status}",
                   retrieved_langs=retrieved, checks=[], repairs=[],
