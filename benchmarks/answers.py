@@ -444,6 +444,44 @@ def reproduced(rows: list[dict], again: str = "chain/before/again", before: str 
             "differing": [a["id"] for a, b in pairs if a.get("answer") != b.get("answer")]}
 
 
+HAND_LABELS = HERE / "data" / "travel" / "answers_hand_labels.jsonl"
+
+
+def hand_check(rows: list[dict], labels: list[dict] | None = None) -> dict:
+    """The calibrated panel on this benchmark's Travel answers, against labels read by hand
+    (``answers_hand_labels.jsonl``: ``chain/before`` and ``chain/form``, every Travel row).
+    Per arm: accuracy by hand and by the panel on the same rows, their agreement, the panel's
+    misses each way, each with its 95% interval; then the arms' paired difference by hand.
+
+    A label was read against the gold answer: *correct* when the answer line gives the gold's
+    facts (a part of a list counts, a wrong figure, currency or country does not), *incorrect*
+    otherwise; a row whose answer changed since it was labelled is left out, not guessed."""
+    labels = read_jsonl(HAND_LABELS) if labels is None else labels
+    by = {(r["arm"], r["id"]): r for r in rows}
+    out: dict = {}
+    for arm in dict.fromkeys(lab["arm"] for lab in labels):
+        pairs = [(lab, by[arm, lab["query_id"]]) for lab in labels if lab["arm"] == arm
+                 and (arm, lab["query_id"]) in by and by[arm, lab["query_id"]]["answer"] == lab["answer"]]
+        pairs = [(lab, r) for lab, r in pairs if r.get("panel_final") in ("correct", "incorrect")]
+        if not pairs:
+            continue
+        hand = [lab["label"] == "correct" for lab, _ in pairs]
+        panel = [r["panel_final"] == "correct" for _, r in pairs]
+        out[arm] = {"n": len(pairs), "hand": _ci(hand), "panel": _ci(panel),
+                    "agreement": _ci([h == p for h, p in zip(hand, panel, strict=True)]),
+                    "panel_said_correct_hand_incorrect": sum(p and not h for h, p in zip(hand, panel, strict=True)),
+                    "panel_said_incorrect_hand_correct": sum(h and not p for h, p in zip(hand, panel, strict=True))}
+    arms = list(out)
+    if len(arms) == 2:
+        old, new = arms
+        lab = {(x["arm"], x["query_id"]): x["label"] == "correct" for x in labels}
+        both = sorted({q for a, q in lab if a == old} & {q for a, q in lab if a == new})
+        diff = [lab[new, q] - lab[old, q] for q in both]
+        mean, lo, hi = bootstrap_ci(diff)
+        out["paired"] = {"old": old, "new": new, "n": len(diff), "difference": mean, "ci95": [lo, hi]}
+    return out
+
+
 def table(cmp: dict) -> str:
     """The comparison as the Markdown table of docs/how-to/answers.md."""
     def cell(f: dict | None) -> str:
@@ -584,9 +622,11 @@ def main() -> None:
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
               "issue_33": {new: c for new, old in COMPARED if (c := compare(rows, new, old))},
               "reproduced": reproduced(rows),
+              "hand_check": hand_check(rows),
               "rows": rows}
     for cmp in result["issue_33"].values():
         print(table(cmp))
+    print("hand-labelled Travel check:", json.dumps(result["hand_check"], ensure_ascii=False))
     out = write_json(RESULT, result)
     print(json.dumps(result["summary"], indent=1, ensure_ascii=False)[:4000])
     print(f"written {out}")

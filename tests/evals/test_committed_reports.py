@@ -58,3 +58,28 @@ def test_every_committed_record_fits_its_model(run, tmp_path):
     # and the model loses nothing: what it read, it dumps back as it was on disk
     for rec in records:
         assert model.model_validate(rec).model_dump(mode="json", exclude_unset=True) == rec
+
+
+def _bench(name: str):
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the benchmarks import their _common
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
+    answers = _bench("answers")
+    committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
+    labels = [json.loads(x) for x in answers.HAND_LABELS.read_text(encoding="utf-8").splitlines()]
+    rows = {(r["arm"], r["id"]): r for r in committed["rows"]}
+    # every label is of a row still committed, read on the very answer it labels
+    assert {lab["label"] for lab in labels} == {"correct", "incorrect"}
+    assert all(rows[lab["arm"], lab["query_id"]]["answer"] == lab["answer"] for lab in labels)
+    assert answers.hand_check(committed["rows"]) == committed["hand_check"]
+    # a row answered anew is left out, never scored with the old answer's label
+    changed = [dict(r, answer="112") if r["id"] == labels[0]["query_id"] else r for r in committed["rows"]]
+    assert answers.hand_check(changed)[labels[0]["arm"]]["n"] == committed["hand_check"][labels[0]["arm"]]["n"] - 1
