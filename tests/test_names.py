@@ -153,3 +153,17 @@ def test_a_trace_names_the_question_language_lang_and_reads_its_old_key():
         assert trace.question_lang == "es"
     with pytest.raises(ValueError, match="give 'lang' only"):
         Trace.model_validate({**dumped, "question_lang": "en"})
+
+
+def test_a_piece_of_the_reply_is_an_answer_token_at_every_door():
+    import xlrag.agents.chat as chat
+    from xlrag.chains.state import AnswerToken
+
+    with pytest.warns(XlragDeprecationWarning, match="use xlrag.chains.state.AnswerToken"):
+        assert chat.ChatToken is AnswerToken
+    assert "ChatToken" not in chat.__all__
+    first, more = AnswerToken(text="Ceuta "), AnswerToken(text="is Spanish")
+    assert (first + more) == AnswerToken(text="Ceuta is Spanish")
+    # a repair's reply starts over: added up, the stream ends with the reply shown last
+    again = AnswerToken(text="Spain", attempt=1)
+    assert (first + more + again) == again and (again + AnswerToken(text=".", attempt=1)).text == "Spain."

@@ -39,7 +39,7 @@ def test_a_misspelled_keyword_names_the_right_one(retriever):
 @pytest.mark.parametrize("k", [0, -1, 2.5, True, "3"])
 def test_k_must_be_a_whole_number_of_at_least_one(retriever, k):
     with pytest.raises(InvalidArgumentError, match="k must be a whole number >= 1") as e:
-        retriever.retrieve(QUESTION, k=k, lang="en")
+        retriever.retrieve(make_query(QUESTION, lang="en"), k=k)
     assert "\n" not in str(e.value)
 
 
@@ -70,12 +70,12 @@ def test_wrong_types_are_typed_one_line_errors(kwargs, message):
 
 
 def test_results_carry_the_plans_notes_and_completeness(retriever):
-    hits = retriever.retrieve("Kuinka monta pistettä Panthers päästi?", mode="qlang", lang="fi")
+    hits = retriever.retrieve(make_query("Kuinka monta pistettä Panthers päästi?", lang="fi"), mode="qlang")
     assert isinstance(hits, Retrieval) and hits.hits == [] and hits.complete and hits.query.lang == "fi"
     assert hits.notes == ["no 'fi' store in this index"]
-    hits = retriever.retrieve(QUESTION, mode="swap_docs", target_lang="fi", lang="en")
+    hits = retriever.retrieve(make_query(QUESTION, target_lang="fi", lang="en"), mode="swap_docs")
     assert any("'fi'" in n for n in hits.notes)
-    hits = retriever.retrieve(QUESTION, mode="qlang", lang="en", k=2)
+    hits = retriever.retrieve(make_query(QUESTION, lang="en"), mode="qlang", k=2)
     assert len(hits) == 2 and hits.notes == [] and hits.complete
 
 
@@ -84,7 +84,7 @@ def test_a_half_built_index_says_so(retriever, xquad_index):
     before = stores.manifest
     try:
         stores.manifest = before.model_copy(update={"status": "building"})
-        assert retriever.retrieve(QUESTION, mode="qlang", lang="en").complete is False
+        assert retriever.retrieve(make_query(QUESTION, lang="en"), mode="qlang").complete is False
         res = runner.invoke(app, ["retrieve", "-i", str(xquad_index), "--mode", "qlang", "--lang", "fi", QUESTION])
         assert res.exit_code == 0
         assert "note: no 'fi' store in this index" in res.output
@@ -96,7 +96,7 @@ def test_an_overlong_question_is_cut_to_the_window_with_a_warning(retriever):
     long_q = QUESTION + " " + "lorem ipsum dolor sit amet " * 400
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        hits = retriever.retrieve(long_q, mode="qlang", lang="en", k=1)
+        hits = retriever.retrieve(make_query(long_q, lang="en"), mode="qlang", k=1)
     assert hits and any(issubclass(w.category, XlragWarning) and "512-token window" in str(w.message)
                         for w in caught)
 

@@ -17,7 +17,7 @@ from xlrag.chains.rag import ChainInput, ChainState, build_chain, finalize
 from xlrag.config import LLMConfig
 from xlrag.errors import ConfigError, PolicyError
 from xlrag.prompts import PromptLibrary
-from xlrag.schema import GroundedAnswer
+from xlrag.schema import GroundedAnswer, make_query
 
 QUESTION_DE = "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?"
 QUESTION_EN = "How many points did the Panthers defense surrender?"
@@ -25,7 +25,7 @@ QUESTION_EN = "How many points did the Panthers defense surrender?"
 
 @pytest.fixture(scope="module")
 def hits(retriever):
-    return retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3, lang="en")
+    return retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode="qlang_en", k=3)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +111,7 @@ def test_mc_parses_native_options(retriever, hits):
 
 
 def test_citation_with_options_uses_chosen_option(retriever):
-    hits = retriever.retrieve("¿Quién controla Ceuta?", mode="qlang", k=2, lang="es")
+    hits = retriever.retrieve(make_query("¿Quién controla Ceuta?", lang="es"), mode="qlang", k=2)
     options = ["España", "Marruecos"]
     out = "Cited Documents: <doc1>\nChosen Option: A) España\nExplanation: porque <doc1> lo dice."
     a = fin(state(retriever, hits, fmt="citation", options=options, question="¿Quién controla Ceuta?",
@@ -233,11 +233,11 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
 
     translator = CachedTranslator(Counting(local_llm))
     policy = Translate(translator, languages=["en", "de", "ru"])
-    hits = retriever.retrieve(QUESTION_EN, mode=policy, k=6, lang="en")
+    hits = retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode=policy, k=6)
     texts = {h.store: h.query_text for h in hits}
     assert set(texts) <= {"en", "de", "ru"} and texts.get("en", QUESTION_EN) == QUESTION_EN
     assert any(t != QUESTION_EN for s, t in texts.items() if s != "en")
-    retriever.retrieve(QUESTION_EN, mode=policy, k=6, lang="en")
+    retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode=policy, k=6)
     assert sorted(calls) == ["de", "ru"]  # cached: translated once per language
 
 

@@ -137,14 +137,15 @@ def test_a_provider_whose_stream_drops_citations_is_asked_for_the_whole_reply(re
 
 def test_the_agent_graph_retrieves_as_a_retriever_run(retriever):
     from xlrag.agents.build import build_agent
-    from xlrag.agents.chat import ChatToken, agent_run
+    from xlrag.agents.chat import agent_run
+    from xlrag.chains.state import AnswerToken
     from xlrag.config import XlragConfig
 
     cfg = XlragConfig(agent={"mode": "qlang_en", "tools": "off"}, retrieval={"k": 3, "mode": "qlang_en"})
     graph = build_agent(cfg, llm=scripted(), retriever=retriever)
     tracer = Runs()
     items = list(agent_run(graph, {"question": QUESTION}, {"callbacks": [tracer]}))
-    assert "".join(i.text for i in items if isinstance(i, ChatToken)) == REPLY
+    assert "".join(i.text for i in items if isinstance(i, AnswerToken)) == REPLY
     out = items[-1]
     assert set(out) == {"answer", "trace"} and out["answer"].answer == "The Panthers defense gave up 308 points."
     (run,) = tracer.find("retriever")

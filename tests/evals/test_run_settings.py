@@ -65,8 +65,9 @@ def test_the_old_top_level_retrieval_keys_still_load_with_a_warning_naming_the_n
 
     old = _yaml(tmp_path / "old.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4, "fusion": "score"})
     user = load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"k": 2, "retrieve_k": 30}}))
-    with pytest.warns(XlragDeprecationWarning, match=r"'k' is now called 'retrieval\.k'"):
+    with pytest.warns(XlragDeprecationWarning) as said:
         cfg = load_run_config(old, user)
+    assert {str(w.message).split(":")[1].split(" is now")[0].strip() for w in said} == {"'k'", "'fusion'"}
     # the old key is the experiment's own, so it still beats the user's config
     assert (cfg.retrieval.k, cfg.retrieval.fusion, cfg.retrieval.retrieve_k) == (4, "score", 30)
     with pytest.warns(XlragDeprecationWarning, match=r"'retrieve_k' is now called 'retrieval\.retrieve_k'"):

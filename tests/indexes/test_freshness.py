@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import ROOT
 from xlrag.errors import IndexNotFoundError
 from xlrag.indexes.store import LanguageStores
+from xlrag.schema import make_query
 
 WRITE = textwrap.dedent("""
     import json, sys
@@ -116,9 +117,9 @@ def test_an_open_retriever_searches_a_language_store_added_by_another_process(tm
                                       detector=LinguaDetector(("de", "es")))
     try:
         question = "¿Cuántos puntos permitió la defensa?"
-        assert {h.lang for h in retriever.retrieve(question, lang="es")} == {"de"}
+        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es"))} == {"de"}
         _write_elsewhere(ix, de + es)
-        assert {h.lang for h in retriever.retrieve(question, lang="es")} == {"de", "es"}
+        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es"))} == {"de", "es"}
     finally:
         retriever.close()
 

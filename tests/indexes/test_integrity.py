@@ -19,6 +19,7 @@ from xlrag.indexes.integrity import check_index, repair_index
 from xlrag.indexes.lock import WriterLock
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.store import FORMAT_VERSION, LanguageStores
+from xlrag.schema import make_query
 
 
 def _where(path):
@@ -60,7 +61,7 @@ def test_lang_relabel_moves_the_passage_to_one_store(tmp_path, xquad_docs, embed
     assert check_index(stores).ok
     r = CrossLingualRetriever(stores, embedder, "all", k=6)
     try:
-        hits = r.retrieve(de.text[:200], lang="de")
+        hits = r.retrieve(make_query(de.text[:200], lang="de"))
     finally:
         r.close()
     ids = [h.id for h in hits]

@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import XQUAD_LANGS
 from xlrag.errors import EmptyQueryError, UnknownLanguageError
 from xlrag.indexes.translate import TableTranslator
+from xlrag.schema import make_query
 
 
 def questions(xquad_queries, lang):
@@ -46,13 +47,13 @@ def test_swap_docs_never_returns_the_query_language(retriever, xquad_queries):
     for q in questions(xquad_queries, "zh"):
         hits = retriever.retrieve(q["question"], mode="swap_docs", k=10)
         assert hits and "zh" not in {h.lang for h in hits}
-        target = retriever.retrieve(q["question"], mode="swap_docs", target_lang="ru")
+        target = retriever.retrieve(make_query(q["question"], target_lang="ru"), mode="swap_docs")
         assert {h.lang for h in target} == {"ru"}
 
 
 def test_rel_langs_returns_only_the_given_languages(retriever, xquad_queries):
     for q in questions(xquad_queries, "de"):
-        hits = retriever.retrieve(q["question"], mode="rel_langs", k=12, relevant_langs=["ru", "zh"])
+        hits = retriever.retrieve(make_query(q["question"], relevant_langs=["ru", "zh"]), mode="rel_langs", k=12)
         assert {h.lang for h in hits} <= {"de", "en", "ru", "zh"}
         assert {"ru", "zh"} & {h.lang for h in hits}
 
@@ -61,7 +62,7 @@ def test_all_merges_every_store_and_oracle_restricts(retriever, xquad_queries):
     q = questions(xquad_queries, "en")[0]
     hits = retriever.retrieve(q["question"], mode="all", k=12)
     assert len({h.lang for h in hits}) >= 4
-    assert {h.lang for h in retriever.retrieve(q["question"], mode="oracle_lang", target_lang="es")} == {"es"}
+    assert {h.lang for h in retriever.retrieve(make_query(q["question"], target_lang="es"), mode="oracle_lang")} == {"es"}
     assert retriever.retrieve(q["question"], mode="no_ir").hits == []
 
 
@@ -131,4 +132,4 @@ def test_bad_queries_raise_typed_errors(retriever):
     with pytest.raises(EmptyQueryError):
         retriever.retrieve("   ")
     with pytest.raises(UnknownLanguageError):
-        retriever.retrieve("hello", lang="xx")
+        retriever.retrieve(make_query("hello", lang="xx"))

@@ -40,7 +40,7 @@ from xlrag.indexes.indexer import index_documents
 from xlrag.indexes.rerank import build_reranker
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.store import LanguageStores
-from xlrag.schema import Document, Hit, Passage
+from xlrag.schema import Document, Hit, Passage, make_query
 
 KEYS = {
     "OPENAI_API_KEY": "sk-test-openai-0000",
@@ -443,7 +443,7 @@ def test_index_and_retrieve_with_the_openai_embedder(openai_server: Replay, tmp_
     stores = LanguageStores.open(ix, emb.name, emb.dim)
     retriever = CrossLingualRetriever(stores, emb, "all", k=2, fusion="score", detector=_FixedDetector())
     try:
-        hits = retriever.retrieve("where do cats sleep", lang="en")
+        hits = retriever.retrieve(make_query("where do cats sleep", lang="en"))
     finally:
         retriever.close()
 

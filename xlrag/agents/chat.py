@@ -26,14 +26,16 @@ from typing import Any, Required, TypedDict
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag._lazy import moved
 from xlrag.agents.graph import AgentOutput
+from xlrag.chains.state import AnswerToken
 from xlrag.config import ChatConfig
 from xlrag.languages import native_name
 from xlrag.schema import GroundedAnswer
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.trace import Trace
 
-__all__ = ["ChatInput", "ChatOutput", "ChatToken", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
+__all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
            "agent_run", "chat_graph", "chat_turn", "open_checkpointer", "prune", "strict_serde"]
 
 
@@ -198,15 +200,6 @@ ALLOWED_TYPES: tuple[tuple[str, str], ...] = tuple(
     (cls.__module__, cls.__name__) for cls in (Turn, Source, Condensed, Trace, GroundedAnswer))
 
 
-@dataclass
-class ChatToken:
-    """A piece of the answering model's reply; ``attempt`` 0 is the first answer, 1 and on the
-    replies of the agent's repairs."""
-
-    text: str
-    attempt: int
-
-
 # a run's output: the last root state holding all of these (the chat's after ``remember``, the
 # agent's after ``finish``), as invoke returns it
 CHAT_FINAL = tuple(k for k in ChatOutput.__annotations__ if k in ChatOutput.__required_keys__)  # answer, trace, turns
@@ -225,7 +218,7 @@ class _Decoder:
     calls: list[str] = field(default_factory=list)
     final: dict[str, Any] | None = None
 
-    def read(self, namespace: tuple, mode: str, data: Any) -> ChatToken | None:
+    def read(self, namespace: tuple, mode: str, data: Any) -> AnswerToken | None:
         from xlrag.agents.graph import ANSWER_TAG
 
         if mode == "messages":
@@ -235,7 +228,7 @@ class _Decoder:
                 return None
             if not self.calls or self.calls[-1] != chunk.id:
                 self.calls.append(chunk.id)  # a new model call: the first answer, or a repair's
-            return ChatToken(text=text, attempt=len(self.calls) - 1)
+            return AnswerToken(text=text, attempt=len(self.calls) - 1)
         if not namespace and all(k in data for k in self.final_keys):
             self.final = {k: data[k] for k in (*self.final_keys, *AGENT_OPTIONAL) if k in data}
         return None
@@ -245,7 +238,7 @@ _STREAM = {"stream_mode": ["messages", "values"], "subgraphs": True}
 
 
 def _run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None, final: tuple[str, ...]
-         ) -> Iterator[ChatToken | dict[str, Any]]:
+         ) -> Iterator[AnswerToken | dict[str, Any]]:
     decoder = _Decoder(final)
     for namespace, mode, data in graph.stream(inputs, config, **_STREAM):
         if (token := decoder.read(namespace, mode, data)) is not None:
@@ -255,7 +248,7 @@ def _run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None, fina
 
 
 async def _arun(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None, final: tuple[str, ...]
-                ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+                ) -> AsyncIterator[AnswerToken | dict[str, Any]]:
     decoder = _Decoder(final)
     async for namespace, mode, data in graph.astream(inputs, config, **_STREAM):
         if (token := decoder.read(namespace, mode, data)) is not None:
@@ -264,27 +257,27 @@ async def _arun(graph: Any, inputs: dict[str, Any], config: RunnableConfig | Non
         yield decoder.final
 
 
-def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Iterator[ChatToken | dict[str, Any]]:
+def chat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig) -> Iterator[AnswerToken | dict[str, Any]]:
     """One chat turn: the answering model's tokens as they come, then the turn's output
     (``{"answer", "trace", "turns"}``) last, unless the graph ended without one."""
     return _run(graph, inputs, config, CHAT_FINAL)
 
 
 def achat_turn(graph: Any, inputs: dict[str, Any], config: RunnableConfig
-               ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+               ) -> AsyncIterator[AnswerToken | dict[str, Any]]:
     """:func:`chat_turn`, awaiting the graph."""
     return _arun(graph, inputs, config, CHAT_FINAL)
 
 
 def agent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None = None
-              ) -> Iterator[ChatToken | dict[str, Any]]:
+              ) -> Iterator[AnswerToken | dict[str, Any]]:
     """One run of the agent graph (:func:`~xlrag.agents.build.build_agent`): the answering
     model's tokens as they come, then its output (``{"answer", "trace"}``) last."""
     return _run(graph, inputs, config, AGENT_FINAL)
 
 
 def aagent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None = None
-               ) -> AsyncIterator[ChatToken | dict[str, Any]]:
+               ) -> AsyncIterator[AnswerToken | dict[str, Any]]:
     """:func:`agent_run`, awaiting the graph."""
     return _arun(graph, inputs, config, AGENT_FINAL)
 
@@ -342,3 +335,7 @@ def prune(saver: Any, thread_id: str, keep_sessions: int) -> dict[str, int]:
             cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (t,))
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (t,))
     return {"checkpoints": removed, "sessions": len(stale)}
+
+
+# the reply's pieces are AnswerToken at every door (ChatToken was its twin, with ``attempt``)
+__getattr__ = moved(__name__, {"ChatToken": "xlrag.chains.state:AnswerToken"})

@@ -35,9 +35,9 @@ from llama_index.core.chat_engine.types import (
     StreamingAgentChatResponse,
 )
 
-from xlrag.agents.chat import ChatToken, Turn, achat_turn, chat_turn
+from xlrag.agents.chat import Turn, achat_turn, chat_turn
 from xlrag.chains.query_engine import citation_nodes
-from xlrag.chains.state import GIVEN
+from xlrag.chains.state import GIVEN, AnswerToken
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
 from xlrag.steps import Call, Steps, arun, run
@@ -107,7 +107,7 @@ class XlragStreamingChatResponse(StreamingAgentChatResponse):
     def _deltas(self, items: Iterator[Any]) -> Generator[ChatResponse, None, None]:
         said = ""
         for item in items:
-            if isinstance(item, ChatToken):
+            if isinstance(item, AnswerToken):
                 said += item.text
                 yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=said), delta=item.text)
             else:
@@ -116,7 +116,7 @@ class XlragStreamingChatResponse(StreamingAgentChatResponse):
     async def _adeltas(self, items: AsyncIterator[Any]) -> AsyncGenerator[ChatResponse, None]:
         said = ""
         async for item in items:
-            if isinstance(item, ChatToken):
+            if isinstance(item, AnswerToken):
                 said += item.text
                 yield ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=said), delta=item.text)
             else:

@@ -95,7 +95,7 @@ class ToolCallingAgent(XlragAgent):
         from xlrag.formats import ANSWER_HEADER, CITED_HEADER
 
         user = join_parts([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'], 0)}",
-                            f"{p.render('question_label', lang)}: {s['query'].text}",
+                            f"{p.render('question_label', lang)}: {s['query'].question}",
                             p.render("citation_format", lang, answer_header=ANSWER_HEADER),
                             p.render("answer_language", lang), CITED_HEADER])
         return [SystemMessage(system), ("user", user)]  # type: ignore[list-item]

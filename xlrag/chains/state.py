@@ -82,10 +82,15 @@ class AnswerToken(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     text: str
+    attempt: int = Field(0, ge=0, description="0: the first answer; n: the reply of the agent's n-th "
+                                              "model-made repair (the chat and the agent stream those too)")
 
     def __add__(self, other: AnswerToken | GroundedAnswer) -> AnswerToken | GroundedAnswer:
         if isinstance(other, AnswerToken):
-            return AnswerToken(text=self.text + other.text)
+            # a repair's reply is a new reply: it replaces the one before, as its answer does
+            if other.attempt != self.attempt:
+                return other
+            return AnswerToken(text=self.text + other.text, attempt=self.attempt)
         if isinstance(other, GroundedAnswer):
             return other
         return NotImplemented

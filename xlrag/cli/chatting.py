@@ -120,13 +120,14 @@ class _Repl:
 
     def ask(self, question: str) -> str:
         """Stream the answer to ``question``; returns the streamed text."""
-        from xlrag.agents.chat import ChatToken, chat_turn
+        from xlrag.agents.chat import chat_turn
+        from xlrag.chains.state import AnswerToken
 
         inputs = {"question": question, "lang": self.lang, "mode": self.mode}
         streamed: list[str] = []
         final: dict[str, Any] | None = None
         for item in chat_turn(self.graph, inputs, self.config):
-            if isinstance(item, ChatToken):
+            if isinstance(item, AnswerToken):
                 streamed.append(item.text)
                 out.print(terminal_text(item.text), end="", markup=False, highlight=False)
             else:

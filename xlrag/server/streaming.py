@@ -114,11 +114,11 @@ def ask_response(out: dict[str, Any]) -> AskResponse:
 
 async def _tokens(emit: Emit, items: AsyncIterator[Any], graph: str) -> dict[str, Any]:
     """Emit each token of a graph's stream; the graph's output, which comes last."""
-    from xlrag.agents.chat import ChatToken
+    from xlrag.chains.state import AnswerToken
 
     final: dict[str, Any] | None = None
     async for item in items:
-        if isinstance(item, ChatToken):
+        if isinstance(item, AnswerToken):
             await emit(TOKEN, TokenEvent(text=item.text, attempt=item.attempt))
         else:
             final = item
