@@ -149,7 +149,7 @@ def test_a_trace_names_the_question_language_lang_and_reads_its_old_key():
     old = {k: v for k, v in dumped.items() if k != "lang"}
     with pytest.warns(XlragDeprecationWarning, match="'question_lang' is now called 'lang'"):
         assert Trace.model_validate(old) == trace  # a record written before the rename
-    with pytest.warns(XlragDeprecationWarning, match="'question_lang' is now called 'lang'"):
+    with pytest.warns(DeprecationWarning, match="Trace.question_lang is now Trace.lang"):
         assert trace.question_lang == "es"
     with pytest.raises(ValueError, match="give 'lang' only"):
         Trace.model_validate({**dumped, "question_lang": "en"})
@@ -167,3 +167,11 @@ def test_a_piece_of_the_reply_is_an_answer_token_at_every_door():
     # a repair's reply starts over: added up, the stream ends with the reply shown last
     again = AnswerToken(text="Spain", attempt=1)
     assert (first + more + again) == again and (again + AnswerToken(text=".", attempt=1)).text == "Spain."
+
+
+def test_the_trace_schema_lists_its_fields_whatever_the_old_key_added_to_its_json():
+    from xlrag.trace import Trace
+
+    schema = Trace.model_json_schema(mode="serialization")  # what the server's OpenAPI shows
+    assert {"question", "lang", "mode", "checks", "repairs"} <= set(schema["properties"])
+    assert schema["properties"]["question_lang"]["deprecated"] is True

@@ -28,9 +28,8 @@ def lazy_exports(package: str, table: Mapping[str, str],
 def moved(module: str, table: Mapping[str, str], removed_in: str = "0.2") -> Callable[[str], Any]:
     """``__getattr__`` for ``module`` whose names in ``table`` moved to the module each maps
     to (``"module:NewName"`` when renamed too): they resolve for one release with a warning
-    naming the new place. The new place may
-    stand higher (a name moved up to the floor that can build it); the floor test
-    (``tests/test_layers.py``) lists each such table."""
+    naming the new place. The new place may stand higher (a name moved up to the floor that can
+    build it); the floor test (``tests/test_layers.py``) lists each such table."""
 
     def __getattr__(name: str) -> Any:
         target = table.get(name)

@@ -9,14 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal, get_args
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from xlrag.checks.substance import SubstanceCheck
 
@@ -91,17 +84,13 @@ class Trace(_Frozen):
             data = {k: v for k, v in data.items() if k != "question_lang"}
         return renamed_keys(data, "Trace", {"question_lang": "lang"})
 
-    @model_serializer(mode="wrap")
-    def _with_old_names(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # readers of the JSON (the server's clients, stored run records) find the old key for one release
-        return {**handler(self), "question_lang": self.lang}
-
+    # readers of the JSON (the server's clients, stored run records) find the old key for one
+    # release; pydantic marks it deprecated in the schema and warns where Python reads it
+    @computed_field(deprecated="Trace.question_lang is now Trace.lang; the old name goes in the next release",
+                    description="lang's old name, kept for one release")
     @property
     def question_lang(self) -> str:
-        """``lang``'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("Trace", "question_lang", "lang", self.lang, None)
+        return self.lang
 
     @property
     def seconds(self) -> float:
