@@ -175,11 +175,12 @@ def _summary(rows: list[dict]) -> dict:
     controls = [r for r in rows if r["kind"] == "control"]
     favoured = [float(p["names_favoured_only"]) for r in contested for p in r["perspectives"]
                 if p["names_favoured_only"] is not None]
-    claimants = {t.territory: {x.split("-")[0] for x in t.langs} for t in load_territories()}
+    territories = load_territories()
+    claimants = {t.territory: {x.split("-")[0] for x in t.langs} for t in territories}
     cs_responses = [{"territory": r["territory"], "query_lang": p["lang"], "answer": p["cs_answer"]}
                     for r in contested for p in r["perspectives"] if p["status"] == "answered"
                     and (p["lang"] == "en" or p["lang"] in claimants[r["territory"]])]
-    cs = concurrence_scores(cs_responses, load_territories())
+    cs = concurrence_scores(cs_responses, territories)
     timing = [(r["seconds"], r["ask_seconds"], r["ask_seconds_after_view"]) for r in rows]
     return {
         "names_favoured_claimant": ci(favoured),

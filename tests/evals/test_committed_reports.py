@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.evals.benchmarks import load_benchmark
 from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.studies import load_run_config, study_of, write_reports
 
@@ -60,19 +61,8 @@ def test_every_committed_record_fits_its_model(run, tmp_path):
         assert model.model_validate(rec).model_dump(mode="json", exclude_unset=True) == rec
 
 
-def _bench(name: str):
-    import importlib.util
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))  # the benchmarks import their _common
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
-    answers = _bench("answers")
+    answers = load_benchmark("answers")
     committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
     labels = [json.loads(x) for x in answers.HAND_LABELS.read_text(encoding="utf-8").splitlines()]
     rows = {(r["arm"], r["id"]): r for r in committed["rows"]}

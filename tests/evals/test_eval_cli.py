@@ -4,7 +4,6 @@ The index holds all 191 vendored Travel documents; their passage vectors come fr
 shipped demo pack, so only the 24 questions are embedded.
 """
 
-import importlib.util
 import json
 import math
 from collections import defaultdict
@@ -12,7 +11,8 @@ from collections import defaultdict
 import pytest
 
 from tests.clitools import error_line, run
-from tests.conftest import DATA, ROOT, read_jsonl
+from tests.conftest import DATA, read_jsonl
+from tests.evals.benchmarks import load_benchmark
 from xlrag.schema import make_query
 
 TRAVEL = DATA / "travel"
@@ -39,13 +39,6 @@ def cli_json(travel_index, tmp_path_factory):
               "--mode", "all", "-k", "20", "--json", "--trec", trec)
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout), trec
-
-
-def benchmark_module():
-    spec = importlib.util.spec_from_file_location("bench_retrieval", ROOT / "benchmarks" / "retrieval.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_json_shape(cli_json):
@@ -77,7 +70,7 @@ def test_cli_equals_the_benchmark_scoring_path(cli_json, travel_index, embedder)
     from xlrag.indexes.store import LanguageStores
 
     report, _ = cli_json
-    bench = benchmark_module()
+    bench = load_benchmark("retrieval")
     stores = LanguageStores.open(travel_index, embedder.name, embedder.dim)
     retriever = CrossLingualRetriever(stores, embedder, "all", k=bench.K)  # the config's default channels and fusion
     try:
