@@ -147,18 +147,21 @@ def test_a_changed_model_file_gets_a_new_model_and_a_fresh_cache(tmp_path: Path)
 def test_prompt_lookup_leaves_greedy_output_unchanged() -> None:
     passage = ("<doc0> The Alhambra is a palace and fortress complex located in Granada, Andalusia, Spain. It was "
                "built by the Nasrid emirs in the thirteenth and fourteenth centuries. </doc0>")
+    # other passages before it: the prompt is longer than llama.cpp's batch (512 tokens), where
+    # llama-cpp-python's draft path once failed ("could not broadcast input array")
+    others = "".join(f"<doc{i}> {STATIC} </doc{i}>\n" for i in range(1, 4))
     messages = [SystemMessage("Answer by copying the sentence of the passage that answers the question."),
-                HumanMessage(f"{passage}\nQuestion: Who built the Alhambra, and when?")]
+                HumanMessage(f"{others}{passage}\nQuestion: Who built the Alhambra, and when?")]
     replies = {}
     for draft in ("none", "prompt_lookup"):
-        llm = build_llm(LLMConfig(model="qwen2.5-coder-0.5b-instruct", n_ctx=512, n_threads=TEST_THREADS,
+        llm = build_llm(LLMConfig(model="qwen2.5-coder-0.5b-instruct", n_ctx=1024, n_threads=TEST_THREADS,
                                   max_tokens=24, temperature=0.0, prefix_cache_mb=0, draft=draft))
         assert llm.draft == draft
         reply = llm.invoke(messages)
         replies[draft] = reply.content
         usage = message_usage(reply)
         assert usage is not None and usage.time_to_first_token is not None and usage.time_to_first_token > 0
-        assert usage.prompt_tokens == usage.prompt_tokens_evaluated  # a fresh model reads it all
+        assert usage.prompt_tokens == usage.prompt_tokens_evaluated > 512  # a fresh model reads it all
         assert usage.completion_tokens is not None and 0 < usage.completion_tokens <= 24
     assert replies["none"].strip()
     assert replies["prompt_lookup"] == replies["none"]

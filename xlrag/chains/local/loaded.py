@@ -313,8 +313,12 @@ def shared_model(path: str, n_ctx: int, n_threads: int, seed: int | None,
         draft_model = LlamaPromptLookupDecoding(num_pred_tokens=draft_tokens) if draft == "prompt_lookup" else None
         try:
             # chat_format None lets llama.cpp use the GGUF's own chat template
+            # logits_all with a draft model: llama-cpp-python 0.3.36 keeps every token's logits then,
+            # but sizes their array by the argument, one batch (512) when it is False, so a prompt
+            # longer than a batch failed with a broadcast error
             llama = _llama_class()(model_path=path, n_ctx=n_ctx, n_threads=n_threads, chat_format=chat_format,
-                                   seed=seed if seed is not None else 0, draft_model=draft_model, verbose=False)
+                                   seed=seed if seed is not None else 0, draft_model=draft_model,
+                                   logits_all=draft_model is not None, verbose=False)
         except Exception as e:  # llama.cpp raises ValueError/RuntimeError on bad files
             raise ProviderError(f"could not load local model {path}: {e}") from e
         if prefix_cache_mb:
