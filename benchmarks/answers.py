@@ -74,6 +74,7 @@ class Arm(NamedTuple):
     context: str = "whole"  # context.select: whole | segments
     order: str = "best_first"  # context.order
     grammar: bool = False  # llm.grammar: the reply held to its format, the explanation one sentence
+    draft: str = "none"  # llm.draft: none | prompt_lookup
 
 
 # The arms made before issue #33 ran with the layout of their day, documents first; their rows
@@ -111,10 +112,16 @@ ARMS: dict[str, Arm] = {
     # grammar-last sampler (chains/local/sampling.py) are archived, since they timed the old one
     "chain/form": Arm("chain", "balanced", 3, grammar=True),
     "agent/form": Arm("agent", "balanced", 3, grammar=True),
+    # the third run on one machine (#33, speed): today's default again as this run's clock, the
+    # same prompts decoded with prompt-lookup drafts (greedy, so the same text is expected), and
+    # the agent on a loaded model of its own, so its first answer cannot restore the chain's state
+    "chain/before/now": Arm("chain", "balanced", 3, layout="documents_first"),
+    "chain/before/lookup": Arm("chain", "balanced", 3, layout="documents_first", draft="prompt_lookup"),
+    "agent/before/own": Arm("agent", "balanced", 3, layout="documents_first"),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
             "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
-            "chain/before/again")
+            "chain/before/again", "chain/before/now", "chain/before/lookup", "agent/before/own")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -180,6 +187,14 @@ class Answerer:
         self.uncached["before"] = build_llm(self.llm_cfg.model_copy(update={
             "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 1}))
         self.uncached["before"].native()[0].pinned = None
+        # prompt lookup and the agent's own clock: each a loaded model of its own, on the runtime
+        # before #33 (no pinned prefixes) like the arm they are compared with
+        self.uncached["lookup"] = build_llm(self.llm_cfg.model_copy(update={
+            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 1, "draft": "prompt_lookup"}))
+        self.uncached["own"] = build_llm(self.llm_cfg.model_copy(update={
+            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 2}))
+        for key in ("lookup", "own"):
+            self.uncached[key].native()[0].pinned = None
         self._built: dict[tuple, object] = {}
 
     def driver(self, name: str):
@@ -206,7 +221,7 @@ class Answerer:
             if name in ISSUE_33:
                 llm_cfg = self.llm_cfg.model_copy(update={"grammar": arm.grammar})
                 # the model call is made again, not read from the call cache: a reproduction
-                llm = self.uncached["before" if "/before" in name else arm.grammar]
+                llm = self.uncached[runtime(name)]
             cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
                               context={"select": arm.context, "order": arm.order, "layout": arm.layout})
             mode = "auto" if arm.driver == "agent" else arm.mode
@@ -240,6 +255,16 @@ class Answerer:
         update = {"answer": tr.translate(ans.answer, top, q["lang"]), "lang": q["lang"], "passages": list(hits),
                   "flags": [*ans.flags, "translated"], "explanation": None}
         return ans.model_copy(update=update)
+
+
+def runtime(name: str) -> object:
+    """Which loaded model an issue-#33 arm answers with (a key of ``Answerer.uncached``)."""
+    arm = ARMS[name]
+    if arm.draft != "none":
+        return "lookup"
+    if name.endswith("/own"):
+        return "own"
+    return "before" if "/before" in name else arm.grammar
 
 
 def row(arm: str, q: dict, answer, trace, seconds: float) -> dict:
@@ -351,7 +376,9 @@ def paired(rows: list[dict]) -> dict:
 COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("chain/form", "chain/before"),
             ("agent/form", "agent/before"), ("chain/static", "chain/before"),
             # the agent against the chain it checks and repairs, made in one run on one machine
-            ("agent/before", "chain/before/again"))
+            ("agent/before", "chain/before/again"),
+            # the third run: decoding with prompt-lookup drafts, and the agent's own clock
+            ("chain/before/lookup", "chain/before/now"), ("agent/before/own", "chain/before/now"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
@@ -481,6 +508,36 @@ def hand_check(rows: list[dict], labels: list[dict] | None = None) -> dict:
         diff = [lab[new, q] - lab[old, q] for q in both]
         mean, lo, hi = bootstrap_ci(diff)
         out["paired"] = {"old": old, "new": new, "n": len(diff), "difference": mean, "ci95": [lo, hi]}
+    return out
+
+
+QRELS = HERE / "data" / "travel" / "qrels.jsonl"
+
+
+def travel_evidence(rows: list[dict], labels: list[dict] | None = None) -> dict:
+    """Where Travel's answers are lost: per arm, how often a gold page was among the passages
+    shown (a retrieval miss otherwise), and how often the answer was judged right with it shown
+    and without; by hand too, on the rows whose answer a hand label read (the label of the same
+    answer to the same question, whichever arm it was made in)."""
+    gold: dict[str, set[str]] = defaultdict(set)
+    for q in read_jsonl(QRELS):
+        gold[q["query_id"]].add(q["doc_id"])
+    labels = read_jsonl(HAND_LABELS) if labels is None else labels
+    by_answer = {(lab["query_id"], lab["answer"]): lab["label"] == "correct" for lab in labels}
+    out: dict = {}
+    for arm in ARMS:
+        rs = [r for r in rows if r["arm"] == arm and r["source"] == "travel" and r.get("shown_ids")]
+        if not rs:
+            continue
+        shown = [any(i.split("#")[0] in gold[r["id"]] for i in r["shown_ids"]) for r in rs]
+        fig: dict = {"n": len(rs), "gold_shown": _ci([float(x) for x in shown])}
+        for name, want in (("when_shown", True), ("when_not_shown", False)):
+            sub = [r for r, x in zip(rs, shown, strict=True) if x is want]
+            judged = [float(r["panel_final"] == "correct") for r in sub if r.get("panel_final") in ("correct", "incorrect")]
+            hand = [float(by_answer[r["id"], r["answer"]]) for r in sub if (r["id"], r["answer"]) in by_answer]
+            fig[name] = {"n": len(sub), "judged_correct": _ci(judged) if judged else None,
+                         "hand_correct": _ci(hand) if hand else None}
+        out[arm] = fig
     return out
 
 
@@ -624,7 +681,10 @@ def main() -> None:
               "summary": summarize(rows), "paired_with_" + BASELINE.replace("/", "_"): paired(rows),
               "issue_33": {new: c for new, old in COMPARED if (c := compare(rows, new, old))},
               "reproduced": reproduced(rows),
+              # greedy decoding with prompt-lookup drafts must write what plain decoding writes
+              "reproduced_lookup": reproduced(rows, "chain/before/lookup", "chain/before/now"),
               "hand_check": hand_check(rows),
+              "travel_evidence": travel_evidence(rows),
               "rows": rows}
     for cmp in result["issue_33"].values():
         print(table(cmp))

@@ -233,9 +233,9 @@ class LLMConfig(_Section):
     draft: str = Field(
         "none", description="local provider: speculative decoding; prompt_lookup drafts the next tokens by "
                             "finding the last ones in the prompt (answers copy spans of the passages) and the model "
-                            "verifies them, so greedy output is unchanged. llama-cpp-python then computes logits "
-                            "for every prompt token, which slows prompt reading: none until the answer benchmark "
-                            "measures it"
+                            "verifies them in a batch, which rounds differently, so a greedy reply may change at a "
+                            "near tie. llama-cpp-python then computes logits for every token: on the answer "
+                            "benchmark it was 1.35x slower with the default model (docs/how-to/answers.md)"
     )
     draft_tokens: int = Field(10, ge=1, le=64, description="prompt_lookup: tokens drafted per step")
 

@@ -1,5 +1,5 @@
 """Faster local answers (#33): prompt states kept across questions (the prefix cache), never
-for another model file; prompt-lookup decoding that leaves greedy output unchanged; time to
+for another model file; prompt-lookup decoding over a prompt longer than a batch; time to
 first token and prompt tokens evaluated vs reused on every reply. Real llama.cpp, no mocks."""
 
 from __future__ import annotations
@@ -144,7 +144,9 @@ def test_a_changed_model_file_gets_a_new_model_and_a_fresh_cache(tmp_path: Path)
     assert meta["prompt_tokens_evaluated"] == meta["prompt_tokens"]
 
 
-def test_prompt_lookup_leaves_greedy_output_unchanged() -> None:
+def test_prompt_lookup_reads_a_prompt_longer_than_a_batch_and_copies_the_same_span() -> None:
+    # the same reply here, where the answer is a span the drafts find; not a general promise (a
+    # batch of drafted tokens rounds differently: 24 of 30 benchmark answers were the same text)
     passage = ("<doc0> The Alhambra is a palace and fortress complex located in Granada, Andalusia, Spain. It was "
                "built by the Nasrid emirs in the thirteenth and fourteenth centuries. </doc0>")
     # other passages before it: the prompt is longer than llama.cpp's batch (512 tokens), where

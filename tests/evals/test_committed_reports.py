@@ -73,3 +73,23 @@ def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
     # a row answered anew is left out, never scored with the old answer's label
     changed = [dict(r, answer="112") if r["id"] == labels[0]["query_id"] else r for r in committed["rows"]]
     assert answers.hand_check(changed)[labels[0]["arm"]]["n"] == committed["hand_check"][labels[0]["arm"]]["n"] - 1
+
+
+def test_where_travel_answers_are_lost_rebuilds_from_the_committed_rows():
+    answers = load_benchmark("answers")
+    committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
+    evidence = answers.travel_evidence(committed["rows"])
+    assert evidence == committed["travel_evidence"]
+    before = evidence["chain/before/again"]
+    # every Travel row sits on one side; the arms share the retrieval, so the gold pages shown too
+    assert before["when_shown"]["n"] + before["when_not_shown"]["n"] == before["n"] == 40
+    assert evidence["agent/form"]["gold_shown"] == before["gold_shown"]
+    # a row whose gold page is taken out of what was shown moves to the retrieval misses
+    gold = {q["query_id"]: q["doc_id"] for q in (json.loads(x) for x in
+                                                 answers.QRELS.read_text(encoding="utf-8").splitlines())}
+    row = next(r for r in committed["rows"] if r["arm"] == "chain/before/again" and r["source"] == "travel"
+               and any(i.split("#")[0] == gold[r["id"]] for i in r["shown_ids"]))
+    missed = [dict(r, shown_ids=["travel-none#0:x"]) if r is row else r for r in committed["rows"]]
+    after = answers.travel_evidence(missed)["chain/before/again"]
+    assert after["when_not_shown"]["n"] == before["when_not_shown"]["n"] + 1
+    assert after["when_shown"]["n"] == before["when_shown"]["n"] - 1
