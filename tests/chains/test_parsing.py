@@ -416,6 +416,22 @@ CITATION_CASES: list[tuple[str, str, int, str, dict[str, Any]]] = [
          "missing": ["Cited Documents", "Answer", "Explanation"]}),
     ("unparseable-empty-headers", "Cited Documents:\nAnswer:\nExplanation:", 3, "Answer", {
          "status": "unparseable", "answer": None}),
+    # an answer that introduces a list is the list (the default model's Travel answers did this,
+    # and the intro alone was shown as the answer)
+    ("answer-introducing-a-list",
+     "Cited Documents: <doc0>\nAnswer: The public holidays in Benin are:\n\n1. New Year's Day, 1 January.\n\n"
+     "2. Vodun Day, 10 January <doc0>.\n\nExplanation: The page lists them <doc0>.", 1, "Answer", {
+         "answer": "The public holidays in Benin are: 1. New Year's Day, 1 January. 2. Vodun Day, 10 January.",
+         "inline": [0], "status": "ok"}),
+    ("answer-introducing-a-bulleted-list-in-arabic",
+     "Cited Documents: <doc0>\nAnswer: أرقام الطوارئ في السنغال هي:\n\n- الشرطة: 17\n\n- الإسعاف: 15\n\n"
+     "Explanation: كما في <doc0>.", 1, "Answer", {
+         "answer": "أرقام الطوارئ في السنغال هي: - الشرطة: 17 - الإسعاف: 15", "status": "ok"}),
+    ("a-list-stops-at-the-first-paragraph-that-is-not-an-item",
+     "Answer: Two numbers:\n\n1. Police 17\n\nSome rambling that is not the answer.", 1, "Answer", {
+         "answer": "Two numbers: 1. Police 17"}),
+    ("a-paragraph-after-a-plain-answer-stays-out",
+     "Answer: Spain.\n\n1. Not a list the answer introduced.", 1, "Answer", {"answer": "Spain."}),
     ("no-documents-all-invalid",
      "Cited Documents: <doc0>\nAnswer: Spain.\nExplanation: See <doc0>.", 0, "Answer", {"invalid": [0]}),
 ]

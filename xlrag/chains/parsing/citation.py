@@ -117,6 +117,26 @@ def _tidy_block(text: str) -> str:
     return s.strip().strip("*_").strip()
 
 
+# a list item: a bullet, or a number (any script's digits) and a point or bracket
+_LIST_ITEM_RE = re.compile(r"^[ \t]*(?:[-*•·‣]|\(?\d{1,3}[.)、])[ \t]+")
+_INTRODUCES = (":", "：")
+
+
+def _answer_block(value: str) -> str:
+    """The answer section's first paragraph (a base model rambles on after its answer), and,
+    when that paragraph introduces a list ("the holidays are:"), the list paragraphs after it:
+    the answer is the list, and the intro alone says nothing."""
+    paragraphs = re.split(r"\n[ \t]*\n", value.strip())
+    if not paragraphs[0].rstrip().endswith(_INTRODUCES):
+        return paragraphs[0]
+    items = []
+    for paragraph in paragraphs[1:]:
+        if not _LIST_ITEM_RE.match(paragraph):
+            break
+        items.append(paragraph.strip())
+    return "\n".join([paragraphs[0].rstrip(), *items])
+
+
 def _ends_complete(value: str) -> bool:
     """Whether a section's text ends the way a finished sentence or list does."""
     s = value.rstrip().rstrip(_CLOSERS + " \t\n")
@@ -191,10 +211,8 @@ def parse_citation(
 
     header_answer: str | None = None
     if "answer" in by_kind:
-        # A base model without an Explanation header rambles on after the answer: keep the
-        # first paragraph as the answer (its markers still count as inline citations).
-        paragraph = re.split(r"\n[ \t]*\n", value("answer").strip(), maxsplit=1)[0]
-        header_answer = strip_markers(paragraph) or None
+        # its markers still count as inline citations
+        header_answer = strip_markers(_answer_block(value("answer"))) or None
     answer = header_answer
     first_header = chosen[0].start if chosen else len(text)
     # Text before the first header, minus an echoed "Question: ..." line at the very start.
