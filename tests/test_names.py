@@ -175,3 +175,34 @@ def test_the_trace_schema_lists_its_fields_whatever_the_old_key_added_to_its_jso
     schema = Trace.model_json_schema(mode="serialization")  # what the server's OpenAPI shows
     assert {"question", "lang", "mode", "checks", "repairs"} <= set(schema["properties"])
     assert schema["properties"]["question_lang"]["deprecated"] is True
+
+
+def test_attribution_is_the_llm_check_and_its_settings_are_under_answer(tmp_path):
+    """*Attribution* is one thing, an LLM judging whether a passage supports the answer: every
+    setting of it is under ``answer:``, and what cites by similarity is a citer."""
+    from xlrag.config import AgentConfig, XlragConfig, load_config
+
+    assert {n for n in AgentConfig.model_fields if "attribution" in n} == {"attribution"}  # the old name only
+    with pytest.warns(XlragDeprecationWarning, match=r"agent\.attribution is now answer\.attribution_check"):
+        cfg = XlragConfig(agent={"attribution": True})
+    assert cfg.answer.attribution_check is True and cfg.agent.attribution is None
+    # the same through a YAML file, and an agent section given as a model
+    (tmp_path / "x.yaml").write_text("agent:\n  attribution: true\n")
+    with pytest.warns(XlragDeprecationWarning):
+        assert load_config(tmp_path / "x.yaml").answer.attribution_check is True
+    with pytest.warns(XlragDeprecationWarning):
+        assert XlragConfig(agent=AgentConfig(attribution=True)).answer.attribution_check is True
+    # the old name and the new one disagreeing is an error, never a silent choice
+    with pytest.warns(XlragDeprecationWarning), pytest.raises(ValueError, match=r"give answer\.attribution_check only"):
+        XlragConfig(agent={"attribution": True}, answer={"attribution_check": False})
+    assert XlragConfig().answer.attribution_check is False
+
+
+def test_the_similarity_citer_is_post_hoc_citer_and_its_old_names_still_work():
+    import xlrag.chains.grounding as grounding
+    from xlrag.chains.grounding import PostHocCiter
+
+    with pytest.warns(XlragDeprecationWarning, match="use xlrag.chains.grounding.PostHocCiter"):
+        assert grounding.PostHocAttributor is PostHocCiter
+    assert "PostHocAttributor" not in grounding.__all__
+    assert not any("attribut" in name for name in vars(PostHocCiter) if name != "attribute")

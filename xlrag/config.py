@@ -98,6 +98,16 @@ class XlragConfig(BaseSettings):
         return (init_settings, env_settings)
 
     @model_validator(mode="after")
+    def _attribution_under_answer(self) -> XlragConfig:
+        old = self.agent.attribution
+        if old is not None:
+            if "attribution_check" in self.answer.model_fields_set and self.answer.attribution_check != old:
+                raise ValueError("give answer.attribution_check only (agent.attribution is its old name)")
+            self.answer = self.answer.model_copy(update={"attribution_check": old})
+            self.agent = self.agent.model_copy(update={"attribution": None})
+        return self
+
+    @model_validator(mode="after")
     def _rerank_within_retrieval(self) -> XlragConfig:
         # The reranker sees only what retrieval fetched: more candidates than retrieve_k would
         # silently rerank fewer than configured.

@@ -295,7 +295,9 @@ class RerankConfig(_Section):
 
 
 class AnswerConfig(_Section):
-    """The answer postprocessors every driver runs (chain, agent, query engine, server)."""
+    """The answer postprocessors every driver runs (chain, agent, query engine, server), and
+    attribution: an LLM judging whether a passage supports the answer (XOR-AttriQA's AIS), every
+    setting of it here (post-hoc citations by similarity are not attribution)."""
 
     post_hoc_citations: bool = Field(
         True, description="when the model cites no passage, cite the closest ones by embedding similarity, "
@@ -303,8 +305,11 @@ class AnswerConfig(_Section):
     attribution_rerank: bool = Field(
         False, description="XOR-AttriQA: an LLM checks each shown passage against the answer and the one that "
                            "supports it is cited first (one LLM call per passage)")
+    attribution_check: bool = Field(
+        False, description="the agent also checks with the LLM that a cited passage supports the answer "
+                           "(was agent.attribution)")
     attribution_checker: LLMConfig | None = Field(
-        None, description="the LLM of attribution_rerank (default: llm)")
+        None, description="the LLM of every attribution call, the rerank's and the check's (default: llm)")
 
 
 ContextOrder = Literal["best_first", "best_last"]
@@ -364,8 +369,23 @@ class AgentConfig(_Section):
     rules: list[AgentRule] = Field(default_factory=list, description="auto mode's entity rules, first match wins")
     max_repairs: int = Field(2, ge=0, le=10, description="LLM repairs per answer; post-hoc citations come after")
     recursion_limit: int = Field(40, ge=10, description="LangGraph's hard cap on steps per answer")
-    attribution: bool = Field(False, description="also check with the LLM that a cited passage supports the answer")
+    # not a setting: XlragConfig moves it to answer.attribution_check, and dumps leave it out
+    attribution: bool | None = Field(None, description="answer.attribution_check's old name, kept for one release",
+                                     exclude=True)
     tools: Literal["auto", "on", "off"] = Field(
         "auto", description="tool calling (search, translate): auto when the LLM supports it; off: the fixed graph")
     max_tool_rounds: int = Field(3, ge=1, le=10, description="tool-calling rounds before the model must answer")
     chat: ChatConfig = Field(default_factory=ChatConfig)
+
+    @field_validator("attribution")
+    @classmethod
+    def _moved(cls, v: bool | None) -> bool | None:
+        # XlragConfig moves it into answer.attribution_check; warned here, where it was given
+        if v is not None:
+            import warnings
+
+            from xlrag.errors import XlragDeprecationWarning
+
+            warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
+                          "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=2)
+        return v

@@ -28,8 +28,9 @@ def scripted(*replies: str) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([AIMessage(r) for r in replies]))
 
 
-def agent(retriever, llm, **agent_cfg):
-    cfg = XlragConfig(agent={"mode": "qlang_en", **agent_cfg}, retrieval={"k": 3})
+def agent(retriever, llm, attribution_check: bool = False, **agent_cfg):
+    cfg = XlragConfig(agent={"mode": "qlang_en", **agent_cfg}, retrieval={"k": 3},
+                      answer={"attribution_check": attribution_check})
     return build_agent(cfg, llm=llm, retriever=retriever)
 
 
@@ -148,7 +149,7 @@ def test_an_unsupported_answer_is_asked_again_then_accepted(retriever):
     # says it does not support it; asked again, the second answer passes
     llm = scripted(SPANISH, '{"justification": "El pasaje no lo dice.", "verdict": "not_attributable"}',
                    SPANISH, '{"justification": "El pasaje dice 308 puntos.", "verdict": "attributable"}')
-    out = agent(retriever, llm, attribution=True).invoke({"question": QUESTION})
+    out = agent(retriever, llm, attribution_check=True).invoke({"question": QUESTION})
     trace = out["trace"]
     assert [r.repair for r in trace.repairs] == [Repair.RECITE]
     assert [(c.check, c.passed) for c in trace.checks if c.check == "attribution"] == [

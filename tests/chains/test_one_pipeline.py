@@ -131,7 +131,7 @@ def test_the_config_turns_postprocessors_on_and_off(cfg):
     answer = AnswerConfig(attribution_rerank=True, post_hoc_citations=False)
     on = Pipeline.from_config(cfg.model_copy(update={"answer": answer}))
     try:
-        assert [type(p) for p in on.postprocessors] == [AttributionReranker] and on.attributor is None
+        assert [type(p) for p in on.postprocessors] == [AttributionReranker] and on.citer is None
     finally:
         on.close()
     closed = Pipeline.from_config(cfg, mode="no_ir")
@@ -149,8 +149,8 @@ def test_one_attribution_checker_serves_the_reranker_the_agent_and_the_view(cfg)
     from xlrag.errors import ConfigError
 
     own = cfg.llm.model_copy(update={"model": "checker-model"})
-    both = cfg.model_copy(update={"answer": AnswerConfig(attribution_rerank=True, attribution_checker=own),
-                                  "agent": cfg.agent.model_copy(update={"attribution": True})})
+    both = cfg.model_copy(update={"answer": AnswerConfig(attribution_rerank=True, attribution_check=True,
+                                                         attribution_checker=own)})
     stack = Stack.build(both)
     try:
         checker = stack.pipeline.attribution
@@ -158,12 +158,12 @@ def test_one_attribution_checker_serves_the_reranker_the_agent_and_the_view(cfg)
         (rerank,) = [p for p in stack.pipeline.postprocessors if isinstance(p, AttributionReranker)]
         assert rerank.checker is checker and stack.attribution is checker
         assert stack._agent(False).attribution is checker  # the agent's verify step, and the view's graph
-        assert stack.perspectives is stack.perspectives  # built once per stack
+        assert stack.perspectives_view is stack.perspectives_view  # built once per stack
     finally:
         stack.close()
-    # a pipeline built from parts without a checker cannot silently drop agent.attribution
+    # a pipeline built from parts without a checker cannot silently drop answer.attribution_check
     bare = Pipeline.from_config(cfg, mode="no_ir")
-    with pytest.raises(ConfigError, match=r"agent\.attribution is on, but the pipeline given has no attribution"):
+    with pytest.raises(ConfigError, match=r"answer\.attribution_check is on, but the pipeline given has no attrib"):
         Stack(both, bare)
     assert Stack(cfg, bare).attribution is None
 

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage
 from tests.chains.conftest import TEST_THREADS
 from tests.prompts.recorded import recorded_format
 from xlrag.chains.echo import echo_reference
-from xlrag.chains.grounding import PostHocAttributor
+from xlrag.chains.grounding import PostHocCiter
 from xlrag.chains.rag import ChainInput, ChainState, build_chain, finalize
 from xlrag.config import LLMConfig
 from xlrag.errors import ConfigError, PolicyError
@@ -44,8 +44,8 @@ def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, l
                       echo_reference=echo_reference(msgs, docs, question, options))
 
 
-def fin(st: ChainState, message: Any, attributor) -> GroundedAnswer:
-    return finalize(st.model_copy(update={"message": message}), attributor)
+def fin(st: ChainState, message: Any, citer) -> GroundedAnswer:
+    return finalize(st.model_copy(update={"message": message}), citer)
 
 
 def test_model_citations_resolve_to_passages(retriever, hits):
@@ -69,8 +69,8 @@ def test_invalid_ids_are_flagged_not_dropped(retriever, hits):
 
 def test_no_citations_get_post_hoc_ones_marked_as_such(retriever, hits):
     out = "Cited Documents:\nAnswer: The Panthers defense gave up just 308 points.\nExplanation: because it did."
-    attributor = PostHocAttributor(retriever.embedder, retriever.stores)
-    a = fin(state(retriever, hits), AIMessage(out), attributor)
+    citer = PostHocCiter(retriever.embedder, retriever.stores)
+    a = fin(state(retriever, hits), AIMessage(out), citer)
     assert "no_citations" in a.flags and "post_hoc_citations" in a.flags
     assert a.citations and all(c.source == "post_hoc" and c.post_hoc and c.score >= 0.8 for c in a.citations)
     assert a.citations[0].passage_id == hits[0].id  # the passage that states it

@@ -57,3 +57,26 @@ def test_without_asking_for_perspectives_a_rule_routes_to_rel_langs_as_before(re
     graph, llm = agent(retriever, AGREE)
     out = graph.invoke({"question": QUESTION})
     assert "perspectives" not in out and out["trace"].mode == "rel_langs" and llm.calls == {"answer": 1}
+
+
+def test_perspectives_is_the_result_and_the_runnable_that_makes_it_is_the_view(retriever):
+    """``perspectives`` names the output (the result key, ``Perspectives``); what makes it is the
+    perspectives view, ``perspectives_view`` on the stack and the agent alike (#35)."""
+    import pytest
+
+    from xlrag.agents.build import Stack
+    from xlrag.agents.graph import XlragAgent
+    from xlrag.errors import XlragDeprecationWarning
+    from xlrag.perspectives.view import PerspectivesView
+
+    cfg = XlragConfig(agent={"mode": "auto", "rules": [RULE], "tools": "off"}, retrieval={"k": 3})
+    stack = Stack.build(cfg, llm=ByPrompt(answers=AGREE), retriever=retriever)
+    agent_nodes = stack._agent(False)
+    assert isinstance(stack.perspectives_view, PerspectivesView)
+    assert agent_nodes.perspectives_view is stack.perspectives_view
+    for old in (stack, agent_nodes):
+        with pytest.warns(XlragDeprecationWarning, match="'perspectives' is now called 'perspectives_view'"):
+            assert old.perspectives is stack.perspectives_view
+    with pytest.warns(XlragDeprecationWarning, match="'perspectives' is now called 'perspectives_view'"):
+        old_kw = XlragAgent(stack.pipeline, cfg.agent, perspectives=lambda: stack.perspectives_view)
+    assert old_kw.perspectives_view is stack.perspectives_view

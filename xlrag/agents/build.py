@@ -33,10 +33,10 @@ class Stack:
     def __init__(self, config: XlragConfig, pipeline: Pipeline,
                  territories: list[Territory] | None = None) -> None:
         self.config, self.pipeline, self.territories = config, pipeline, territories
-        if config.agent.attribution and pipeline.attribution is None:
+        if config.answer.attribution_check and pipeline.attribution is None:
             from xlrag.errors import ConfigError
 
-            raise ConfigError("agent.attribution is on, but the pipeline given has no attribution checker; build it "
+            raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; build it "
                               "with Pipeline.from_config, or pass attribution= to Pipeline.create")
 
     @classmethod
@@ -59,21 +59,21 @@ class Stack:
 
     @property
     def attribution(self) -> AttributionChecker | None:
-        """The agent's attribution check: the pipeline's one checker, when ``agent.attribution``."""
-        return self.pipeline.attribution if self.config.agent.attribution else None
+        """The agent's attribution check: the pipeline's one checker, when ``answer.attribution_check``."""
+        return self.pipeline.attribution if self.config.answer.attribution_check else None
 
     def _agent(self, tools: bool) -> Any:
         from xlrag.agents.graph import XlragAgent
 
         cfg, pipeline = self.config.agent, self.pipeline
         # a caller asking for perspectives builds the view then, once
-        view = (lambda: self.perspectives) if pipeline.retriever is not None else None
+        view = (lambda: self.perspectives_view) if pipeline.retriever is not None else None
         if tools:
             from xlrag.agents.tools import ToolCallingAgent
 
             return ToolCallingAgent(pipeline, cfg, attribution=self.attribution, max_rounds=cfg.max_tool_rounds,
-                                    perspectives=view)
-        return XlragAgent(pipeline, cfg, attribution=self.attribution, perspectives=view)
+                                    perspectives_view=view)
+        return XlragAgent(pipeline, cfg, attribution=self.attribution, perspectives_view=view)
 
     @property
     def tools(self) -> bool:
@@ -102,8 +102,16 @@ class Stack:
         return chat_graph(self.agent(False), p.llm, p.prompts, self.config.agent.chat,
                           checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
-    @cached_property
+    @property
     def perspectives(self) -> PerspectivesView:
+        """:attr:`perspectives_view`'s old name (for one release): ``perspectives`` is the view's
+        output."""
+        from xlrag.validate import renamed
+
+        return renamed("Stack", "perspectives", "perspectives_view", self.perspectives_view, None)
+
+    @cached_property
+    def perspectives_view(self) -> PerspectivesView:
         """The perspectives view, answering each language with the fixed agent graph (a
         tool-calling agent could search other languages' stores)."""
         from xlrag.borderlines import load_territories
@@ -155,9 +163,9 @@ def build_perspectives(config: XlragConfig | str | Path | None = None, *, llm: R
     """
     # each call names its stores, so the pipeline's own mode is auto
     return Stack.build(config, llm=llm, retriever=retriever, pipeline=pipeline, mode=AUTO,
-                       territories=territories).perspectives
+                       territories=territories).perspectives_view
 
 
 def view_over(cfg: XlragConfig, pipeline: Pipeline, territories: list[Territory] | None = None) -> PerspectivesView:
-    """The view over a stack already built (``Stack(cfg, pipeline).perspectives``)."""
-    return Stack(cfg, pipeline, territories).perspectives
+    """The view over a stack already built (``Stack(cfg, pipeline).perspectives_view``)."""
+    return Stack(cfg, pipeline, territories).perspectives_view

@@ -8,7 +8,7 @@
 least one valid model-made citation, no invalid one), the substance of the answer
 (:mod:`xlrag.checks.substance`: not the question or the template repeated, its words in a
 cited passage or in the answer's translation into that passage's language, no refusal
-while the top passage holds the answer) and, with ``agent.attribution``, that a cited
+while the top passage holds the answer) and, with ``answer.attribution_check``, that a cited
 passage supports the answer (:mod:`xlrag.checks.attribution`). ``repair``
 runs the next step of :func:`xlrag.agents.repair.plan_repair`. The loop is bounded twice:
 each repair runs at most once and LLM repairs spend ``agent.max_repairs``; LangGraph's
@@ -116,20 +116,34 @@ class XlragAgent:
     postprocessors) plus verify and repair. ``translator`` defaults to the pipeline's."""
 
     def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None,
-                 attribution: Any = None, perspectives: Callable[[], Any] | None = None):
+                 attribution: Any = None, perspectives_view: Callable[[], Any] | None = None,
+                 perspectives: Callable[[], Any] | None = None):
+        from xlrag.validate import renamed
+
         self.pipeline = pipeline
         self.config = config
         self.translator = translator if translator is not None else pipeline.translator
         self.attribution = attribution
         # builds the perspectives view (a Runnable) on first use; None: the route is closed
-        self._perspectives_factory = perspectives
-        self._perspectives: Any = None
+        self._view_factory = renamed("XlragAgent", "perspectives", "perspectives_view", perspectives,
+                                     perspectives_view)
+        self._view: Any = None
+
+    @property
+    def perspectives_view(self) -> Any:
+        """The perspectives view this agent routes contested questions to (a Runnable whose
+        output is :class:`~xlrag.perspectives.models.Perspectives`), or None."""
+        if self._view is None and self._view_factory is not None:
+            self._view = self._view_factory()
+        return self._view
 
     @property
     def perspectives(self) -> Any:
-        if self._perspectives is None and self._perspectives_factory is not None:
-            self._perspectives = self._perspectives_factory()
-        return self._perspectives
+        """:attr:`perspectives_view`'s old name (for one release): ``perspectives`` is the view's
+        output, the agent's result key."""
+        from xlrag.validate import renamed
+
+        return renamed("XlragAgent", "perspectives", "perspectives_view", self.perspectives_view, None)
 
     # -- detect, route, retrieve --------------------------------------------------------
     def _input(self, s: AgentState) -> ChainInput:
@@ -149,7 +163,7 @@ class XlragAgent:
             query = query.model_copy(update={"relevant_langs": choice.relevant_langs})
         why = None
         if s.get("view") == PERSPECTIVES:
-            view = self.perspectives
+            view = self.perspectives_view
             if view is not None:
                 why = why_contested(s["question"], s.get("relevant_langs"), self.config.rules, view.territories)
             closed = "this agent has no index to compare" if view is None else \
@@ -176,7 +190,8 @@ class XlragAgent:
 
     def _compare(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0 = time.perf_counter()
-        view = yield Call(self.perspectives.invoke, (self._perspectives_input(s), config), self.perspectives.ainvoke)
+        runnable = self.perspectives_view
+        view = yield Call(runnable.invoke, (self._perspectives_input(s), config), runnable.ainvoke)
         return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
 
     # config: the node's, so that the retriever run is the node's child in a trace
@@ -291,7 +306,8 @@ class XlragAgent:
 
     def _attribution_inputs(self, s: AgentState) -> tuple[str, list[Hit]] | None:
         answer = s["answer"]
-        if self.attribution is None or not self.config.attribution or not answer.answer:
+        # the stack hands the agent a checker only when answer.attribution_check is on
+        if self.attribution is None or not answer.answer:
             return None
         cited = answer.cited_passages
         return (answer.answer, cited) if cited else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from xlrag.chains.echo import drop_echo
-from xlrag.chains.grounding import PostHocAttributor, resolve_markers
+from xlrag.chains.grounding import PostHocCiter, resolve_markers
 from xlrag.chains.parsing import find_markers, parse_citation, parse_mc, strip_markers
 from xlrag.chains.parsing.citation import opens_with_section
 from xlrag.chains.profiles import ProviderProfile
@@ -134,10 +134,10 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
                           notes=state.notes, usage=message_usage(message))
 
 
-def finalize(state: ChainState, attributor: PostHocAttributor | None,
+def finalize(state: ChainState, citer: PostHocCiter | None,
              profile: ProviderProfile | None = None) -> GroundedAnswer:
-    """:func:`parse_reply`, then post-hoc citations by ``attributor`` when the model cited nothing."""
+    """:func:`parse_reply`, then post-hoc citations by ``citer`` when the model cited nothing."""
     from xlrag.chains.postprocess import PostHocCitations
 
     answer = parse_reply(state, profile)
-    return PostHocCitations(attributor).process(answer) if attributor is not None else answer
+    return PostHocCitations(citer).process(answer) if citer is not None else answer

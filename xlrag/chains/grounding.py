@@ -13,12 +13,13 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from xlrag._lazy import moved
 from xlrag.chains.parsing import sentences_with_markers, strip_markers
 from xlrag.indexes.embedders import Embedder
 from xlrag.indexes.store import LanguageStores
 from xlrag.schema import Citation, Hit
 
-__all__ = ["PostHocAttributor", "resolve_markers"]
+__all__ = ["PostHocCiter", "resolve_markers"]
 
 
 def resolve_markers(markers: Iterable[int], hits: Sequence[Hit], text: str | None = None,
@@ -39,8 +40,9 @@ def resolve_markers(markers: Iterable[int], hits: Sequence[Hit], text: str | Non
     return out
 
 
-class PostHocAttributor:
-    """Attribute each answer sentence to the passage it is closest to.
+class PostHocCiter:
+    """Cite for each answer sentence the passage it is closest to (was ``PostHocAttributor``:
+    it cites by similarity; *attribution* in xlrag is an LLM's judgement, :mod:`xlrag.checks.attribution`).
 
     A sentence is embedded in E5's query role and compared with the stored passage
     vectors (read back from the index, not re-embedded). A sentence gets a citation
@@ -64,7 +66,8 @@ class PostHocAttributor:
                 vecs[h.id] = v
         return np.vstack([vecs[h.id] for h in hits])
 
-    def attribute(self, text: str, hits: Sequence[Hit]) -> list[Citation]:
+    def cite(self, text: str, hits: Sequence[Hit]) -> list[Citation]:
+        """A ``post_hoc`` citation for each sentence of ``text`` whose closest passage clears ``min_score``."""
         sentences = [strip_markers(s).strip() for s, _ in sentences_with_markers(text)]
         sentences = [s for s in sentences if len(s) >= 3]
         if not sentences or not hits:
@@ -78,3 +81,13 @@ class PostHocAttributor:
                 out.append(Citation(marker=best, passage_id=h.id, doc_id=h.doc_id, lang=h.lang, valid=True,
                                     source="post_hoc", text=sentence, score=float(row[best])))
         return out
+
+    def attribute(self, text: str, hits: Sequence[Hit]) -> list[Citation]:
+        """:meth:`cite`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("PostHocCiter", "attribute", "cite", self.cite, None)(text, hits)
+
+
+# the similarity citer's old name: "attribution" is the LLM check's word
+__getattr__ = moved(__name__, {"PostHocAttributor": "xlrag.chains.grounding:PostHocCiter"})

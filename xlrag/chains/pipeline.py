@@ -53,7 +53,7 @@ from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import check_k, k_field
 
 if TYPE_CHECKING:
-    from xlrag.chains.grounding import PostHocAttributor
+    from xlrag.chains.grounding import PostHocCiter
     from xlrag.config import XlragConfig
 
 __all__ = ["Pipeline", "base_model_messages"]
@@ -134,23 +134,27 @@ class Pipeline(BaseModel):
     @classmethod
     def create(cls, retriever: CrossLingualRetriever | None, llm: Runnable, *,
                fmt: AnswerFormat | str = AnswerFormat.CITATION, mode: Mode | None = None, k: int | None = None,
-               prompts: PromptLibrary | None = None, attributor: PostHocAttributor | None = None,
+               prompts: PromptLibrary | None = None, citer: PostHocCiter | None = None,
                post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
                grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None) -> Pipeline:
+               attribution: Any = None, attributor: PostHocCiter | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
         ``grammar`` (None: the ``llm.grammar`` the model was built with, else the profile's default) is compiled here, so a
         model that cannot take it fails now rather than on the first question. ``attribution``
         is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
-        (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``agent.attribution``."""
-        from xlrag.chains.grounding import PostHocAttributor
+        (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``answer.attribution_check``.
+        ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release)."""
+        from xlrag.chains.grounding import PostHocCiter
+        from xlrag.validate import renamed
+
+        citer = renamed("Pipeline.create", "attributor", "citer", attributor, citer)
 
         prof = profile_for(llm, profile)
-        if attributor is None and post_hoc and retriever is not None:
-            attributor = PostHocAttributor(retriever.embedder, retriever.stores)
+        if citer is None and post_hoc and retriever is not None:
+            citer = PostHocCiter(retriever.embedder, retriever.stores)
         if few_shot is None:
             few_shot = configured_few_shot(llm)
         if few_shot is None:
@@ -163,7 +167,7 @@ class Pipeline(BaseModel):
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
             prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
-        after = [PostHocCitations(attributor)] if attributor is not None else []
+        after = [PostHocCitations(citer)] if citer is not None else []
         return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
@@ -205,7 +209,7 @@ class Pipeline(BaseModel):
             retriever = CrossLingualRetriever.from_config(cfg, translator=translator)
         after: list[AnswerPostprocessor] = []
         checker = None
-        if cfg.answer.attribution_rerank or cfg.agent.attribution:
+        if cfg.answer.attribution_rerank or cfg.answer.attribution_check:
             from xlrag.chains.checkers import configured_checker
 
             # the one checker of the stack: the reranker's, the agent's and the view's
@@ -248,9 +252,17 @@ class Pipeline(BaseModel):
         return next((p for p in self.postprocessors if p.name == name), None)
 
     @property
-    def attributor(self) -> PostHocAttributor | None:
+    def citer(self) -> PostHocCiter | None:
+        """What makes the post-hoc citations (``answer.post_hoc_citations``), or None."""
         post = self.postprocessor(POST_HOC)
-        return post.attributor if post is not None else None
+        return post.citer if post is not None else None
+
+    @property
+    def attributor(self) -> PostHocCiter | None:
+        """:attr:`citer`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("Pipeline", "attributor", "citer", self.citer, None)
 
     # -- prepare ----------------------------------------------------------------------------
     def mode_for(self, inp: ChainInput) -> str:

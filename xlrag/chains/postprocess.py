@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, runtime_checkable
 
-from xlrag.chains.grounding import PostHocAttributor
+from xlrag.chains.grounding import PostHocCiter
 from xlrag.chains.parsing import strip_markers
 from xlrag.formats import AnswerFormat
 from xlrag.schema import Citation, GroundedAnswer
@@ -43,13 +43,13 @@ class PostHocCitations:
 
     name = POST_HOC
 
-    def __init__(self, attributor: PostHocAttributor):
-        self.attributor = attributor
+    def __init__(self, citer: PostHocCiter):
+        self.citer = citer
 
     def cite(self, answer: GroundedAnswer, keep: list[Citation]) -> GroundedAnswer:
         """``answer`` with ``keep`` and the post-hoc citations of what it says."""
         claim = " ".join(x for x in (answer.answer, strip_markers(answer.explanation or "")) if x)
-        post = self.attributor.attribute(claim, answer.passages) if claim else []
+        post = self.citer.cite(claim, answer.passages) if claim else []
         flags = [*answer.flags, POST_HOC] if post else list(answer.flags)
         return answer.model_copy(update={"citations": [*keep, *post], "flags": flags})
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from xlrag.chains.attribution_rerank import AttributionReranker
-    from xlrag.chains.grounding import PostHocAttributor
+    from xlrag.chains.grounding import PostHocCiter
     from xlrag.chains.postprocess import AnswerPostprocessor
     from xlrag.chains.profiles import ProviderProfile
     from xlrag.config import XlragConfig
@@ -108,8 +108,15 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         return self.pipeline.few_shot
 
     @property
-    def attributor(self) -> PostHocAttributor | None:
-        return self.pipeline.attributor
+    def citer(self) -> PostHocCiter | None:
+        return self.pipeline.citer
+
+    @property
+    def attributor(self) -> PostHocCiter | None:
+        """:attr:`citer`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("GroundedChain", "attributor", "citer", self.citer, None)
 
     @property
     def label(self) -> str:
@@ -169,11 +176,12 @@ def build_chain(
     mode: Mode | None = None,
     k: int | None = None,
     prompts: PromptLibrary | None = None,
-    attributor: PostHocAttributor | None = None,
+    citer: PostHocCiter | None = None,
     post_hoc: bool = True,
     few_shot: bool | None = None,
     profile: ProviderProfile | str | None = None,
     attribution_reranker: AttributionReranker | None = None,
+    attributor: PostHocCiter | None = None,
 ) -> GroundedChain:
     """A :class:`GroundedChain` over parts already built, answering with ``fmt`` over passages
     chosen by IR ``mode`` (:meth:`GroundedChain.from_config` builds them from a config).
@@ -181,9 +189,13 @@ def build_chain(
     Post-hoc citations use the retriever's embedder and stored vectors unless
     ``post_hoc=False``. ``profile`` overrides the provider profile found for ``llm``.
     ``attribution_reranker`` (XOR-AttriQA) checks each shown passage against the answer and
-    cites the first one that supports it first.
+    cites the first one that supports it first. ``citer`` makes the post-hoc citations
+    (``attributor`` is its old name, for one release).
     """
-    pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, attributor=attributor,
+    from xlrag.validate import renamed
+
+    citer = renamed("build_chain", "attributor", "citer", attributor, citer)
+    pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, citer=citer,
                                post_hoc=post_hoc, few_shot=few_shot, profile=profile,
                                postprocessors=[attribution_reranker] if attribution_reranker is not None else ())
     return GroundedChain(pipeline=pipeline, name=f"xlrag_{pipeline.fmt.value}")

@@ -113,9 +113,16 @@ class XlragServer:
         self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout, self.drain)
 
     @property
-    def perspectives(self) -> Any:
+    def perspectives_view(self) -> Any:
         """The perspectives view over the server's stack, built on first use."""
-        return self.stack.perspectives
+        return self.stack.perspectives_view
+
+    @property
+    def perspectives(self) -> Any:
+        """:attr:`perspectives_view`'s old name (for one release)."""
+        from xlrag.validate import renamed
+
+        return renamed("XlragServer", "perspectives", "perspectives_view", self.perspectives_view, None)
 
     @property
     def max_question_chars(self) -> int:
@@ -235,9 +242,9 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
                                         "to compare")
     # everything a bad request can be refused for, before it queues: a 422 now, not after the
     # answers ahead of it (up to queue_timeout)
-    await asyncio.to_thread(server.perspectives.validate_input, body.view_input())
+    await asyncio.to_thread(server.perspectives_view.validate_input, body.view_input())
     async with server.limiter.slot():
-        return await server.drain.bounded(server.perspectives.ainvoke(body.view_input()))
+        return await server.drain.bounded(server.perspectives_view.ainvoke(body.view_input()))
 
 
 @router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),
