@@ -683,6 +683,8 @@ def main() -> None:
               "reproduced": reproduced(rows),
               # greedy decoding with prompt-lookup drafts must write what plain decoding writes
               "reproduced_lookup": reproduced(rows, "chain/before/lookup", "chain/before/now"),
+              # today's default made twice on this machine, in two runs with #35's changes between
+              "reproduced_this_machine": reproduced(rows, "chain/before/now", "chain/before/again"),
               "hand_check": hand_check(rows),
               "travel_evidence": travel_evidence(rows),
               "rows": rows}
