@@ -196,6 +196,17 @@ def test_attribution_is_the_llm_check_and_its_settings_are_under_answer(tmp_path
     with pytest.warns(XlragDeprecationWarning), pytest.raises(ValueError, match=r"give answer\.attribution_check only"):
         XlragConfig(agent={"attribution": True}, answer={"attribution_check": False})
     assert XlragConfig().answer.attribution_check is False
+    # a section swapped in without validation (model_copy) is moved by the builders' resolve_config,
+    # never dropped silently
+    from xlrag.config import resolve_config
+
+    with pytest.warns(XlragDeprecationWarning):
+        swapped = XlragConfig().model_copy(update={"agent": AgentConfig(attribution=True)})
+    with pytest.warns(XlragDeprecationWarning, match=r"agent\.attribution is now answer\.attribution_check"):
+        assert resolve_config(swapped).answer.attribution_check is True
+    unvalidated = XlragConfig().model_copy(update={"agent": AgentConfig().model_copy(update={"attribution": True})})
+    with pytest.warns(XlragDeprecationWarning):
+        assert resolve_config(unvalidated).answer.attribution_check is True
 
 
 def test_the_similarity_citer_is_post_hoc_citer_and_its_old_names_still_work():

@@ -99,12 +99,7 @@ class XlragConfig(BaseSettings):
 
     @model_validator(mode="after")
     def _attribution_under_answer(self) -> XlragConfig:
-        old = self.agent.attribution
-        if old is not None:
-            if "attribution_check" in self.answer.model_fields_set and self.answer.attribution_check != old:
-                raise ValueError("give answer.attribution_check only (agent.attribution is its old name)")
-            self.answer = self.answer.model_copy(update={"attribution_check": old})
-            self.agent = self.agent.model_copy(update={"attribution": None})
+        self.answer, self.agent = _moved_attribution(self.answer, self.agent)
         return self
 
     @model_validator(mode="after")
@@ -115,6 +110,16 @@ class XlragConfig(BaseSettings):
             raise ValueError(f"rerank.candidates ({self.rerank.candidates}) is more than retrieval.retrieve_k "
                              f"({self.retrieval.retrieve_k}); lower the one or raise the other")
         return self
+
+
+def _moved_attribution(answer: AnswerConfig, agent: AgentConfig) -> tuple[AnswerConfig, AgentConfig]:
+    """``agent.attribution`` (an old name) moved to ``answer.attribution_check``."""
+    old = agent.attribution
+    if old is None:
+        return answer, agent
+    if "attribution_check" in answer.model_fields_set and answer.attribution_check != old:
+        raise ValueError("give answer.attribution_check only (agent.attribution is its old name)")
+    return answer.model_copy(update={"attribution_check": old}), agent.model_copy(update={"attribution": None})
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +242,22 @@ def resolve_config(config: XlragConfig | str | Path | None) -> XlragConfig:
     from xlrag.errors import InvalidArgumentError
 
     if isinstance(config, XlragConfig):
-        return config
+        if config.agent.attribution is None:
+            return config
+        # an agent section swapped in without validation (model_copy) still says agent.attribution
+        import warnings
+
+        from xlrag.errors import XlragDeprecationWarning
+
+        warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
+                      "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=2)
+        from xlrag.errors import ConfigError
+
+        try:
+            answer, agent = _moved_attribution(config.answer, config.agent)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
+        return config.model_copy(update={"answer": answer, "agent": agent})
     if config is None:
         return load_config()
     if isinstance(config, (str, os.PathLike)):

@@ -32,6 +32,7 @@ class Stack:
 
     def __init__(self, config: XlragConfig, pipeline: Pipeline,
                  territories: list[Territory] | None = None) -> None:
+        config = resolve_config(config)  # an old setting left in a section swapped in unvalidated moves too
         self.config, self.pipeline, self.territories = config, pipeline, territories
         if config.answer.attribution_check and pipeline.attribution is None:
             from xlrag.errors import ConfigError
