@@ -512,32 +512,44 @@ def hand_check(rows: list[dict], labels: list[dict] | None = None) -> dict:
 
 
 QRELS = HERE / "data" / "travel" / "qrels.jsonl"
+XQUAD_QUERIES = ROOT / "xlrag" / "data" / "xquad" / "queries.jsonl"
 
 
-def travel_evidence(rows: list[dict], labels: list[dict] | None = None) -> dict:
-    """Where Travel's answers are lost: per arm, how often a gold page was among the passages
-    shown (a retrieval miss otherwise), and how often the answer was judged right with it shown
-    and without; by hand too, on the rows whose answer a hand label read (the label of the same
-    answer to the same question, whichever arm it was made in)."""
+def gold_pages() -> dict[str, set[str]]:
+    """Each question's gold documents: Travel's qrels; an XQuAD question's paragraph in every
+    language (the parallel paragraphs hold the same answer)."""
     gold: dict[str, set[str]] = defaultdict(set)
     for q in read_jsonl(QRELS):
         gold[q["query_id"]].add(q["doc_id"])
+    for q in read_jsonl(XQUAD_QUERIES):
+        gold[q["id"]].update(f"{q['parallel_id']}-{lang}" for lang in XQUAD_LANGS)
+    return gold
+
+
+def evidence(rows: list[dict], labels: list[dict] | None = None) -> dict:
+    """Where the answers are lost, per source and arm: how often a gold page was among the
+    passages shown (a retrieval miss otherwise), and how often the answer was judged right with
+    it shown and without; by hand too, on the Travel rows whose answer a hand label read (the
+    label of the same answer to the same question, whichever arm it was made in)."""
+    gold = gold_pages()
     labels = read_jsonl(HAND_LABELS) if labels is None else labels
     by_answer = {(lab["query_id"], lab["answer"]): lab["label"] == "correct" for lab in labels}
     out: dict = {}
-    for arm in ARMS:
-        rs = [r for r in rows if r["arm"] == arm and r["source"] == "travel" and r.get("shown_ids")]
-        if not rs:
-            continue
-        shown = [any(i.split("#")[0] in gold[r["id"]] for i in r["shown_ids"]) for r in rs]
-        fig: dict = {"n": len(rs), "gold_shown": _ci([float(x) for x in shown])}
-        for name, want in (("when_shown", True), ("when_not_shown", False)):
-            sub = [r for r, x in zip(rs, shown, strict=True) if x is want]
-            judged = [float(r["panel_final"] == "correct") for r in sub if r.get("panel_final") in ("correct", "incorrect")]
-            hand = [float(by_answer[r["id"], r["answer"]]) for r in sub if (r["id"], r["answer"]) in by_answer]
-            fig[name] = {"n": len(sub), "judged_correct": _ci(judged) if judged else None,
-                         "hand_correct": _ci(hand) if hand else None}
-        out[arm] = fig
+    for source in ("travel", "xquad"):
+        for arm in ARMS:
+            rs = [r for r in rows if r["arm"] == arm and r["source"] == source and r.get("shown_ids")]
+            if not rs:
+                continue
+            shown = [any(i.split("#")[0] in gold[r["id"]] for i in r["shown_ids"]) for r in rs]
+            fig: dict = {"n": len(rs), "gold_shown": _ci([float(x) for x in shown])}
+            for name, want in (("when_shown", True), ("when_not_shown", False)):
+                sub = [r for r, x in zip(rs, shown, strict=True) if x is want]
+                judged = [float(r["panel_final"] == "correct") for r in sub
+                          if r.get("panel_final") in ("correct", "incorrect")]
+                hand = [float(by_answer[r["id"], r["answer"]]) for r in sub if (r["id"], r["answer"]) in by_answer]
+                fig[name] = {"n": len(sub), "judged_correct": _ci(judged) if judged else None,
+                             "hand_correct": _ci(hand) if hand else None}
+            out.setdefault(source, {})[arm] = fig
     return out
 
 
@@ -686,7 +698,7 @@ def main() -> None:
               # today's default made twice on this machine, in two runs with #35's changes between
               "reproduced_this_machine": reproduced(rows, "chain/before/now", "chain/before/again"),
               "hand_check": hand_check(rows),
-              "travel_evidence": travel_evidence(rows),
+              "evidence": evidence(rows),
               "rows": rows}
     for cmp in result["issue_33"].values():
         print(table(cmp))

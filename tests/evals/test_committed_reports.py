@@ -75,21 +75,25 @@ def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
     assert answers.hand_check(changed)[labels[0]["arm"]]["n"] == committed["hand_check"][labels[0]["arm"]]["n"] - 1
 
 
-def test_where_travel_answers_are_lost_rebuilds_from_the_committed_rows():
+def test_where_answers_are_lost_rebuilds_from_the_committed_rows():
     answers = load_benchmark("answers")
     committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
-    evidence = answers.travel_evidence(committed["rows"])
-    assert evidence == committed["travel_evidence"]
-    before = evidence["chain/before/again"]
-    # every Travel row sits on one side; the arms share the retrieval, so the gold pages shown too
+    evidence = answers.evidence(committed["rows"])
+    assert evidence == committed["evidence"]
+    before = evidence["travel"]["chain/before/again"]
+    # every row sits on one side; the arms share the retrieval, so the gold pages shown too
     assert before["when_shown"]["n"] + before["when_not_shown"]["n"] == before["n"] == 40
-    assert evidence["agent/form"]["gold_shown"] == before["gold_shown"]
+    assert evidence["travel"]["agent/form"]["gold_shown"] == before["gold_shown"]
+    assert evidence["xquad"]["chain/before/again"]["n"] == 60
     # a row whose gold page is taken out of what was shown moves to the retrieval misses
-    gold = {q["query_id"]: q["doc_id"] for q in (json.loads(x) for x in
-                                                 answers.QRELS.read_text(encoding="utf-8").splitlines())}
+    gold = answers.gold_pages()
     row = next(r for r in committed["rows"] if r["arm"] == "chain/before/again" and r["source"] == "travel"
-               and any(i.split("#")[0] == gold[r["id"]] for i in r["shown_ids"]))
+               and any(i.split("#")[0] in gold[r["id"]] for i in r["shown_ids"]))
     missed = [dict(r, shown_ids=["travel-none#0:x"]) if r is row else r for r in committed["rows"]]
-    after = answers.travel_evidence(missed)["chain/before/again"]
+    after = answers.evidence(missed)["travel"]["chain/before/again"]
     assert after["when_not_shown"]["n"] == before["when_not_shown"]["n"] + 1
     assert after["when_shown"]["n"] == before["when_shown"]["n"] - 1
+    # an XQuAD paragraph in another language holds the same answer: it counts as gold
+    q = next(r for r in committed["rows"] if r["source"] == "xquad")
+    assert len({i.rsplit("-", 1)[0] for i in gold[q["id"]]}) == 1  # one paragraph,
+    assert {i.rsplit("-", 1)[1] for i in gold[q["id"]]} == set(answers.XQUAD_LANGS)  # in every language
