@@ -215,6 +215,9 @@ def main() -> None:
     ap.add_argument("--view-layouts", default=None,
                     help="comma-separated context.layout values: a view per layout, each from a cold model, "
                          "beside the same plain ask (the config's layout) in one run; default: the config's only")
+    ap.add_argument("--view-max-repairs", type=int, default=None,
+                    help="also a view whose agent makes at most this many repairs per answer (agent.max_repairs), "
+                         "from a cold model beside the rest in one run")
     args = ap.parse_args()
 
     import xlrag
@@ -232,6 +235,10 @@ def main() -> None:
     for layout in (args.view_layouts.split(",") if args.view_layouts else []):
         other = cfg.model_copy(update={"context": cfg.context.model_copy(update={"layout": layout})})
         views[layout] = xlrag.build_perspectives(other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
+    if args.view_max_repairs is not None:
+        other = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"max_repairs": args.view_max_repairs})})
+        views[f"max_repairs_{args.view_max_repairs}"] = xlrag.build_perspectives(
+            other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     # the plain ask of the same stack (the config's mode), on the same loaded model
     ask = GroundedChain.from_config(cfg, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     wanted = args.only.split(",") if args.only else TERRITORIES
@@ -276,6 +283,7 @@ def main() -> None:
               "corpus": "xlrag/data/borderlines/passages.jsonl", "territories": [t.territory for t in territories],
               "summary": summary, "validation": validation, "rows": rows["default"]}
     if len(views) > 1:
+        # every other view of the run (a layout, a repair budget), under its name
         result["layouts"] = {name: {"summary": _summary(rs), "rows": rs} for name, rs in rows.items() if name != "default"}
     path = write_json(args.out, result)
     print(json.dumps(summary, indent=1, ensure_ascii=False, default=str)[:4000])
