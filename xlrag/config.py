@@ -32,6 +32,7 @@ from xlrag.config_sections import (
     SplitterConfig,
     StoreConfig,
     parse_channels,
+    warn_attribution_moved,
 )
 from xlrag.errors import ConfigError, XlragWarning
 from xlrag.text import capped
@@ -245,14 +246,7 @@ def resolve_config(config: XlragConfig | str | Path | None) -> XlragConfig:
         if config.agent.attribution is None:
             return config
         # an agent section swapped in without validation (model_copy) still says agent.attribution
-        import warnings
-
-        from xlrag.errors import XlragDeprecationWarning
-
-        warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
-                      "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=2)
-        from xlrag.errors import ConfigError
-
+        warn_attribution_moved()
         try:
             answer, agent = _moved_attribution(config.answer, config.agent)
         except ValueError as e:

@@ -382,10 +382,16 @@ class AgentConfig(_Section):
     def _moved(cls, v: bool | None) -> bool | None:
         # XlragConfig moves it into answer.attribution_check; warned here, where it was given
         if v is not None:
-            import warnings
-
-            from xlrag.errors import XlragDeprecationWarning
-
-            warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
-                          "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=2)
+            warn_attribution_moved()
         return v
+
+
+def warn_attribution_moved() -> None:
+    """The one warning for ``agent.attribution``, wherever it is found (a validated section, or
+    one swapped in unvalidated and moved by ``resolve_config``)."""
+    import warnings
+
+    from xlrag.errors import XlragDeprecationWarning
+
+    warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
+                  "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=3)
