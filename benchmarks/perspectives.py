@@ -218,6 +218,9 @@ def main() -> None:
     ap.add_argument("--view-max-repairs", type=int, default=None,
                     help="also a view whose agent makes at most this many repairs per answer (agent.max_repairs), "
                          "from a cold model beside the rest in one run")
+    ap.add_argument("--view-no-explanation", action="store_true",
+                    help="also a view whose answers stop at the explanation header (answer.explanation: false), "
+                         "from a cold model beside the rest in one run")
     args = ap.parse_args()
 
     import xlrag
@@ -239,6 +242,10 @@ def main() -> None:
         other = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"max_repairs": args.view_max_repairs})})
         views[f"max_repairs_{args.view_max_repairs}"] = xlrag.build_perspectives(
             other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
+    if args.view_no_explanation:
+        other = cfg.model_copy(update={"answer": cfg.answer.model_copy(update={"explanation": False})})
+        views["no_explanation"] = xlrag.build_perspectives(other, llm=view.pipeline.llm,
+                                                           retriever=view.pipeline.retriever)
     # the plain ask of the same stack (the config's mode), on the same loaded model
     ask = GroundedChain.from_config(cfg, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     wanted = args.only.split(",") if args.only else TERRITORIES

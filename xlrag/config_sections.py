@@ -299,6 +299,9 @@ class AnswerConfig(_Section):
     attribution: an LLM judging whether a passage supports the answer (XOR-AttriQA's AIS), every
     setting of it here (post-hoc citations by similarity are not attribution)."""
 
+    explanation: bool = Field(
+        True, description="the citation format's explanation; false: the reply stops at the explanation header, "
+                          "the same cited documents and answer line for fewer generated tokens")
     post_hoc_citations: bool = Field(
         True, description="when the model cites no passage, cite the closest ones by embedding similarity, "
                           "marked post_hoc (in the agent: its last repair)")

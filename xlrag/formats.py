@@ -24,6 +24,7 @@ __all__ = [
     "CITED_HEADER",
     "DEFAULT_LAYOUT",
     "EXPLANATION_HEADER",
+    "EXPLANATION_STOPS",
     "MARKER_CLOSE",
     "MARKER_DANGLING_RE",
     "MARKER_KEYWORD",
@@ -203,6 +204,11 @@ CITED_HEADER = Section.CITED.header
 ANSWER_HEADER = Section.ANSWER.header
 CHOICE_HEADER = Section.CHOICE.header
 EXPLANATION_HEADER = Section.EXPLANATION.header
+#: Where a citation reply stops when its explanation is not wanted (answer.explanation: false):
+#: the explanation header at the start of a line, plain or in markdown bold. The answer line
+#: comes before it, so a reply stopped there has the same cited line and answer as a whole one.
+#: Two strings, because OpenAI's API takes at most four stop sequences.
+EXPLANATION_STOPS: tuple[str, ...] = (f"\n{Section.EXPLANATION.value}", f"\n**{Section.EXPLANATION.value}")
 
 def parse_format(value: str | AnswerFormat) -> AnswerFormat:
     """``value`` as an :class:`AnswerFormat`; an unknown name fails with a suggestion."""

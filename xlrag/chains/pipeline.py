@@ -40,6 +40,7 @@ from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, Chai
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     CITED_HEADER,
+    EXPLANATION_STOPS,
     AnswerFormat,
     document_line,
     neutralize_markers,
@@ -119,6 +120,8 @@ class Pipeline(BaseModel):
     profile: ProviderProfile
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
+    explanation: bool = Field(True, description="the citation format's explanation is written (answer.explanation); "
+                                                "false: the reply stops at its header")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
@@ -139,14 +142,16 @@ class Pipeline(BaseModel):
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
                grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None, attributor: PostHocCiter | None = None) -> Pipeline:
+               attribution: Any = None, explanation: bool = True,
+               attributor: PostHocCiter | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
         ``grammar`` (None: the ``llm.grammar`` the model was built with, else the profile's default) is compiled here, so a
         model that cannot take it fails now rather than on the first question. ``attribution``
         is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
         (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``answer.attribution_check``.
-        ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release)."""
+        ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release).
+        ``explanation=False`` ends a citation reply at its explanation header (answer.explanation)."""
         from xlrag.chains.grounding import PostHocCiter
         from xlrag.validate import renamed
 
@@ -172,7 +177,7 @@ class Pipeline(BaseModel):
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
                    max_question_chars=max_question_chars, context=context or _default_context(retriever),
-                   attribution=attribution)
+                   attribution=attribution, explanation=explanation)
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -227,7 +232,8 @@ class Pipeline(BaseModel):
                           prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
                           postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
                           max_question_chars=cfg.retrieval.max_question_chars,
-                          context=ContextSelector.from_config(cfg.context, embedder), attribution=checker)
+                          context=ContextSelector.from_config(cfg.context, embedder), attribution=checker,
+                          explanation=cfg.answer.explanation)
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -356,7 +362,12 @@ class Pipeline(BaseModel):
         # is a (wrong) answer, which the checks must see
         sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
         msgs = [*msgs, *(followup or [])]
-        request = self.profile.request(msgs, shown, self.profile.stop(self.llm, self.prompts, lang))
+        stop = self.profile.stop(self.llm, self.prompts, lang)
+        if not self.explanation and self.fmt is AnswerFormat.CITATION:
+            # the answer line comes before the explanation: stopping at its header keeps the
+            # cited line and the answer as a whole reply has them, and skips most of the tokens
+            stop = [*stop, *EXPLANATION_STOPS]
+        request = self.profile.request(msgs, shown, stop)
         if self.grammar:
             held = self.profile.answer_grammar(self.llm, self.fmt, len(shown), len(state.options or ()))
             request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
@@ -428,7 +439,12 @@ class Pipeline(BaseModel):
         yield state.model_copy(update={"message": _whole(chunks)})
 
     def parse(self, state: ChainState) -> GroundedAnswer:
-        return parse_reply(state, self.profile)
+        answer = parse_reply(state, self.profile)
+        if self.explanation or answer.explanation is None:
+            return answer
+        # an explanation under a header the stop strings do not know (a translated one) was
+        # written all the same; it is not shown, so every provider's answer has the same parts
+        return answer.model_copy(update={"explanation": None})
 
     def postprocess(self, answer: GroundedAnswer, skip: Sequence[str] = ()) -> GroundedAnswer:
         """``answer`` through every postprocessor not named in ``skip``."""
