@@ -181,6 +181,7 @@ def build_chain(
     few_shot: bool | None = None,
     profile: ProviderProfile | str | None = None,
     attribution_reranker: AttributionReranker | None = None,
+    explanation: bool = True,
     attributor: PostHocCiter | None = None,
 ) -> GroundedChain:
     """A :class:`GroundedChain` over parts already built, answering with ``fmt`` over passages
@@ -190,12 +191,13 @@ def build_chain(
     ``post_hoc=False``. ``profile`` overrides the provider profile found for ``llm``.
     ``attribution_reranker`` (XOR-AttriQA) checks each shown passage against the answer and
     cites the first one that supports it first. ``citer`` makes the post-hoc citations
-    (``attributor`` is its old name, for one release).
+    (``attributor`` is its old name, for one release). ``explanation=False`` ends a citation
+    reply at its explanation header (``answer.explanation``).
     """
     from xlrag.validate import renamed
 
     citer = renamed("build_chain", "attributor", "citer", attributor, citer)
     pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, citer=citer,
-                               post_hoc=post_hoc, few_shot=few_shot, profile=profile,
+                               post_hoc=post_hoc, few_shot=few_shot, profile=profile, explanation=explanation,
                                postprocessors=[attribution_reranker] if attribution_reranker is not None else ())
     return GroundedChain(pipeline=pipeline, name=f"xlrag_{pipeline.fmt.value}")
