@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from xlrag.checks.language import LanguageVerdict, foreign_script, judge_language, language_summary
@@ -52,3 +54,41 @@ def test_summary_counts_both_ways():
 ])
 def test_foreign_script_names_an_answer_line_in_a_script_its_language_is_not_written_in(text, lang, script):
     assert foreign_script(text, lang) == script
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    # names and one-word answers lingua reads as another language of the same script
+    ("Russia", "en"), ("Ukraine", "en"), ("Pons Aelius", "en"), ("eukaryotic cell", "de"),
+])
+def test_a_reply_too_short_to_tell_apart_from_a_language_of_its_script_is_not_judged(text, lang):
+    v = judge_language(text, lang)
+    assert v.status == "not_applicable" and v.correct is None and "too short" in v.reason
+    assert v.detected != lang  # lingua's guess is kept, to be read
+
+
+@pytest.mark.parametrize(("text", "lang", "detected"), [
+    ("Россия", "en", "ru"),  # another script: as short as it is, it is wrong
+    ("Rhine", "ar", None),  # Latin for Arabic: no script the two share
+    ("The Panthers defense gave up just 308 points.", "es", "en"),  # long enough to tell
+])
+def test_short_replies_in_another_script_and_long_ones_are_still_wrong(text, lang, detected):
+    v = judge_language(text, lang)
+    assert v.status == "wrong" and (detected is None or v.detected == detected)
+
+
+def test_the_short_text_rule_holds_its_committed_figures_on_xquads_golds():
+    # benchmarks/language_check.py on items of known truth: the rule run again must give the
+    # committed counts, and they must say what the rule is for
+    from tests.evals.benchmarks import load_benchmark
+    from xlrag.checks import language
+
+    bench = load_benchmark("language_check")
+    committed = json.loads((bench.HERE / "results" / "language_check.json").read_text(encoding="utf-8"))
+    rows = [{**it, "status": judge_language(it["text"], it["lang"]).status} for it in bench.items()]
+    now = bench.score(rows)
+    assert now == committed["with_short_rule"]["summary"]
+    assert (committed["short_words"], committed["short_confidence"]) == (language.SHORT_WORDS,
+                                                                           language.SHORT_CONFIDENCE)
+    before = committed["without_short_rule"]["summary"]
+    assert now["own_language_called_wrong"]["rate"] < before["own_language_called_wrong"]["rate"] / 5
+    assert now["wrong_verdicts_right"] > 0.99 and now["other_language_caught"]["rate"] > 0.85
