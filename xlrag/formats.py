@@ -210,6 +210,7 @@ EXPLANATION_HEADER = Section.EXPLANATION.header
 #: Two strings, because OpenAI's API takes at most four stop sequences.
 EXPLANATION_STOPS: tuple[str, ...] = (f"\n{Section.EXPLANATION.value}", f"\n**{Section.EXPLANATION.value}")
 
+
 def parse_format(value: str | AnswerFormat) -> AnswerFormat:
     """``value`` as an :class:`AnswerFormat`; an unknown name fails with a suggestion."""
     try:
