@@ -58,17 +58,20 @@ def main() -> None:
     import xlrag.checks.language as language
 
     data = items()
-    results = {}
+    results, statuses = {}, {}
     rule = language.SHORT_WORDS
     for name, words in (("without_short_rule", 0), ("with_short_rule", rule)):
         language.SHORT_WORDS = words
         rows = [{**it, **language.judge_language(it["text"], it["lang"]).model_dump(
             include={"status", "detected", "confidence"})} for it in data]
-        results[name] = {"summary": score(rows),
-                         "short": score([r for r in rows if len(r["text"].split()) <= rule]), "rows": rows}
+        statuses[name] = [r["status"] for r in rows]
+        results[name] = {"summary": score(rows), "short": score([r for r in rows if len(r["text"].split()) <= rule])}
     language.SHORT_WORDS = rule
+    # every item once, lingua's reading and both verdicts (the rule changes the status alone)
+    judged = [{**{k: v for k, v in r.items() if k != "status"}, "without_short_rule": a, "with_short_rule": b}
+              for r, a, b in zip(rows, *statuses.values(), strict=True)]
     out = {"benchmark": "language_check", "items": len(data), "short_words": rule,
-           "short_confidence": language.SHORT_CONFIDENCE, **results}
+           "short_confidence": language.SHORT_CONFIDENCE, **results, "rows": judged}
     print(json.dumps({k: v["summary"] for k, v in results.items()}, indent=1))
     print(f"written {write_json(args.out, out)}")
 
