@@ -18,7 +18,7 @@ threads); the other steps reach the event loop through one thread bridge.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +26,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.chains.context import ContextSelector
-from xlrag.chains.echo import echo_reference, strip_markup
+from xlrag.chains.echo import echo_reference
+from xlrag.chains.fewshot import base_model_messages
 from xlrag.chains.finalize import message_text, parse_reply
 from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
 from xlrag.chains.profiles import (
@@ -39,16 +40,14 @@ from xlrag.chains.profiles import (
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.errors import ConfigError
 from xlrag.formats import (
-    CITED_HEADER,
     EXPLANATION_STOPS,
     AnswerFormat,
-    document_line,
     neutralize_markers,
     parse_format,
 )
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode
-from xlrag.prompts import PromptLibrary, format_options, join_parts
+from xlrag.prompts import PromptLibrary
 from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import check_k, k_field
@@ -57,40 +56,7 @@ if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocCiter
     from xlrag.config import XlragConfig
 
-__all__ = ["Pipeline", "base_model_messages"]
-
-@lru_cache(maxsize=1)
-def _examples() -> dict[str, str]:
-    # Package data that never changes at run time: read once, not on every call.
-    from importlib import resources
-
-    import yaml
-
-    text = resources.files("xlrag.prompts").joinpath("fewshot", "examples.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
-def base_model_messages(prompts: PromptLibrary, lang: str, question: str, docs: list[str], fmt: AnswerFormat | str,
-                        options: list[str] | None) -> tuple[list[tuple[str, str]], str]:
-    """Messages with one worked example of the format: localized system + language
-    instruction, the example, then the documents and question. Returns the messages and
-    the example text."""
-    fmt = parse_format(fmt)
-    qlabel, alabel = prompts.render("question_label", lang), prompts.render("answer_label", lang)
-    example = _examples()[fmt.value].format(question_label=qlabel, answer_label=alabel)
-    system = join_parts([prompts.render("system", lang), prompts.render("answer_language", lang)], "\n")
-    lines = [example, ""]
-    # Markdown bullets and table rules ("* * *", "|---|") send a small model into
-    # repeating them; the words are what it needs.
-    lines += [document_line(i, strip_markup(d)) for i, d in enumerate(docs)]
-    lines.append(f"{qlabel}: {question}")
-    if fmt is AnswerFormat.MC:
-        lines += [format_options(options or []), f"{alabel}:"]
-    elif fmt is AnswerFormat.CITATION:
-        lines.append(CITED_HEADER)
-    else:
-        lines.append(f"{alabel}:")
-    return [("system", system), ("user", "\n".join(lines))], example
+__all__ = ["Pipeline"]
 
 
 def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:

@@ -28,8 +28,9 @@ from langchain_core.runnables import (
 )
 from pydantic import ConfigDict
 
+from xlrag.chains.fewshot import base_model_messages
 from xlrag.chains.finalize import finalize
-from xlrag.chains.pipeline import Pipeline, base_model_messages
+from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
