@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from xlrag.config import AnswerConfig
 from xlrag.modes import IRMode
 from xlrag.schema import CHANNELS, QueryFields
 from xlrag.text import strip_controls
@@ -54,6 +55,8 @@ def config_default(setting: str) -> str:
         value = getattr(value, part)
     if isinstance(value, list):
         value = ",".join(map(str, value))
+    if isinstance(value, bool):
+        value = str(value).lower()  # as the YAML file spells it
     # parentheses: typer reads [...] in help as rich markup
     return f"(default: {setting} from config, {value})"
 
@@ -88,6 +91,10 @@ LangOpt = Annotated[str | None, typer.Option("--lang", help=_QF["lang"].descript
 RelevantLangsOpt = Annotated[str | None, typer.Option(
     "--relevant-langs", help=f"comma-separated: {_QF['relevant_langs'].description}")]
 TargetLangOpt = Annotated[str | None, typer.Option("--target-lang", help=_QF["target_lang"].description)]
+# its help from the one owner of the setting (AnswerConfig.explanation)
+ExplanationOpt = Annotated[bool | None, typer.Option(
+    "--explanation/--no-explanation",
+    help=f"{AnswerConfig.model_fields['explanation'].description} {config_default('answer.explanation')}")]
 
 
 def _fail(e: Exception) -> NoReturn:
@@ -142,7 +149,7 @@ def echo(message: str) -> None:
 
 def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | None = None, k: int | None = None,
             fusion: str | None = None, embedder: str | None = None, llm: str | None = None,
-            chunk_size: int | None = None, channels: str | None = None):
+            chunk_size: int | None = None, channels: str | None = None, explanation: bool | None = None):
     """The config every command runs with: ``--config`` (or ``xlrag.yaml``), the environment,
     then the command's options, in that order of strength; one style for every command."""
     from xlrag.config import LLMConfig, load_config
@@ -153,7 +160,9 @@ def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | N
         retrieval["k"] = k
     overrides: dict[str, Any] = {"index_dir": index_dir, "retrieval": retrieval,
                                  "embedder": {"name": embedder} if embedder else None,
-                                 "splitter": {"chunk_size": chunk_size} if chunk_size else None}
+                                 "splitter": {"chunk_size": chunk_size} if chunk_size else None,
+                                 # None: the config's; False is a setting, not an absent one
+                                 "answer": {"explanation": explanation} if explanation is not None else None}
     with shown_warnings():  # an unknown XLRAG_* variable, an old setting name: one line each
         cfg = load_config(config, **{key: v for key, v in overrides.items() if v})
     # provider:model on top of the llm section the file and environment gave

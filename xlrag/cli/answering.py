@@ -16,6 +16,7 @@ from xlrag.cli._app import (
     ChannelsOpt,
     ConfigOpt,
     EmbedderOpt,
+    ExplanationOpt,
     IndexDirOpt,
     LangOpt,
     LLMOpt,
@@ -62,6 +63,7 @@ def ask(
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
     embedder: EmbedderOpt = None,
+    explanation: ExplanationOpt = None,
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the GroundedAnswer as JSON")] = False,
     agent: Annotated[bool, typer.Option("--agent", help="answer with the agent: verify language and citations, "
@@ -88,7 +90,12 @@ def ask(
         if fmt is AnswerFormat.MC and len(options or []) < 2:
             raise ConfigError("--format mc needs at least two answer options: repeat --option, e.g. "
                               "--option España --option Marruecos")
-        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm, channels=channels)
+        if explanation is not None and fmt is not AnswerFormat.CITATION:
+            flag = "--explanation" if explanation else "--no-explanation"
+            raise ConfigError(f"{flag} goes with --format citation, the one format with an explanation; "
+                              f"drop {flag} or --format {fmt}")
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, embedder=embedder, llm=llm, channels=channels,
+                      explanation=explanation)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
         if langs is not None:

@@ -11,6 +11,7 @@ import typer
 from xlrag.cli._app import (
     MODE_NAMES,
     ConfigOpt,
+    ExplanationOpt,
     IndexDirOpt,
     LLMOpt,
     _config,
@@ -168,13 +169,14 @@ def chat(
     lang: Annotated[str | None, typer.Option(help="the language you write in (detected if omitted)")] = None,
     llm: LLMOpt = None,
     db: Annotated[Path | None, typer.Option("--sessions-db", help="SQLite file of the sessions")] = None,
+    explanation: ExplanationOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Chat with the corpus: answers in your language with <docN> sources; /help lists the commands."""
     from xlrag.agents.build import build_chat
 
     try:
-        cfg = _config(config, index_dir=index_dir, llm=llm)
+        cfg = _config(config, index_dir=index_dir, llm=llm, explanation=explanation)
         if mode:
             check_mode(mode)
         saver = None

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from xlrag.cli._app import ConfigOpt, IndexDirOpt, LLMOpt, _config, _fail, app, warn
+from xlrag.cli._app import ConfigOpt, ExplanationOpt, IndexDirOpt, LLMOpt, _config, _fail, app, warn
 from xlrag.errors import XlragError
 
 
@@ -26,6 +26,7 @@ def serve(
         "running then gets an error event (the default is over the longest answer measured on 2 cores)"))
     ] = 300.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level: debug, info, warning, error")] = "info",
+    explanation: ExplanationOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Serve /v1/ask, /v1/chat (streamed), /v1/retrieve and /v1/health; the key comes from XLRAG_API_KEY."""
@@ -41,7 +42,7 @@ def serve(
         resolve_api_key(None, no_auth)
         if no_auth and os.environ.get("XLRAG_API_KEY"):
             warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
-        cfg = _config(config, index_dir=index_dir, llm=llm)
+        cfg = _config(config, index_dir=index_dir, llm=llm, explanation=explanation)
         limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes,
                               grace_seconds=grace_seconds)
         run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level)
