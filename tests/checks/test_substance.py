@@ -221,3 +221,41 @@ def test_spelling_variants_of_a_passage_support_the_answer_and_refusals_are_read
     passage = "يمكن للمواطن الإماراتي القيادة برخصة القيادة الإماراتية في الولايات المتحدة الأمريكية"
     assert unsupported("يمكن للمواطن الاماراتي القيادة برخصة القيادة الاماراتية", EMIRATI, [passage], "ar").passed
     assert is_refusal("لا استطيع الاجابة عن هذا السؤال", "ar") and is_refusal("لا أستطيع تقديم معلومات", "ar")
+
+
+@pytest.mark.parametrize(("answer", "question", "lang"), [
+    # seen from the default model (benchmarks/results/answers.json): a lead-in, then nothing
+    ("الإجابة هي:", "رخصة القيادة الاماراتية صالحة الفاتيكان", "ar"),
+    ("العطل الرسمية في جزر كوك هي:", "ما هي العطل الرسمية في جزر كوك", "ar"),
+    ("The emergency numbers in Uzbekistan are: <doc1>", "What are the emergency numbers in Uzbekistan?", "en"),
+    ("答案是：", "特斯拉是哪一年去世的？", "zh"),
+])
+def test_a_lead_in_whose_list_never_comes_is_not_an_answer(answer, question, lang):
+    f = non_answer(answer, question, lang)
+    assert not f.passed and "announces what it never says" in f.reason
+
+
+@pytest.mark.parametrize(("answer", "question", "lang"), [
+    ("Ambulance 911, Police:", "What are Fiji's emergency numbers?", "en"),  # a list cut short
+    ("Jared Allen had 136 sacks. His teams were:", "How many career sacks did Jared Allen have?", "en"),
+    ("The emergency numbers are: Police 917, Ambulance 911", "What are Fiji's emergency numbers?", "en"),
+])
+def test_an_answer_before_its_lead_in_or_after_its_colon_is_an_answer(answer, question, lang):
+    assert non_answer(answer, question, lang).passed
+
+
+def test_on_the_committed_answer_benchmark_the_lead_in_rule_flags_no_right_answer():
+    """Known truth: the 1,521 answers of benchmarks/results/answers.json, each judged by the
+    calibrated lexical judge. Every one that ends in a colon is judged wrong; the rule catches
+    those that say nothing before it, and no answer judged right."""
+    path = resources.files("xlrag").joinpath("..", "benchmarks", "results", "answers.json")
+    rows = [r for r in json.loads(path.read_text("utf-8"))["rows"] if r["answer"]]
+    lead_ins = [r for r in rows if r["answer"].rstrip().endswith((":", "："))]
+    caught = [r for r in lead_ins if "announces" in non_answer(r["answer"], r["question"], r["lang"]).reason]
+    # the 8 others say something before their lead-in: a count ("3 المستشفيات ... هي:"), "there is a
+    # holiday every month, including:", or a yes ("نعم، ...") the polarity rule reads as an answer
+    assert len(lead_ins) == 28 and len(caught) == 20
+    assert all(r["panel"] == "incorrect" for r in lead_ins)
+    right = [r for r in rows if r["panel"] == "correct"]
+    assert len(right) > 600
+    assert not [r["answer"] for r in right if "announces" in non_answer(r["answer"], r["question"], r["lang"]).reason]

@@ -5,7 +5,8 @@ while answering nothing: it echoes the question, copies the format template, or 
 passages for "the documents do not say". These checks read what the answer says:
 
 - :func:`non_answer`: empty, markers only, the question repeated, the prompt's template
-  text repeated, or a yes/no answered both ways (:mod:`xlrag.checks.polarity`);
+  text repeated, a lead-in whose list never comes ("… are:"), or a yes/no answered both
+  ways (:mod:`xlrag.checks.polarity`);
 - :func:`unsupported`: the answer's words (character n-grams, beyond those it shares with
   the question) occur in none of its cited passages, nor in the answer's translation into
   a cited passage's language (the caller translates; this module stays pure);
@@ -88,6 +89,10 @@ EVIDENCE = 0.6
 
 _HAS_WORD = re.compile(r"[^\W_]")
 _NUMBER = re.compile(r"\d")
+# A last clause ending in a colon announces what comes next ("العطل الرسمية في جزر كوك هي:",
+# "The answer is:"); when nothing comes, the clause said nothing. A clause with a number in it
+# is a list cut short ("Ambulance 911, Police:"), which said something.
+_LEAD_IN = re.compile(r"[^.!?؟。！？\n]*[:：]\s*$")
 
 
 class Finding(BaseModel):
@@ -153,6 +158,12 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
         return Finding(check="non_answer", passed=False, reason="the answer is empty (or only <docN> markers)")
     if not _HAS_WORD.search(text):
         return Finding(check="non_answer", passed=False, reason=f"the answer is only punctuation: {text!r}")
+    lead_in = _LEAD_IN.search(text)
+    if lead_in and not _NUMBER.search(lead_in.group()):
+        text = text[:lead_in.start()]
+        if not _HAS_WORD.search(text):
+            return Finding(check="non_answer", passed=False,
+                           reason=f"the answer only announces what it never says: {lead_in.group().strip()[:80]!r}")
     inside, cover = _inside(text, question, lang)
     if inside >= ECHO_INSIDE and cover >= ECHO_COVER and not _adds_content(text, question, lang):
         return Finding(check="non_answer", passed=False, score=inside,
