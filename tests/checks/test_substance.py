@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -248,7 +249,7 @@ def test_on_the_committed_answer_benchmark_the_lead_in_rule_flags_no_right_answe
     """Known truth: the 1,521 answers of benchmarks/results/answers.json, each judged by the
     calibrated lexical judge. Every one that ends in a colon is judged wrong; the rule catches
     those that say nothing before it, and no answer judged right."""
-    path = resources.files("xlrag").joinpath("..", "benchmarks", "results", "answers.json")
+    path = Path(__file__).parents[2] / "benchmarks" / "results" / "answers.json"
     rows = [r for r in json.loads(path.read_text("utf-8"))["rows"] if r["answer"]]
     lead_ins = [r for r in rows if r["answer"].rstrip().endswith((":", "："))]
     caught = [r for r in lead_ins if "announces" in non_answer(r["answer"], r["question"], r["lang"]).reason]
