@@ -54,6 +54,7 @@ from xlrag.checks.language import response_text
 from xlrag.checks.substance import FLAGS, non_answer, refusal_despite_evidence
 from xlrag.evals.answers import char3_recall
 from xlrag.evals.scoring import score_answer
+from xlrag.formats import Section
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import GroundedAnswer
 
@@ -69,7 +70,7 @@ class Arm(NamedTuple):
     driver: str  # chain | agent
     mode: str  # the IR mode
     k: int  # passages shown
-    variant: str = "plain"  # plain | extractive | pivot
+    variant: str = "plain"  # plain | extractive | pivot | no_opener (the explanation header alone)
     layout: str = "static_first"  # context.layout: static_first | documents_first (the default before #33)
     context: str = "whole"  # context.select: whole | segments
     order: str = "best_first"  # context.order
@@ -125,11 +126,17 @@ ARMS: dict[str, Arm] = {
     "chain/before/clock": Arm("chain", "balanced", 3, layout="documents_first"),
     "chain/before/brief": Arm("chain", "balanced", 3, layout="documents_first", explanation=False),
     "agent/before/brief": Arm("agent", "balanced", 3, layout="documents_first", explanation=False),
+    # the fifth (#33, right language): the citation template as it shipped before, its explanation
+    # header alone, as this run's clock; and with the header followed by the user's language's
+    # "because" (every language file but English's), each on a loaded model of its own
+    "chain/before/noopener": Arm("chain", "balanced", 3, "no_opener", layout="documents_first"),
+    "chain/before/opener": Arm("chain", "balanced", 3, layout="documents_first"),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
             "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
             "chain/before/again", "chain/before/now", "chain/before/lookup", "agent/before/own",
-            "chain/before/clock", "chain/before/brief", "agent/before/brief")
+            "chain/before/clock", "chain/before/brief", "agent/before/brief", "chain/before/noopener",
+            "chain/before/opener")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -203,10 +210,10 @@ class Answerer:
             "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 2}))
         # the fourth run: the brief arms each on a model of their own, so the chain's brief prompt
         # (the clock's very prompt) cannot restore the clock's state
-        for i, key in enumerate(("brief", "agent_brief"), 3):
+        for i, key in enumerate(("brief", "agent_brief", "noopener", "opener"), 3):
             self.uncached[key] = build_llm(self.llm_cfg.model_copy(update={
                 "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - i}))
-        for key in ("lookup", "own", "brief", "agent_brief"):
+        for key in ("lookup", "own", "brief", "agent_brief", "noopener", "opener"):
             self.uncached[key].native()[0].pinned = None
         self._built: dict[tuple, object] = {}
 
@@ -228,6 +235,9 @@ class Answerer:
                 # the citation format's instruction, extractive first; the format itself is kept
                 overrides = {lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
                                                        f"{shipped.get('citation_format', lang)}"}
+                             for lang in shipped.languages()}
+            if arm.variant == "no_opener":
+                overrides = {lang: {"citation_format": without_opener(shipped.get("citation_format", lang))}
                              for lang in shipped.languages()}
             prompts = PromptLibrary(overrides=overrides)
             llm_cfg, llm = self.llm_cfg, self.llm
@@ -271,13 +281,21 @@ class Answerer:
         return ans.model_copy(update=update)
 
 
+def without_opener(template: str) -> str:
+    """The citation template as it shipped before the explanation's opener: its last line, the
+    explanation header, alone."""
+    head, _, last = template.rstrip().rpartition("\n")
+    assert last.startswith(Section.EXPLANATION.header), last
+    return f"{head}\n{Section.EXPLANATION.header}"
+
+
 def runtime(name: str) -> object:
     """Which loaded model an issue-#33 arm answers with (a key of ``Answerer.uncached``)."""
     arm = ARMS[name]
     if arm.draft != "none":
         return "lookup"
-    if name.endswith("/own"):
-        return "own"
+    if name.endswith(("/own", "/noopener", "/opener")):
+        return name.rsplit("/", 1)[1]
     if not arm.explanation:
         return "agent_brief" if arm.driver == "agent" else "brief"
     return "before" if "/before" in name else arm.grammar
@@ -396,7 +414,9 @@ COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("
             # the third run: decoding with prompt-lookup drafts, and the agent's own clock
             ("chain/before/lookup", "chain/before/now"), ("agent/before/own", "chain/before/now"),
             # the fourth: the reply stopped at its explanation header, the chain's and the agent's
-            ("chain/before/brief", "chain/before/clock"), ("agent/before/brief", "chain/before/clock"))
+            ("chain/before/brief", "chain/before/clock"), ("agent/before/brief", "chain/before/clock"),
+            # the fifth: the explanation opened in the user's language
+            ("chain/before/opener", "chain/before/noopener"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
