@@ -179,7 +179,7 @@ def questions(limit: int | None = None) -> list[dict]:
 class Answerer:
     """The loaded model, index and drivers: one of each per (mode, k, variant)."""
 
-    def __init__(self, threads: int):
+    def __init__(self, threads: int, arms: list[str]):
         from xlrag.chains.llms import build_llm
         from xlrag.config import LLMConfig
         from xlrag.demo import build_demo_index, demo_embedder
@@ -199,30 +199,30 @@ class Answerer:
         self.llm = build_llm(self.llm_cfg)
         self.llm.cache = SQLiteLLMCache(RUN / "calls.sqlite")
         # The #33 arms call the model every time: their seconds and time to first token are the
-        # figures, and the agent's first answer (the chain's prompt) would be a cache hit. Both
-        # chat models share one loaded llama.cpp model and its prefix cache (the grammar is a
-        # per-call argument), so every arm reads with the same prefix states available.
-        self.uncached: dict[object, object] = {
-            on: build_llm(self.llm_cfg.model_copy(update={"grammar": on})) for on in (False, True)}
-        # the ``before`` arms run on the runtime before #33 too: a model of their own (another
-        # cache size makes another loaded model) without the pinned prefix states
-        self.uncached["before"] = build_llm(self.llm_cfg.model_copy(update={
-            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 1}))
-        self.uncached["before"].native()[0].pinned = None
-        # prompt lookup and the agent's own clock: each a loaded model of its own, on the runtime
-        # before #33 (no pinned prefixes) like the arm they are compared with
-        self.uncached["lookup"] = build_llm(self.llm_cfg.model_copy(update={
-            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 1, "draft": "prompt_lookup"}))
-        self.uncached["own"] = build_llm(self.llm_cfg.model_copy(update={
-            "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - 2}))
-        # the fourth run: the brief arms each on a model of their own, so the chain's brief prompt
-        # (the clock's very prompt) cannot restore the clock's state
-        for i, key in enumerate(("brief", "agent_brief", "noopener", "opener"), 3):
-            self.uncached[key] = build_llm(self.llm_cfg.model_copy(update={
-                "grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - i}))
-        for key in ("lookup", "own", "brief", "agent_brief", "noopener", "opener"):
-            self.uncached[key].native()[0].pinned = None
+        # figures, and the agent's first answer (the chain's prompt) would be a cache hit. Only the
+        # loaded models this run's arms answer with are loaded, all before the first answer, so
+        # no answer's seconds include a load.
+        self.uncached = {key: self._runtime(build_llm, key)
+                         for key in dict.fromkeys(runtime(a) for a in arms if a in ISSUE_33)}
         self._built: dict[tuple, object] = {}
+
+    def _runtime(self, build_llm, key: object):
+        """The loaded model ``key`` (:func:`runtime`) names. Both grammar settings share one loaded
+        llama.cpp model and its prefix cache (the grammar is a per-call argument), so every arm
+        reads with the same prefix states available. Every other key is a loaded model of its own
+        (another cache size makes another loaded model) on the runtime before #33, without the
+        pinned prefix states: ``before``; prompt lookup; the agent's own clock; the fourth run's
+        brief arms, so the chain's brief prompt (the clock's very prompt) cannot restore the
+        clock's state; the fifth run's two arms."""
+        if isinstance(key, bool):
+            return build_llm(self.llm_cfg.model_copy(update={"grammar": key}))
+        offset = {"before": 1, "lookup": 1, "own": 2, "brief": 3, "agent_brief": 4, "noopener": 5, "opener": 6}[key]
+        update = {"grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - offset}
+        if key == "lookup":
+            update["draft"] = "prompt_lookup"
+        llm = build_llm(self.llm_cfg.model_copy(update=update))
+        llm.native()[0].pinned = None
+        return llm
 
     def driver(self, name: str):
         # keyed by name: two arms may be equal tuples (chain/before is chain/balanced, answered
@@ -722,7 +722,7 @@ def main() -> None:
     qs = [q for rnd in zip(*strata.values(), strict=True) for q in rnd]
     todo = [] if args.rejudge else [(a, q) for q in qs for a in arms if (a, q["id"]) not in done]
     if todo:
-        answerer = Answerer(args.threads)
+        answerer = Answerer(args.threads, arms)
         t_all = time.perf_counter()
         with path.open("a", encoding="utf-8") as fh:
             for i, (arm, q) in enumerate(todo, 1):
