@@ -77,6 +77,7 @@ class Arm(NamedTuple):
     grammar: bool = False  # llm.grammar: the reply held to its format, the explanation one sentence
     draft: str = "none"  # llm.draft: none | prompt_lookup
     explanation: bool = True  # answer.explanation: false stops the reply at its explanation header
+    opener: bool = False  # answer.explanation_opener: "because" written after the answer line
 
 
 # The arms made before issue #33 ran with the layout of their day, documents first; their rows
@@ -131,12 +132,16 @@ ARMS: dict[str, Arm] = {
     # English), each on a loaded model of its own
     "chain/before/noopener": Arm("chain", "balanced", 3, layout="documents_first"),
     "chain/before/opener": Arm("chain", "balanced", 3, "opener", layout="documents_first"),
+    # the sixth: the same opener written for the model once its answer line is written
+    # (answer.explanation_opener), against today's default made again as this run's clock
+    "chain/before/unopened": Arm("chain", "balanced", 3, layout="documents_first"),
+    "chain/before/opened": Arm("chain", "balanced", 3, layout="documents_first", opener=True),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
             "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
             "chain/before/again", "chain/before/now", "chain/before/lookup", "agent/before/own",
             "chain/before/clock", "chain/before/brief", "agent/before/brief", "chain/before/noopener",
-            "chain/before/opener")
+            "chain/before/opener", "chain/before/unopened", "chain/before/opened")
 
 
 # The explanation's opener under test (chain/before/opener): "because" in each language with a
@@ -213,10 +218,11 @@ class Answerer:
         (another cache size makes another loaded model) on the runtime before #33, without the
         pinned prefix states: ``before``; prompt lookup; the agent's own clock; the fourth run's
         brief arms, so the chain's brief prompt (the clock's very prompt) cannot restore the
-        clock's state; the fifth run's two arms."""
+        clock's state; the fifth run's two arms; the sixth's."""
         if isinstance(key, bool):
             return build_llm(self.llm_cfg.model_copy(update={"grammar": key}))
-        offset = {"before": 1, "lookup": 1, "own": 2, "brief": 3, "agent_brief": 4, "noopener": 5, "opener": 6}[key]
+        offset = {"before": 1, "lookup": 1, "own": 2, "brief": 3, "agent_brief": 4, "noopener": 5, "opener": 6,
+                  "unopened": 7, "opened": 8}[key]
         update = {"grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - offset}
         if key == "lookup":
             update["draft"] = "prompt_lookup"
@@ -254,7 +260,7 @@ class Answerer:
                 llm = self.uncached[runtime(name)]
             cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
                               context={"select": arm.context, "order": arm.order, "layout": arm.layout},
-                              answer={"explanation": arm.explanation})
+                              answer={"explanation": arm.explanation, "explanation_opener": arm.opener})
             mode = "auto" if arm.driver == "agent" else arm.mode
             pipeline = Pipeline.from_config(cfg, llm=llm, retriever=self.retriever, mode=mode, prompts=prompts)
             self._built[name] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
@@ -300,7 +306,7 @@ def runtime(name: str) -> object:
     arm = ARMS[name]
     if arm.draft != "none":
         return "lookup"
-    if name.endswith(("/own", "/noopener", "/opener")):
+    if name.endswith(("/own", "/noopener", "/opener", "/unopened", "/opened")):
         return name.rsplit("/", 1)[1]
     if not arm.explanation:
         return "agent_brief" if arm.driver == "agent" else "brief"
@@ -429,7 +435,9 @@ COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("
             # the fourth: the reply stopped at its explanation header, the chain's and the agent's
             ("chain/before/brief", "chain/before/clock"), ("agent/before/brief", "chain/before/clock"),
             # the fifth: the explanation opened in the user's language
-            ("chain/before/opener", "chain/before/noopener"))
+            ("chain/before/opener", "chain/before/noopener"),
+            # the sixth: the explanation opened after the answer line (answer.explanation_opener)
+            ("chain/before/opened", "chain/before/unopened"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
@@ -752,6 +760,9 @@ def main() -> None:
               "reproduced_brief": reproduced(rows, "chain/before/brief", "chain/before/clock"),
               # the fifth run's clock is today's default again: the fourth run's answers expected
               "reproduced_noopener": reproduced(rows, "chain/before/noopener", "chain/before/clock"),
+              # the sixth run's clock is today's default again; the opened arm must keep its answer lines
+              "reproduced_unopened": reproduced(rows, "chain/before/unopened", "chain/before/noopener"),
+              "reproduced_opened": reproduced(rows, "chain/before/opened", "chain/before/unopened"),
               "hand_check": hand_check(rows),
               "evidence": evidence(rows),
               "rows": rows}

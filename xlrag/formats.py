@@ -24,6 +24,7 @@ __all__ = [
     "CITED_HEADER",
     "DEFAULT_LAYOUT",
     "EXPLANATION_HEADER",
+    "EXPLANATION_HEADERS",
     "EXPLANATION_STOPS",
     "MARKER_CLOSE",
     "MARKER_DANGLING_RE",
@@ -209,6 +210,11 @@ EXPLANATION_HEADER = Section.EXPLANATION.header
 #: comes before it, so a reply stopped there has the same cited line and answer as a whole one.
 #: Two strings, because OpenAI's API takes at most four stop sequences.
 EXPLANATION_STOPS: tuple[str, ...] = (f"\n{Section.EXPLANATION.value}", f"\n**{Section.EXPLANATION.value}")
+#: The explanation header as a reply writes it whole, at the start of a line, plain or in
+#: markdown bold: where a local model's reply is opened in the user's language
+#: (answer.explanation_opener). Each ends where the explanation's first word goes.
+EXPLANATION_HEADERS: tuple[str, ...] = (f"\n{EXPLANATION_HEADER}", f"\n**{EXPLANATION_HEADER}**",
+                                        f"\n**{Section.EXPLANATION.value}**:")
 
 
 def parse_format(value: str | AnswerFormat) -> AnswerFormat:

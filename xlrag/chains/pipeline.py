@@ -88,6 +88,8 @@ class Pipeline(BaseModel):
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     explanation: bool = Field(True, description="the citation format's explanation is written (answer.explanation); "
                                                 "false: the reply stops at its header")
+    explanation_opener: bool = Field(False, description="a local model's explanation is opened in the user's language "
+                                                        "(answer.explanation_opener)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
@@ -108,7 +110,7 @@ class Pipeline(BaseModel):
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
                grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None, explanation: bool = True,
+               attribution: Any = None, explanation: bool = True, explanation_opener: bool = False,
                attributor: PostHocCiter | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
@@ -117,7 +119,8 @@ class Pipeline(BaseModel):
         is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
         (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``answer.attribution_check``.
         ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release).
-        ``explanation=False`` ends a citation reply at its explanation header (answer.explanation)."""
+        ``explanation=False`` ends a citation reply at its explanation header (answer.explanation);
+        ``explanation_opener`` opens it in the user's language (answer.explanation_opener)."""
         from xlrag.chains.grounding import PostHocCiter
         from xlrag.validate import renamed
 
@@ -143,7 +146,7 @@ class Pipeline(BaseModel):
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
                    postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
                    max_question_chars=max_question_chars, context=context or _default_context(retriever),
-                   attribution=attribution, explanation=explanation)
+                   attribution=attribution, explanation=explanation, explanation_opener=explanation_opener)
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -199,7 +202,7 @@ class Pipeline(BaseModel):
                           postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
                           max_question_chars=cfg.retrieval.max_question_chars,
                           context=ContextSelector.from_config(cfg.context, embedder), attribution=checker,
-                          explanation=cfg.answer.explanation)
+                          explanation=cfg.answer.explanation, explanation_opener=cfg.answer.explanation_opener)
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -337,6 +340,10 @@ class Pipeline(BaseModel):
         if self.grammar:
             held = self.profile.answer_grammar(self.llm, self.fmt, len(shown), len(state.options or ()))
             request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
+        words = self.prompts.own("explanation_opener", lang) if self.explanation_opener else None
+        if words and self.explanation and self.fmt is AnswerFormat.CITATION:
+            opened = self.profile.open_explanation(self.llm, words, len(shown), self.grammar)
+            request = Request(messages=request.messages, kwargs={**request.kwargs, **opened})
         return state.model_copy(update={"request": request,
                                         "echo_reference": echo_reference(sent, docs, query.question, state.options)})
 

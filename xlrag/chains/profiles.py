@@ -28,7 +28,7 @@ from xlrag.chains.vendor_citations import (
     cohere_documents,
 )
 from xlrag.errors import ConfigError, UnknownProviderError
-from xlrag.formats import AnswerFormat
+from xlrag.formats import EXPLANATION_HEADERS, AnswerFormat
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Citation, Hit
 
@@ -97,6 +97,11 @@ class ProviderProfile(BaseModel):
 
     def request(self, messages: Messages, hits: Sequence[Hit], stop: list[str]) -> Request:
         return Request(messages=messages, kwargs={"stop": stop} if stop else {})
+
+    def open_explanation(self, llm: Any, words: str, n_docs: int, grammar: bool) -> dict[str, Any]:
+        """Request arguments that open a citation reply's explanation with ``words`` once its
+        answer line is written ({} where the provider cannot continue a reply it has begun)."""
+        return {}
 
     def citations(self, message: BaseMessage | Any, hits: Sequence[Hit]) -> list[Citation]:
         return []
@@ -173,6 +178,17 @@ class LocalProfile(ProviderProfile):
 
         # the text only: LocalLlamaChat compiles it for its model, once (chains/local/grammar.py)
         return {"grammar": answer_grammar(fmt, n_docs, n_options)}
+
+    def open_explanation(self, llm: Any, words: str, n_docs: int, grammar: bool) -> dict[str, Any]:
+        continues = getattr(llm, "continues_replies", None)
+        if continues is None or not continues():
+            return {}
+        from xlrag.chains.local.grammar import explanation_grammar
+        from xlrag.chains.local.steering import Steer
+
+        # the header's end is where the grammar's "Explanation: " has its space: the words take it
+        return {"steer": Steer(at=EXPLANATION_HEADERS, write=f" {words}",
+                               grammar=explanation_grammar(n_docs) if grammar else None)}
 
     def check_grammar(self, llm: Any, fmt: AnswerFormat, n_docs: int) -> None:
         from xlrag.chains.local.grammar import SETTING

@@ -61,6 +61,7 @@ ROLES: tuple[str, ...] = (
     "language_repair",
     "citation_repair",
     "extract_repair",
+    "explanation_opener",
     "question_label",
     "documents_label",
     "answer_label",
@@ -260,6 +261,12 @@ class PromptLibrary:
     def get(self, role: str, lang: str) -> str:
         """The raw template of ``role`` for ``lang`` (``'zh-Hant'`` reads ``zh``)."""
         return self._lookup(role, lang)[1]
+
+    def own(self, role: str, lang: str) -> str | None:
+        """``role``'s template when ``lang`` has one of its own (an override or its file), None
+        when it falls back to English's: for words that would pull a reply into English."""
+        source, template = self._lookup(role, lang)
+        return None if source.startswith("fallback:") else template
 
     def source(self, role: str, lang: str) -> str:
         """Where :meth:`get` finds the template: ``'override'``, ``'file:<lang>'`` or ``'fallback:en'``."""

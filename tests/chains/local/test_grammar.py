@@ -92,7 +92,7 @@ def citation_replies(draw: st.DrawFn) -> tuple[str, int, int, set[int]]:
         # one any model gave, and the grammar cannot rule it out without refusing "Dublin 1".
         assume(strip_markers(text))
         answer = f"{ANSWER_HEADER} {text}"
-    finals = _class_chars(grammar, re.findall(r"\[[^\]^]+\]", _rule(grammar, "explanation"))[-1])
+    finals = _class_chars(grammar, re.findall(r"\[[^\]^]+\]", _rule(grammar, "body"))[-1])
     body = draw(st.lists(st.one_of(_text(False), st.sampled_from(marker_texts or ["."])), max_size=4))
     end = draw(st.sampled_from([*finals, *marker_texts]))
     explanation = f"{EXPLANATION_HEADER} {''.join(body)}{end}"

@@ -35,7 +35,7 @@ from xlrag.formats import (
     check_option_count,
 )
 
-__all__ = ["LEAD_EXCLUDED", "SETTING", "TEXT_EXCLUDED", "answer_grammar", "compiled"]
+__all__ = ["LEAD_EXCLUDED", "SETTING", "TEXT_EXCLUDED", "answer_grammar", "compiled", "explanation_grammar"]
 
 #: The configuration key that turns the grammar on, named in every error about it.
 SETTING = "llm.grammar"
@@ -107,13 +107,28 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
         # left the line empty when it could (a wrong citation is still caught by the substance
         # checks). At most n_docs entries bound a model that loops.
         rules.append(f'cited ::= marker (", " marker){{0,{n_docs - 1}}}')
-        rules.append(f"marker ::= {_markers(n_docs)}")
-        piece = f"({rest} | marker)"
-        end = f"({_char_class(_FINAL, negated=False)} | marker)"
-    else:
-        piece, end = rest, _char_class(_FINAL, negated=False)
-    rules.append(f"explanation ::= {_literal(EXPLANATION_HEADER + ' ')} ({piece}* {end})")
+    rules.append(f"explanation ::= {_literal(EXPLANATION_HEADER + ' ')} body")
+    rules += _body_rules(n_docs)
     return "\n".join(rules) + "\n"
+
+
+def _body_rules(n_docs: int) -> list[str]:
+    # an explanation's text: free text and markers of shown passages, ending a sentence or on one
+    rest = _char_class(TEXT_EXCLUDED, negated=True)
+    final = _char_class(_FINAL, negated=False)
+    if not n_docs:
+        return [f"body ::= {rest}* {final}"]
+    return [f"body ::= ({rest} | marker)* ({final} | marker)", f"marker ::= {_markers(n_docs)}"]
+
+
+@cache
+def explanation_grammar(n_docs: int) -> str:
+    """The GBNF grammar of the rest of an explanation: what :func:`answer_grammar` allows after
+    its ``Explanation:`` header, for a reply whose first words were written for the model (an
+    explanation opened in the user's language, answer.explanation_opener)."""
+    if n_docs < 0:
+        raise ValueError("n_docs must be >= 0")
+    return "\n".join(["root ::= body", *_body_rules(n_docs)]) + "\n"
 
 
 # The grammars each loaded model has accepted (weak: a model dropped from the runtime's cache

@@ -32,6 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field, PrivateAttr
 
 from xlrag.chains.local.loaded import STREAMS, shared_model
+from xlrag.chains.local.steering import Steer, chat_prompt, continues_chat
 from xlrag.config import LLMConfig
 from xlrag.errors import ProviderError
 
@@ -164,6 +165,14 @@ class LocalLlamaChat(BaseChatModel):
         llama, _ = self._load()
         return compiled(llama, text, self.model_name)
 
+    def continues_replies(self) -> bool:
+        """Whether a reply can be opened for the model (``steer=``): a base model's always; a chat
+        model's on its GGUF's own template (``chat_format`` None)."""
+        if not self.chat:
+            return True
+        llama, _ = self._load()
+        return self.chat_format is None and continues_chat(llama)
+
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` under this model's tokenizer (no BOS)."""
         llama, _ = self._load()
@@ -258,6 +267,14 @@ class LocalLlamaChat(BaseChatModel):
     ) -> ChatResult:
         prompt = self._payload(messages)
         params, n_prompt = self._params(prompt, stop, kwargs)
+        steer = self._steer(kwargs)
+        if steer is not None:
+            # the header is found as the reply is written: a steered reply is always streamed
+            chunks = list(self._chunks(prompt, params, n_prompt, steer=steer))
+            last = chunks[-1].message
+            message = AIMessage(content="".join(c.text for c in chunks), response_metadata=last.response_metadata,
+                                usage_metadata=last.usage_metadata)
+            return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"model_name": self.model_name})
         llama, lock = self._load()
         try:
             with lock:
@@ -280,37 +297,105 @@ class LocalLlamaChat(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=message)],
                           llm_output={"token_usage": usage, "model_name": self.model_name})
 
+    @staticmethod
+    def _steer(kwargs: dict[str, Any]) -> Steer | None:
+        steer = kwargs.get("steer")
+        if steer is not None and not isinstance(steer, Steer):
+            raise ProviderError(f"steer= takes a xlrag.chains.local.steering.Steer, not {type(steer).__name__}")
+        return steer
+
+    @staticmethod
+    def _pieces(stream: Any, cancel: threading.Event | None) -> Iterator[tuple[str, str | None]]:
+        """``(text, finish reason)`` of each chunk of a llama.cpp stream, which is closed at the end."""
+        try:
+            for part in stream:
+                if cancel is not None and cancel.is_set():
+                    break
+                choice = part["choices"][0]
+                piece = choice["text"] if "text" in choice else (choice.get("delta") or {}).get("content")
+                yield piece or "", choice.get("finish_reason")
+        finally:
+            stream.close()
+
+    def _steered(self, llama: Any, prompt: Payload, params: dict[str, Any], steer: Steer,
+                 cancel: threading.Event | None, first_done: Any) -> Iterator[tuple[str, str | None]]:
+        """The reply as :meth:`_pieces` gives it, opened by ``steer``: up to the first of its
+        headers as the plain request writes it, then ``steer.write``, then the model again from
+        there. The context still holds the prompt and the reply, so only the new words are read.
+        ``first_done()`` is called when the first part ends (the reply's first token is there)."""
+        if isinstance(prompt, str):
+            stops, criteria = params["stop"], None
+
+            def prompt_for(reply: str) -> Any:
+                return prompt + reply
+        else:
+            # create_chat_completion's own rendering and defaults, as a completion that can be continued
+            chat = chat_prompt(llama, prompt)
+            stops, criteria = [*params["stop"], *chat.stop], chat.stopping_criteria
+
+            def prompt_for(reply: str) -> Any:
+                return chat.tokens(llama, reply)
+        first = {**params, "stop": stops, "stopping_criteria": criteria}
+        if first.get("grammar") is not None and steer.grammar is None:
+            raise ProviderError("a reply held to a grammar is opened only with the grammar of what follows the "
+                                "opening (Steer.grammar); give one, or leave steer= out")
+        reply, opened = "", None
+        for piece, finish in self._pieces(llama.create_completion(prompt_for(""), stream=True, **first), cancel):
+            before, reply = len(reply), reply + piece
+            opened = steer.opening(reply)
+            if opened is not None:
+                # what came after the header in the same chunk is the model's own opening: replaced
+                yield reply[before:opened], None
+                break
+            yield piece, finish
+        first_done()
+        if opened is None or (cancel is not None and cancel.is_set()):
+            return
+        reply = reply[:opened] + steer.write
+        yield steer.write, None
+        left = first["max_tokens"] - len(llama.tokenize(reply.encode("utf-8"), add_bos=False, special=True))
+        if left <= 0:
+            yield "", "length"
+            return
+        second = {**first, "max_tokens": left,
+                  "grammar": self.compile_grammar(steer.grammar) if steer.grammar is not None else None}
+        yield from self._pieces(llama.create_completion(prompt_for(reply), stream=True, **second), cancel)
+
     def _chunks(self, prompt: Payload, params: dict[str, Any], n_prompt: int,
-                cancel: threading.Event | None = None) -> Iterator[ChatGenerationChunk]:
+                cancel: threading.Event | None = None, steer: Steer | None = None) -> Iterator[ChatGenerationChunk]:
         """Stream completion chunks; the model lock is held until the stream ends or is closed."""
         llama, lock = self._load()
         text, finish = "", None
         with lock:
             started = time.perf_counter()
+            timing: dict[str, Any] = {}
+
+            def first_done() -> None:
+                # a second generation restarts llama.cpp's count: the reply's first token is the first one's
+                timing.update(self._timing(llama, started))
+
             try:
-                if isinstance(prompt, str):
-                    stream = llama.create_completion(prompt, stream=True, **params)
+                if steer is not None:
+                    pieces = self._steered(llama, prompt, params, steer, cancel, first_done)
+                elif isinstance(prompt, str):
+                    pieces = self._pieces(llama.create_completion(prompt, stream=True, **params), cancel)
                 else:
-                    stream = llama.create_chat_completion(messages=prompt, stream=True, **params)
-                try:
-                    for part in stream:
-                        if cancel is not None and cancel.is_set():
-                            break
-                        choice = part["choices"][0]
-                        finish = choice.get("finish_reason") or finish
-                        piece = choice["text"] if "text" in choice else (choice.get("delta") or {}).get("content")
+                    pieces = self._pieces(llama.create_chat_completion(messages=prompt, stream=True, **params),
+                                          cancel)
+                with closing(pieces):
+                    for piece, reason in pieces:
+                        finish = reason or finish
                         if piece:
                             text += piece
                             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
-                finally:
-                    stream.close()
             except ProviderError:
                 raise
             except Exception as e:
                 raise ProviderError(f"local model {self.model_name} failed: {e}") from e
             # Streams carry no usage; count the generated text with the model's tokenizer.
             n_completion = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)) if text else 0
-            timing = self._timing(llama, started)
+            if steer is None:
+                first_done()
             n_prompt = timing.get("prompt_tokens", n_prompt)  # exact where generation started
         yield ChatGenerationChunk(
             message=AIMessageChunk(content="", response_metadata=self._metadata(finish, n_prompt, n_completion,
@@ -328,7 +413,7 @@ class LocalLlamaChat(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         prompt = self._payload(messages)
         params, n_prompt = self._params(prompt, stop, kwargs)
-        with closing(self._chunks(prompt, params, n_prompt)) as chunks:  # lock freed on early exit
+        with closing(self._chunks(prompt, params, n_prompt, steer=self._steer(kwargs))) as chunks:  # lock freed on early exit
             for chunk in chunks:
                 if run_manager and chunk.text:
                     run_manager.on_llm_new_token(chunk.text, chunk=chunk)
@@ -362,7 +447,7 @@ class LocalLlamaChat(BaseChatModel):
         def produce() -> None:
             try:
                 # closing() releases the model lock at once when the consumer stops early
-                with closing(self._chunks(prompt, params, n_prompt, cancel)) as chunks:
+                with closing(self._chunks(prompt, params, n_prompt, cancel, self._steer(kwargs))) as chunks:
                     for chunk in chunks:
                         loop.call_soon_threadsafe(queue.put_nowait, ("chunk", chunk))
                         if cancel.is_set():
