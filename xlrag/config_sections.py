@@ -303,9 +303,10 @@ class AnswerConfig(_Section):
         True, description="the citation format's explanation; false: the reply stops at the explanation header, "
                           "the same cited documents and answer line for fewer generated tokens")
     explanation_opener: bool = Field(
-        False, description="a local model's explanation starts with the user's language's word for \"because\" "
-                           "(the prompts' explanation_opener), written for it once its answer line is written; "
-                           "languages without a prompt file of their own and vendor models get none")
+        True, description="a local model's explanation starts with the user's language's word for \"because\" "
+                          "(the prompts' explanation_opener), written for it once its answer line is written, "
+                          "so the answer line is the same; languages without a prompt file of their own and "
+                          "vendor models get none")
     post_hoc_citations: bool = Field(
         True, description="when the model cites no passage, cite the closest ones by embedding similarity, "
                           "marked post_hoc (in the agent: its last repair)")

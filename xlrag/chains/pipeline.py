@@ -38,6 +38,7 @@ from xlrag.chains.profiles import (
     profile_for,
 )
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
+from xlrag.config_sections import AnswerConfig
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     EXPLANATION_STOPS,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocCiter
     from xlrag.config import XlragConfig
 
-__all__ = ["Pipeline"]
+__all__ = ["OPENER", "Pipeline"]
 
 
 def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:
@@ -69,6 +70,10 @@ def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector
     if embedder is None:
         defaults = defaults.model_copy(update={"select": "whole"})
     return ContextSelector.from_config(defaults, embedder)
+
+
+#: answer.explanation_opener's default, for parts built without a config (the one owner is the config)
+OPENER: bool = AnswerConfig.model_fields["explanation_opener"].default
 
 
 class Pipeline(BaseModel):
@@ -88,8 +93,8 @@ class Pipeline(BaseModel):
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     explanation: bool = Field(True, description="the citation format's explanation is written (answer.explanation); "
                                                 "false: the reply stops at its header")
-    explanation_opener: bool = Field(False, description="a local model's explanation is opened in the user's language "
-                                                        "(answer.explanation_opener)")
+    explanation_opener: bool = Field(OPENER, description="a local model's explanation is opened in the user's language "
+                                                         "(answer.explanation_opener)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
@@ -110,7 +115,7 @@ class Pipeline(BaseModel):
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
                grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None, explanation: bool = True, explanation_opener: bool = False,
+               attribution: Any = None, explanation: bool = True, explanation_opener: bool = OPENER,
                attributor: PostHocCiter | None = None) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.

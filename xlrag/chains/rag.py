@@ -30,7 +30,7 @@ from pydantic import ConfigDict
 
 from xlrag.chains.fewshot import base_model_messages
 from xlrag.chains.finalize import finalize
-from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.pipeline import OPENER, Pipeline
 from xlrag.chains.state import AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
@@ -183,6 +183,7 @@ def build_chain(
     profile: ProviderProfile | str | None = None,
     attribution_reranker: AttributionReranker | None = None,
     explanation: bool = True,
+    explanation_opener: bool = OPENER,
     attributor: PostHocCiter | None = None,
 ) -> GroundedChain:
     """A :class:`GroundedChain` over parts already built, answering with ``fmt`` over passages
@@ -193,12 +194,14 @@ def build_chain(
     ``attribution_reranker`` (XOR-AttriQA) checks each shown passage against the answer and
     cites the first one that supports it first. ``citer`` makes the post-hoc citations
     (``attributor`` is its old name, for one release). ``explanation=False`` ends a citation
-    reply at its explanation header (``answer.explanation``).
+    reply at its explanation header (``answer.explanation``); ``explanation_opener`` opens a
+    local model's explanation in the user's language (``answer.explanation_opener``).
     """
     from xlrag.validate import renamed
 
     citer = renamed("build_chain", "attributor", "citer", attributor, citer)
     pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, citer=citer,
                                post_hoc=post_hoc, few_shot=few_shot, profile=profile, explanation=explanation,
+                               explanation_opener=explanation_opener,
                                postprocessors=[attribution_reranker] if attribution_reranker is not None else ())
     return GroundedChain(pipeline=pipeline, name=f"xlrag_{pipeline.fmt.value}")
