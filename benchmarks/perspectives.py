@@ -221,6 +221,10 @@ def main() -> None:
     ap.add_argument("--view-no-explanation", action="store_true",
                     help="also a view whose answers stop at the explanation header (answer.explanation: false), "
                          "from a cold model beside the rest in one run")
+    ap.add_argument("--view-unopened", action="store_true",
+                    help="also a view whose explanations are not opened in the user's language "
+                         "(answer.explanation_opener: false, the default before it), from a cold model beside the rest "
+                         "in one run")
     args = ap.parse_args()
 
     import xlrag
@@ -246,6 +250,9 @@ def main() -> None:
         other = cfg.model_copy(update={"answer": cfg.answer.model_copy(update={"explanation": False})})
         views["no_explanation"] = xlrag.build_perspectives(other, llm=view.pipeline.llm,
                                                            retriever=view.pipeline.retriever)
+    if args.view_unopened:
+        other = cfg.model_copy(update={"answer": cfg.answer.model_copy(update={"explanation_opener": False})})
+        views["unopened"] = xlrag.build_perspectives(other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     # the plain ask of the same stack (the config's mode), on the same loaded model
     ask = GroundedChain.from_config(cfg, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     wanted = args.only.split(",") if args.only else TERRITORIES

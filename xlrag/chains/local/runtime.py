@@ -14,7 +14,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
@@ -318,7 +318,7 @@ class LocalLlamaChat(BaseChatModel):
             stream.close()
 
     def _steered(self, llama: Any, prompt: Payload, params: dict[str, Any], steer: Steer,
-                 cancel: threading.Event | None, first_done: Any) -> Iterator[tuple[str, str | None]]:
+                 cancel: threading.Event | None, first_done: Callable[[], None]) -> Iterator[tuple[str, str | None]]:
         """The reply as :meth:`_pieces` gives it, opened by ``steer``: up to the first of its
         headers as the plain request writes it, then ``steer.write``, then the model again from
         there. The context still holds the prompt and the reply, so only the new words are read.
