@@ -37,7 +37,8 @@ def test_languages_are_the_twenty(lib):
 def test_every_role_is_written(lib, lang):
     for role in ROLES:
         assert lib.source(role, lang) == f"file:{lang}"
-        assert lib.get(role, lang).strip()
+        # English's explanation opener alone is empty on purpose (en.yaml says why)
+        assert lib.get(role, lang).strip() or (role, lang) == ("explanation_opener", "en")
 
 
 @pytest.mark.parametrize("lang", TRANSLATED)

@@ -264,7 +264,8 @@ class PromptLibrary:
 
     def own(self, role: str, lang: str) -> str | None:
         """``role``'s template when ``lang`` has one of its own (an override or its file), None
-        when it falls back to English's: for words that would pull a reply into English."""
+        when it falls back to English's: for words that would pull a reply into English (an
+        English override reaches the fallback languages through :meth:`get`, not here)."""
         source, template = self._lookup(role, lang)
         return None if source.startswith("fallback:") else template
 

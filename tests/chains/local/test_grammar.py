@@ -143,10 +143,8 @@ PASSAGES = [
 
 
 def test_the_small_model_under_the_grammar_replies_in_format(qwen):
-    # room for the whole explanation: opened with "Because" (answer.explanation_opener), the 0.5B
-    # model writes it as one long sentence, which 80 tokens cut off
-    pipeline = Pipeline.create(None, qwen.model_copy(update={"max_tokens": 160}), fmt="citation",
-                               post_hoc=False, few_shot=False, profile=LocalProfile(), grammar=True)
+    pipeline = Pipeline.create(None, qwen, fmt="citation", post_hoc=False, few_shot=False,
+                               profile=LocalProfile(), grammar=True)
     passages = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in enumerate(PASSAGES)]
     answer = pipeline.answer({"question": "Which country governs Ceuta?", "passages": passages, "lang": "en"})
     parsed = _citation_reply(answer.raw_output, 3, None)

@@ -80,9 +80,12 @@ def test_a_steer_needs_headers_and_words() -> None:
 def test_the_opener_is_a_languages_own_or_none() -> None:
     lib = PromptLibrary()
     assert lib.own("explanation_opener", "ar") == "لأن"
-    # Bengali has no prompt file: English's "Because" would pull its explanations into English
-    assert lib.get("explanation_opener", "bn") == "Because" and lib.own("explanation_opener", "bn") is None
+    # English has none, and so none reaches the languages without a file of their own
+    assert lib.own("explanation_opener", "en") == "" and lib.own("explanation_opener", "bn") is None
     assert PromptLibrary(overrides={"bn": {"explanation_opener": "কারণ"}}).own("explanation_opener", "bn") == "কারণ"
+    # an English override would reach Bengali through get(); the opener reads own(), so it does not
+    english = PromptLibrary(overrides={"en": {"explanation_opener": "Because"}})
+    assert english.get("explanation_opener", "bn") == "Because" and english.own("explanation_opener", "bn") is None
 
 
 def test_a_vendor_is_sent_no_steer(retriever) -> None:
