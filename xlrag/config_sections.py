@@ -305,8 +305,8 @@ class AnswerConfig(_Section):
     explanation_opener: bool = Field(
         True, description="a local model's explanation starts with the user's language's word for \"because\" "
                           "(the prompts' explanation_opener), written for it once its answer line is written, "
-                          "so the answer line is the same; languages without a prompt file of their own and "
-                          "vendor models get none")
+                          "so the answer line is the same; English (the language a small model falls into "
+                          "unprompted), languages without a prompt file of their own and vendor models get none")
     post_hoc_citations: bool = Field(
         True, description="when the model cites no passage, cite the closest ones by embedding similarity, "
                           "marked post_hoc (in the agent: its last repair)")

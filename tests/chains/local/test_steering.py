@@ -88,6 +88,19 @@ def test_the_opener_is_a_languages_own_or_none() -> None:
     assert english.get("explanation_opener", "bn") == "Because" and english.own("explanation_opener", "bn") is None
 
 
+def test_every_default_of_the_setting_is_the_configs() -> None:
+    # one owner: the config's field; the parts built without a config take it from there
+    import inspect
+
+    from xlrag.chains.rag import build_chain
+    from xlrag.config_sections import AnswerConfig
+
+    owner = AnswerConfig.model_fields["explanation_opener"].default
+    assert Pipeline.model_fields["explanation_opener"].default is owner
+    for built in (Pipeline.create, build_chain):
+        assert inspect.signature(built).parameters["explanation_opener"].default is owner
+
+
 def test_a_vendor_is_sent_no_steer(retriever) -> None:
     # a vendor cannot continue a reply it has begun: the setting leaves its request as it was
     fake = GenericFakeChatModel(messages=iter([AIMessage("x")]))
