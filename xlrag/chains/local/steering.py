@@ -68,16 +68,12 @@ _FORMATTERS_LOCK = threading.Lock()
 
 
 def continues_chat(llama: Any) -> bool:
-    """Whether a chat turn on ``llama`` can be continued: it uses its GGUF's own chat template
-    (a named llama.cpp format renders in code that cannot be asked for its text)."""
+    """Whether a chat turn on ``llama`` can be continued: llama.cpp renders its GGUF's own chat
+    template (the catalogue's models). A named format, set or recognised by llama.cpp (chatml,
+    llama-3, ...), renders in code of its own, whose text this module could not promise to repeat
+    byte for byte, so a reply opened there might not begin as the plain one does."""
     template = (getattr(llama, "metadata", None) or {}).get("tokenizer.chat_template")
-    if not template:
-        return False
-    from llama_cpp import llama_chat_format
-
-    # llama.cpp names a template it recognises (chatml, llama-3, ...) but renders it from the same text
-    guessed = llama_chat_format.guess_chat_format_from_gguf_metadata(llama.metadata)
-    return llama.chat_format in {"chat_template.default", guessed}
+    return bool(template) and llama.chat_format == "chat_template.default"
 
 
 def chat_prompt(llama: Any, messages: list[dict[str, str]]) -> ChatPrompt:
