@@ -128,7 +128,8 @@ ARMS: dict[str, Arm] = {
     "chain/before/brief": Arm("chain", "balanced", 3, layout="documents_first", explanation=False),
     "agent/before/brief": Arm("agent", "balanced", 3, layout="documents_first", explanation=False),
     # the fifth (#33, right language): today's default as this run's clock, and the citation
-    # template's explanation header followed by the user's language's "because" (BECAUSE; none for
+    # template's explanation header followed by the user's language's "because" (the prompts'
+    # explanation_opener, the words answer.explanation_opener writes later in the reply; none for
     # English), each on a loaded model of its own
     "chain/before/noopener": Arm("chain", "balanced", 3, layout="documents_first"),
     "chain/before/opener": Arm("chain", "balanced", 3, "opener", layout="documents_first"),
@@ -143,13 +144,6 @@ ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5
             "chain/before/clock", "chain/before/brief", "agent/before/brief", "chain/before/noopener",
             "chain/before/opener", "chain/before/unopened", "chain/before/opened")
 
-
-# The explanation's opener under test (chain/before/opener): "because" in each language with a
-# prompt file but English, whose file is also the fallback of every other language (an English
-# "Because" would pull their explanations into English).
-BECAUSE = {"ar": "لأن", "de": "Weil", "es": "Porque", "fa": "زیرا", "fi": "Koska", "fr": "Parce que", "hi": "क्योंकि",
-           "id": "Karena", "it": "Perché", "ja": "なぜなら", "ko": "왜냐하면", "pt": "Porque", "ru": "Потому что",
-           "sw": "Kwa sababu", "th": "เพราะ", "tr": "Çünkü", "uk": "Тому що", "vi": "Vì", "zh": "因为"}
 
 # The extractive instruction, in English for every language: a variant under test, not yet
 # a localized prompt (it becomes one, in every language file, if it wins).
@@ -250,8 +244,9 @@ class Answerer:
                                                        f"{shipped.get('citation_format', lang)}"}
                              for lang in shipped.languages()}
             if arm.variant == "opener":
+                # the words the shipped setting writes: each language's own, English's empty
                 overrides = {lang: {"citation_format": with_opener(shipped.get("citation_format", lang), word)}
-                             for lang, word in BECAUSE.items()}
+                             for lang in shipped.languages() if (word := shipped.own("explanation_opener", lang))}
             prompts = PromptLibrary(overrides=overrides)
             llm_cfg, llm = self.llm_cfg, self.llm
             if name in ISSUE_33:
