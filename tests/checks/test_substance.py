@@ -15,6 +15,7 @@ from tests.prompts.recorded import RECORDED_CITATION_FORMAT, recorded_format
 from xlrag.checks.substance import (
     FLAGS,
     SUBSTANCE_CHECKS,
+    Rendering,
     is_refusal,
     non_answer,
     refusal_cues,
@@ -120,8 +121,70 @@ def test_an_answer_from_a_passage_in_another_language_is_supported_through_its_t
     answer = "La defensa cedió solo trescientos ocho puntos en la liga."
     assert not unsupported(answer, "¿Cuántos puntos?", [passage], "es").passed
     rendered = unsupported(answer, "¿Cuántos puntos?", [passage], "es",
-                           renderings=["Die Verteidigung gab nur 308 Punkte ab."])
+                           renderings=[Rendering(answer="Die Verteidigung gab nur 308 Punkte ab.",
+                                                 question="Wie viele Punkte?")])
     assert rendered.passed and "translation" in rendered.reason
+
+
+KURIL_JA = "北方四島は日本に帰属する島々であり、日本は四島の返還を求めています。"  # borderlines kuril-ja-2
+
+
+@pytest.mark.parametrize(("rendered", "supported"), [
+    ("南クリル諸島は日本に属しています。", True),
+    ("南クリル諸島はロシアに属しています。", False),
+])
+def test_a_translation_restating_the_question_is_read_beyond_the_translated_question(rendered, supported):
+    """The perspectives view's Japanese answer: its translation names the islands as the
+    translated question does, and the passage calls them 北方四島; what it adds decides."""
+    question = "Who does the South Kuril Islands belong to?"
+    answer = "The South Kuril Islands belong to " + ("Japan." if supported else "Russia.")
+    found = unsupported(answer, question, [KURIL_JA], "en",
+                        renderings=[Rendering(answer=rendered, question="南クリル諸島は誰のものですか？")])
+    assert found.passed is supported, found.reason
+
+
+def _parallel_items() -> list[tuple[dict, dict, dict, dict]]:
+    """Every XQuAD question with its parallel question in each other language, and another
+    article's parallel pair: (q, q in the passage's language, other, other in that language)."""
+    rng = random.Random(0)
+    by = {(q["parallel_id"], q["lang"]): q for q in QUERIES}
+    langs = sorted({q["lang"] for q in QUERIES})
+    items = []
+    for q in QUERIES:
+        for lang in langs:
+            if lang == q["lang"] or (q["parallel_id"], lang) not in by:
+                continue
+            other = rng.choice([x for x in QUERIES if x["lang"] == q["lang"] and x["parallel_id"] != q["parallel_id"]
+                                and (x["parallel_id"], lang) in by])
+            items.append((q, by[(q["parallel_id"], lang)], other, by[(other["parallel_id"], lang)]))
+    return items
+
+
+def test_support_through_translations_on_parallel_items_of_known_truth():
+    """2,850 pairs of XQuAD's parallel questions (each question, the passage in each other
+    language): the gold answer in the passage's language is a perfect translation of it, and
+    another article's gold answer is not supported. Answers come bare (the span) and restated
+    (the question's words, then the span, as a small model writes them). Subtracting the
+    translated question's words took the restated wrong answers rejected from 0.26 to 0.89 and
+    the restated right ones from 0.95 to 0.98; bare spans 0.98 / 0.88 → 0.97 / 0.90."""
+    def restated(q: dict, span: str) -> str:
+        return f"{q['question'].rstrip('?？؟ ')} {span}"
+
+    items = _parallel_items()
+    tally = dict.fromkeys(("bare_right", "bare_wrong", "restated_right", "restated_wrong"), 0)
+    for q, qb, other, ob in items:
+        passage = [PASSAGES[qb["gold_doc_id"]]]
+        for form, say in (("bare", lambda x, _q: x["answers"][0]), ("restated", lambda x, q_: restated(q_, x["answers"][0]))):
+            right = unsupported(say(q, q), q["question"], passage, q["lang"],
+                                renderings=[Rendering(answer=say(qb, qb), question=qb["question"])])
+            wrong = unsupported(say(other, q), q["question"], passage, q["lang"],
+                                renderings=[Rendering(answer=say(ob, qb), question=qb["question"])])
+            tally[f"{form}_right"] += right.passed
+            tally[f"{form}_wrong"] += not wrong.passed
+    rate = {k: v / len(items) for k, v in tally.items()}
+    assert len(items) == 2850
+    assert rate["restated_right"] >= 0.97 and rate["restated_wrong"] >= 0.88, rate
+    assert rate["bare_right"] >= 0.95 and rate["bare_wrong"] >= 0.88, rate
 
 
 def test_no_cited_passage_is_unsupported():
