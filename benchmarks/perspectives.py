@@ -221,6 +221,9 @@ def main() -> None:
     ap.add_argument("--view-no-explanation", action="store_true",
                     help="also a view whose answers stop at the explanation header (answer.explanation: false), "
                          "from a cold model beside the rest in one run")
+    ap.add_argument("--view-explanation", action="store_true",
+                    help="also a view whose answers write their explanation (agent.perspectives.explanation: true, "
+                         "the default before it), from a cold model beside the rest in one run")
     ap.add_argument("--view-unopened", action="store_true",
                     help="also a view whose explanations are not opened in the user's language "
                          "(answer.explanation_opener: false, the default before it), from a cold model beside the rest "
@@ -250,6 +253,10 @@ def main() -> None:
         other = cfg.model_copy(update={"answer": cfg.answer.model_copy(update={"explanation": False})})
         views["no_explanation"] = xlrag.build_perspectives(other, llm=view.pipeline.llm,
                                                            retriever=view.pipeline.retriever)
+    if args.view_explanation:
+        other = cfg.model_copy(update={"agent": cfg.agent.model_copy(
+            update={"perspectives": cfg.agent.perspectives.model_copy(update={"explanation": True})})})
+        views["explanation"] = xlrag.build_perspectives(other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)
     if args.view_unopened:
         other = cfg.model_copy(update={"answer": cfg.answer.model_copy(update={"explanation_opener": False})})
         views["unopened"] = xlrag.build_perspectives(other, llm=view.pipeline.llm, retriever=view.pipeline.retriever)

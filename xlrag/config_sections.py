@@ -37,6 +37,7 @@ __all__ = [
     "Fusion",
     "LLMConfig",
     "LexicalTranslation",
+    "PerspectivesConfig",
     "RerankConfig",
     "RetrievalConfig",
     "SplitterConfig",
@@ -371,6 +372,12 @@ class ChatConfig(_Section):
     retention_sessions: int = Field(200, ge=1, description="sessions kept in a chat database; the least recently used go first")
 
 
+class PerspectivesConfig(_Section):
+    explanation: bool = Field(
+        False, description="the view's answers write their explanation; the view shows each language's answer line "
+                           "and citations, never the explanation, so off (answer.explanation: false turns it off too)")
+
+
 class AgentConfig(_Section):
     mode: AgentMode = Field(AUTO, description="an IR mode, or auto: agent.rules, then default_mode")
     default_mode: Mode = Field(IRMode.BALANCED, description="auto mode when no rule matches")
@@ -384,6 +391,7 @@ class AgentConfig(_Section):
         "auto", description="tool calling (search, translate): auto when the LLM supports it; off: the fixed graph")
     max_tool_rounds: int = Field(3, ge=1, le=10, description="tool-calling rounds before the model must answer")
     chat: ChatConfig = Field(default_factory=ChatConfig)
+    perspectives: PerspectivesConfig = Field(default_factory=PerspectivesConfig)
 
     @field_validator("attribution")
     @classmethod

@@ -42,6 +42,7 @@ class ByPrompt(BaseChatModel):
 
     answers: dict[str, tuple[str, str]]
     calls: Counter = Field(default_factory=Counter)
+    asked: list[str] = Field(default_factory=list, description="every prompt that was not an answer's")
 
     @property
     def _llm_type(self) -> str:
@@ -51,6 +52,7 @@ class ByPrompt(BaseChatModel):
         docs = _DOC.findall(prompt)
         if not docs:
             self.calls["other"] += 1
+            self.asked.append(prompt)
             return prompt.strip().splitlines()[-1]  # a translation request: its text, unchanged
         self.calls["answer"] += 1
         lang = script_lang(docs[0][1])

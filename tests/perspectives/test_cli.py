@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.clitools import error_line, run
-from tests.perspectives.conftest import QUESTION
+from tests.perspectives.conftest import QUESTION, ByPrompt
 from tests.perspectives.test_view import DISAGREE
 
 GEMMA = "local:gemma-3-270m"
@@ -55,6 +55,27 @@ def test_the_table_comes_first_then_the_verdict_with_both_sides(view, capsys):
     assert page.index("| language |") < page.index("Verdict: disagreement")
 
 
+@pytest.mark.parametrize(("flags", "env", "written"), [
+    ([], {}, False),
+    (["--explanation"], {}, True),
+    ([], {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, True),
+    (["--no-explanation"], {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, False),
+])
+def test_the_views_explanation_is_off_unless_asked_for(demo_index, monkeypatch, flags, env, written):
+    import xlrag.cli.perspectives
+    from xlrag.agents.build import Stack
+
+    seen = []
+    monkeypatch.setattr(xlrag.cli.perspectives, "ask_perspectives", lambda cfg, *_: seen.append(cfg))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = run("ask", QUESTION, "--index-dir", demo_index, "--llm", GEMMA, "--perspectives", *flags)
+    assert result.exit_code == 0, result.output
+    (cfg,) = seen
+    stack = Stack.build(cfg, llm=ByPrompt(answers={}), retriever=None)
+    assert stack.perspectives_view.pipeline.explanation is written
+
+
 @pytest.mark.slow
 def test_the_real_local_model_answers_each_language_and_compares(demo_index, monkeypatch, tmp_path):
     # gemma-3-270m, the fastest bundled model, over the demo index (XQuAD in six languages)
@@ -74,6 +95,7 @@ def test_the_real_local_model_answers_each_language_and_compares(demo_index, mon
             assert {h["passage"]["lang"] for h in p["answer"]["passages"]} == {p["lang"]}
             assert all(c["lang"] == p["lang"] for c in p["answer"]["citations"] if c["valid"])
             assert p["trace"]["mode"] == "oracle_lang" and p["trace"]["checks"]
+            assert p["answer"]["explanation"] is None  # stopped at its header: the view does not show it
     answered = [p for p in data["perspectives"] if p["status"] == "answered"]
     costs = data["costs"]
     assert costs["answers"] == sum(p["answer"] is not None for p in data["perspectives"])

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from tests.perspectives.conftest import QUESTION
+from tests.perspectives.conftest import QUESTION, ByPrompt
 from xlrag.errors import (
     ConfigError,
     InvalidArgumentError,
@@ -182,6 +182,9 @@ def test_an_answer_its_passages_do_not_hold_is_shown_but_never_compared(view):
     assert out.consensus[0].langs == ["en", "es"] and out.costs.answers == 3
     assert out.costs.repairs == len(ru.trace.repairs) and llm.calls["answer"] == 3 + sum(
         r.repair.value in ("extract", "regenerate_language", "recite") for r in ru.trace.repairs)
+    # to look the answer up in the Russian passage, what it adds to the question is translated,
+    # not the question's words ("the Panthers defense"), which the passage holds whatever it says
+    assert llm.asked and all(p.endswith("\n\ntwenty four interceptions by linebackers") for p in llm.asked)
 
 
 def test_a_refusal_is_shown_but_never_compared(view):
@@ -190,3 +193,30 @@ def test_a_refusal_is_shown_but_never_compared(view):
     out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     assert out.perspective("ru").status == "not_an_answer"
     assert all("ru" not in (p.a, p.b) for p in out.pairs) and out.status == "consensus"
+
+
+@pytest.mark.parametrize(("cfg", "written"), [
+    ({}, False),  # the default: the view shows no explanation, so none is written
+    ({"agent": {"perspectives": {"explanation": True}}}, True),
+    ({"agent": {"perspectives": {"explanation": True}}, "answer": {"explanation": False}}, False),
+])
+def test_the_views_answers_write_an_explanation_only_when_asked(view, cfg, written):
+    # the scripted model writes one every time, as a model not stopped at the header would;
+    # the pipeline drops it when the reply should have stopped there
+    persp, _ = view(AGREE, **cfg)
+    out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "es"]})
+    assert [p.status for p in out.perspectives] == ["answered", "answered"]
+    assert all((p.answer.explanation is not None) is written for p in out.perspectives)
+    assert persp.pipeline.explanation is written
+    if written:
+        assert out.perspective("en").answer.explanation.endswith("gives 308.")
+
+
+def test_the_views_own_pipeline_shares_the_stacks_model_and_stores(retriever):
+    from xlrag.agents.build import Stack
+    from xlrag.config import XlragConfig
+
+    stack = Stack.build(XlragConfig(retrieval={"k": 3}), llm=ByPrompt(answers=AGREE), retriever=retriever)
+    view = stack.perspectives_view
+    assert stack.pipeline.explanation is True and view.pipeline.explanation is False
+    assert view.pipeline.llm is stack.pipeline.llm and view.pipeline.retriever is stack.pipeline.retriever

@@ -63,10 +63,10 @@ class Stack:
         """The agent's attribution check: the pipeline's one checker, when ``answer.attribution_check``."""
         return self.pipeline.attribution if self.config.answer.attribution_check else None
 
-    def _agent(self, tools: bool) -> Any:
+    def _agent(self, tools: bool, pipeline: Pipeline | None = None) -> Any:
         from xlrag.agents.graph import XlragAgent
 
-        cfg, pipeline = self.config.agent, self.pipeline
+        cfg, pipeline = self.config.agent, pipeline or self.pipeline
         # a caller asking for perspectives builds the view then, once
         view = (lambda: self.perspectives_view) if pipeline.retriever is not None else None
         if tools:
@@ -119,7 +119,11 @@ class Stack:
         from xlrag.perspectives.compare import AgreementJudge
         from xlrag.perspectives.view import PerspectivesView
 
-        return PerspectivesView(pipeline=self.pipeline, agent=self._agent(False).graph(), judge=AgreementJudge(),
+        # the view shows answer lines and citations: an explanation it never shows is not written
+        # unless asked for (agent.perspectives.explanation), on the same loaded model and stores
+        explanation = self.config.answer.explanation and self.config.agent.perspectives.explanation
+        pipeline = self.pipeline.model_copy(update={"explanation": explanation})
+        return PerspectivesView(pipeline=pipeline, agent=self._agent(False, pipeline).graph(), judge=AgreementJudge(),
                                 rules=list(self.config.agent.rules),
                                 territories=self.territories if self.territories is not None else load_territories(),
                                 name="xlrag_perspectives")

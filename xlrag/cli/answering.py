@@ -71,7 +71,9 @@ def ask(
     perspectives: Annotated[bool, typer.Option(
         "--perspectives", help="answer once per language of sources (each checked by the agent), side by side, "
                                "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or a "
-                               "disputed territory's, else the best-ranked stores")] = False,
+                               "disputed territory's, else the best-ranked stores; the answers stop at their "
+                               "explanation, which the view does not show, unless --explanation "
+                               "(agent.perspectives.explanation)")] = False,
     langs: Annotated[str | None, typer.Option(
         "--langs", hidden=True, help="--relevant-langs's old name with --perspectives (one release)")] = None,
     max_langs: Annotated[int | None, typer.Option(
@@ -108,6 +110,10 @@ def ask(
         if perspectives:
             _check_perspectives(fmt, options, mode, target_lang, html)
             from xlrag.cli.perspectives import ask_perspectives
+
+            if explanation:  # asked for by name: the view's answers write theirs too
+                view = cfg.agent.perspectives.model_copy(update={"explanation": True})
+                cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"perspectives": view})})
 
             ask_perspectives(cfg, {"question": question, "lang": lang,
                                    "relevant_langs": _csv(relevant_langs) if relevant_langs else None,
