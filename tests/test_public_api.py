@@ -140,7 +140,7 @@ def test_evaluation_suite_names_are_exported():
                                "AttributionResult", "PassageVote", "Setting", "any_attributable",
                                "parse_attribution_reply", "reply_schema"],
         "checks.substance": ["FLAGS", "POST_HOC_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
-                             "Finding", "evidence_in", "is_refusal", "non_answer", "own_words", "polarity_words", "refusal_cues",
+                             "Finding", "Rendering", "evidence_in", "is_refusal", "non_answer", "polarity_words", "refusal_cues",
                              "refusal_despite_evidence", "unsupported", "unverified"],
         "checks.lexical": ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold",
                            "has_no_space_script", "normalize_answer", "tokenize"],

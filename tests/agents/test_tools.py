@@ -31,9 +31,10 @@ def test_a_model_with_tools_searches_translates_and_cites_what_it_found(retrieve
         AIMessage("puntos permitidos"),  # the translator's own call
         AIMessage("Cited Documents: <doc3>\nAnswer: Los Panthers permitieron 308 puntos.\n"
                   "Explanation: Según <doc3>, la defensa solo permitió 308 puntos."),
-        # the Spanish answer's words are not in the English <doc3>: verify translates what it adds
-        # to the question ("permitieron 308") to look
-        AIMessage("allowed 308"),
+        # the Spanish answer's words are not in the English <doc3>: verify translates it, and
+        # its question, to look beyond the question's words
+        AIMessage("The Panthers allowed 308 points."),
+        AIMessage("How many points did the Panthers let slip on defense?"),
     ])
     llm = ScriptedToolModel(messages=replies)
     assert profile_for(llm).supports_tools(llm)

@@ -15,9 +15,9 @@ from tests.prompts.recorded import RECORDED_CITATION_FORMAT, recorded_format
 from xlrag.checks.substance import (
     FLAGS,
     SUBSTANCE_CHECKS,
+    Rendering,
     is_refusal,
     non_answer,
-    own_words,
     refusal_cues,
     refusal_despite_evidence,
     unsupported,
@@ -121,38 +121,26 @@ def test_an_answer_from_a_passage_in_another_language_is_supported_through_its_t
     answer = "La defensa cedió solo trescientos ocho puntos en la liga."
     assert not unsupported(answer, "¿Cuántos puntos?", [passage], "es").passed
     rendered = unsupported(answer, "¿Cuántos puntos?", [passage], "es",
-                           renderings=["Die Verteidigung gab nur 308 Punkte ab."])
+                           renderings=[Rendering(answer="Die Verteidigung gab nur 308 Punkte ab.",
+                                                 question="Wie viele Punkte?")])
     assert rendered.passed and "translation" in rendered.reason
 
 
 KURIL_JA = "北方四島は日本に帰属する島々であり、日本は四島の返還を求めています。"  # borderlines kuril-ja-2
-KURIL_Q = "Who does the South Kuril Islands belong to?"
 
 
-@pytest.mark.parametrize(("answer", "own", "rendered", "supported"), [
-    ("The South Kuril Islands belong to Japan.", "japan", "日本", True),
-    ("The South Kuril Islands belong to Russia.", "russia", "ロシア", False),
+@pytest.mark.parametrize(("rendered", "supported"), [
+    ("南クリル諸島は日本に属しています。", True),
+    ("南クリル諸島はロシアに属しています。", False),
 ])
-def test_what_an_answer_adds_is_what_is_translated_and_looked_up(answer, own, rendered, supported):
-    """The perspectives view's Japanese answer: translated whole, it names the islands as the
-    translator does ("南クリル諸島"), which the passage (北方四島) does not, and failed; what it
-    adds to the question decides."""
-    assert own_words(answer, KURIL_Q, "en") == own
-    found = unsupported(answer, KURIL_Q, [KURIL_JA], "en", renderings=[rendered])
+def test_a_translation_restating_the_question_is_read_beyond_the_translated_question(rendered, supported):
+    """The perspectives view's Japanese answer: its translation names the islands as the
+    translated question does, and the passage calls them 北方四島; what it adds decides."""
+    question = "Who does the South Kuril Islands belong to?"
+    answer = "The South Kuril Islands belong to " + ("Japan." if supported else "Russia.")
+    found = unsupported(answer, question, [KURIL_JA], "en",
+                        renderings=[Rendering(answer=rendered, question="南クリル諸島は誰のものですか？")])
     assert found.passed is supported, found.reason
-    whole = "南クリル諸島は日本に属しています。"
-    assert not unsupported(answer, KURIL_Q, [KURIL_JA], "en", renderings=[whole]).passed
-
-
-@pytest.mark.parametrize(("answer", "question", "lang", "own"), [
-    ("南千岛群岛属于日本。", "南千岛群岛属于谁？", "zh", "日本"),
-    ("Ceuta is a city in Morocco <doc1>.", "Who does Ceuta belong to?", "en", "is city in morocco"),
-    ("Die Verteidigung der Panthers ließ 308 Punkte zu.", "Wie viele Punkte ließ die Verteidigung der Panthers zu?",
-     "de", "308"),
-    ("Gibraltar", "Who does Gibraltar belong to?", "en", ""),
-])
-def test_own_words_are_what_the_answer_adds_in_its_own_script(answer, question, lang, own):
-    assert own_words(answer, question, lang) == own
 
 
 def _parallel_items() -> list[tuple[dict, dict, dict, dict]]:
@@ -174,25 +162,29 @@ def _parallel_items() -> list[tuple[dict, dict, dict, dict]]:
 
 def test_support_through_translations_on_parallel_items_of_known_truth():
     """2,850 pairs of XQuAD's parallel questions (each question, the passage in each other
-    language). The answer restates the question with a gold span ("… dejaron escapar … 308"),
-    as a small model writes it; its translation is the parallel question's span, which is what
-    the answer adds, translated. Right: its own gold; wrong: another article's. Translating the
-    whole line instead (the parallel question restated with its span) supported 0.95 of the
-    right ones and rejected 0.26 of the wrong: the question's words, translated, are in the
-    passage whatever the answer says."""
+    language): the gold answer in the passage's language is a perfect translation of it, and
+    another article's gold answer is not supported. Answers come bare (the span) and restated
+    (the question's words, then the span, as a small model writes them). Subtracting the
+    translated question's words took the restated wrong answers rejected from 0.26 to 0.89 and
+    the restated right ones from 0.95 to 0.98; bare spans 0.98 / 0.88 → 0.97 / 0.90."""
     def restated(q: dict, span: str) -> str:
         return f"{q['question'].rstrip('?？؟ ')} {span}"
 
     items = _parallel_items()
-    right = wrong = 0
+    tally = dict.fromkeys(("bare_right", "bare_wrong", "restated_right", "restated_wrong"), 0)
     for q, qb, other, ob in items:
         passage = [PASSAGES[qb["gold_doc_id"]]]
-        right += unsupported(restated(q, q["answers"][0]), q["question"], passage, q["lang"],
-                             renderings=[qb["answers"][0]]).passed
-        wrong += not unsupported(restated(q, other["answers"][0]), q["question"], passage, q["lang"],
-                                 renderings=[ob["answers"][0]]).passed
+        for form, say in (("bare", lambda x, _q: x["answers"][0]), ("restated", lambda x, q_: restated(q_, x["answers"][0]))):
+            right = unsupported(say(q, q), q["question"], passage, q["lang"],
+                                renderings=[Rendering(answer=say(qb, qb), question=qb["question"])])
+            wrong = unsupported(say(other, q), q["question"], passage, q["lang"],
+                                renderings=[Rendering(answer=say(ob, qb), question=qb["question"])])
+            tally[f"{form}_right"] += right.passed
+            tally[f"{form}_wrong"] += not wrong.passed
+    rate = {k: v / len(items) for k, v in tally.items()}
     assert len(items) == 2850
-    assert right / len(items) >= 0.97 and wrong / len(items) >= 0.86, (right, wrong)
+    assert rate["restated_right"] >= 0.97 and rate["restated_wrong"] >= 0.88, rate
+    assert rate["bare_right"] >= 0.95 and rate["bare_wrong"] >= 0.88, rate
 
 
 def test_no_cited_passage_is_unsupported():

@@ -228,7 +228,7 @@ class XlragAgent:
 
     # -- verify ---------------------------------------------------------------------------
     def _checks(self, s: AgentState, attributable: bool | None, why: str,
-                renderings: dict[str, str] | None = None) -> dict:
+                renderings: dict[str, substance.Rendering] | None = None) -> dict:
         from xlrag.checks.language import foreign_script, judge_language, response_text
 
         answer, attempt = s["answer"], len(s.get("tried", []))
@@ -270,7 +270,7 @@ class XlragAgent:
 
         return answer.answer if answer.answered else response_text(answer)
 
-    def _substance(self, s: AgentState, renderings: dict[str, str]) -> list[substance.Finding]:
+    def _substance(self, s: AgentState, renderings: dict[str, substance.Rendering]) -> list[substance.Finding]:
         answer, question = s["answer"], s["query"].question
         lang, said = s["query"].lang, self._said(s["answer"])
         found = [substance.non_answer(said, question, lang, templates=[s.get("templates", "")])]
@@ -294,17 +294,17 @@ class XlragAgent:
             return []
         return sorted({h.lang for h in answer.cited_passages if h.lang != lang})[:2]
 
-    def _renderings(self, s: AgentState, langs: list[str]) -> dict[str, str]:
-        out: dict[str, str] = {}
-        question, lang = s["query"].question, s["query"].lang
-        # what the answer adds to the question, not the whole line: the question's words,
-        # translated, are the translator's names for things and prove nothing either way
-        own = substance.own_words(strip_markers(self._said(s["answer"])), question, lang)
-        if not own:
-            return out
+    def _renderings(self, s: AgentState, langs: list[str]) -> dict[str, substance.Rendering]:
+        """The answer and its question in each language: what the translated answer shares
+        with the translated question is the question's, not the answer's own."""
+        out: dict[str, substance.Rendering] = {}
+        said = strip_markers(self._said(s["answer"])).strip()
+        source = s["query"].lang or "en"
         for target in langs:
             try:
-                out[target] = self.translator.translate(own, lang or "en", target)
+                out[target] = substance.Rendering(
+                    answer=self.translator.translate(said, source, target),
+                    question=self.translator.translate(s["query"].question, source, target))
             except TranslationCutOffError:
                 continue  # half a translation proves nothing either way: the lexical verdict stands
         return out

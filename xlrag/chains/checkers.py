@@ -47,5 +47,7 @@ def configured_checker(config: XlragConfig, llm: Any, prompts: PromptLibrary,
 
     own = config.answer.attribution_checker
     if own is None:
-        return attribution_checker(llm, prompts, CachedTranslator(translator) if translator is not None else None)
+        if translator is not None and not isinstance(translator, CachedTranslator):
+            translator = CachedTranslator(translator)
+        return attribution_checker(llm, prompts, translator)
     return attribution_checker(build_llm(own).with_config(tags=[TAG_NOSTREAM]), prompts)

@@ -96,7 +96,7 @@ class Pipeline(BaseModel):
     explanation_opener: bool = Field(OPENER, description="a local model's explanation is opened in the user's language "
                                                          "(answer.explanation_opener)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
-    translator: Any = Field(None, description="an LLMTranslator over the same LLM, for the agent's repairs")
+    translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks and repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
                                                "shared by the attribution reranker, the agent and the view; None: "
                                                "no step checks attribution")
@@ -172,6 +172,7 @@ class Pipeline(BaseModel):
         from xlrag.chains.llms import build_llm
         from xlrag.chains.translator import LLMTranslator
         from xlrag.config import resolve_config
+        from xlrag.indexes.translate import CachedTranslator
         from xlrag.modes import parse_mode
 
         cfg = resolve_config(config)
@@ -181,8 +182,9 @@ class Pipeline(BaseModel):
             raise ConfigError(str(e)) from None
         chat = llm if llm is not None else build_llm(cfg.llm)
         lib = prompts or PromptLibrary()
-        # the helpers' calls never reach a user's token stream
-        translator = LLMTranslator(llm=chat.with_config(tags=[TAG_NOSTREAM]), prompts=lib)
+        # the helpers' calls never reach a user's token stream; one cache for the stack: the
+        # agent checks an answer again after a repair that left its words as they were
+        translator = CachedTranslator(LLMTranslator(llm=chat.with_config(tags=[TAG_NOSTREAM]), prompts=lib))
         owns = retriever is None and chosen != IRMode.NO_IR
         if owns:
             retriever = CrossLingualRetriever.from_config(cfg, translator=translator)

@@ -8,9 +8,9 @@ passages for "the documents do not say". These checks read what the answer says:
   text repeated, a lead-in whose list never comes ("… are:"), or a yes/no answered both
   ways (:mod:`xlrag.checks.polarity`);
 - :func:`unsupported`: the answer's words (character n-grams, beyond those it shares with
-  the question) occur in none of its cited passages, nor does what it adds to the question
-  (:func:`own_words`) translated into a cited passage's language (the caller translates;
-  this module stays pure);
+  the question) occur in none of its cited passages, nor in the answer's translation into
+  a cited passage's language, beyond those it shares with the question's translation (a
+  :class:`Rendering`: the caller translates; this module stays pure);
 - :func:`refusal_despite_evidence`: "no information" while the passage the retriever
   ranked first holds the gold answer span, or, with no gold, shares most of the question's
   words (the lexical signal alone).
@@ -33,13 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.language import visible_text
-from xlrag.checks.lexical import (
-    added_tokens,
-    char_ngrams,
-    has_no_space_script,
-    normalize_answer,
-    tokenize,
-)
+from xlrag.checks.lexical import char_ngrams, has_no_space_script, normalize_answer, tokenize
 from xlrag.checks.polarity import contradicts_itself, glued_negation, polarity_words
 
 __all__ = [
@@ -49,10 +43,10 @@ __all__ = [
     "UNCITED",
     "UNVERIFIED_REASONS",
     "Finding",
+    "Rendering",
     "evidence_in",
     "is_refusal",
     "non_answer",
-    "own_words",
     "polarity_words",
     "refusal_cues",
     "refusal_despite_evidence",
@@ -112,6 +106,20 @@ class Finding(BaseModel):
     passed: bool
     reason: str
     score: float | None = None
+
+
+class Rendering(BaseModel):
+    """An answer translated into a cited passage's language, with its question translated
+    too: the words the translation shares with the translated question are the question's,
+    as the original's are (an answer restating "the South Kuril Islands" must not need
+    "南クリル諸島" in a passage that says "北方四島"). Whole lines are translated, not the
+    words an answer adds: the default 1.5B model turned "ukraine" alone into "Відповідь:
+    English" and "japan" into Arabic "China"."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    answer: str
+    question: str
 
 
 def _spelled(text: str, lang: str | None) -> str:
@@ -194,30 +202,22 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
     return Finding(check="non_answer", passed=True, reason="the answer says something of its own")
 
 
-def own_words(answer: str, question: str, lang: str | None = None) -> str:
-    """What ``answer`` adds to ``question`` (:func:`~xlrag.checks.lexical.added_tokens`), as
-    text to translate: "japan" for "The South Kuril Islands belong to Japan." asked "Who does
-    the South Kuril Islands belong to?". Translated whole, the answer restates the islands in
-    the passage's language as the translator names them ("南クリル諸島"), which a passage
-    calling them "北方四島" does not hold, and those words are the question's, not the answer's."""
-    tokens = added_tokens(visible_text(answer), question, lang)
-    return ("" if all(has_no_space_script(t) for t in tokens) else " ").join(tokens)
-
-
 def unsupported(answer: str | None, question: str, passages: Sequence[str], lang: str | None = None,
-                renderings: Sequence[str] = ()) -> Finding:
+                renderings: Sequence[Rendering] = ()) -> Finding:
     """Whether the answer's own words occur in a cited passage: ``passed`` is False when no
-    passage holds :data:`SUPPORT` of them. ``renderings``: what the answer adds to the
-    question (:func:`own_words`) translated into the cited passages' languages, checked the
-    same way (a Spanish answer from a German passage). An answer with no words beyond the
-    question's is left to :func:`non_answer`."""
+    passage holds :data:`SUPPORT` of them. ``renderings``: the answer and its question
+    translated into the cited passages' languages, checked the same way (a Spanish answer
+    from a German passage). An answer with no words beyond the question's is left to
+    :func:`non_answer`."""
     if not passages:
         return Finding(check="unsupported", passed=False, reason="the answer cites no passage")
     asked = char_ngrams(_spelled(question, lang), lang)
     held = [char_ngrams(_spelled(p, lang), None) for p in passages]
     best, found_any = 0.0, False
-    for text in (answer or "", *renderings):
-        own = char_ngrams(_spelled(visible_text(text), lang), None) - asked
+    # a translation may keep a name as the original question spells it, so its words count as asked too
+    for text, also_asked in ((answer or "", set()),
+                             *((r.answer, char_ngrams(_spelled(r.question, lang), lang)) for r in renderings)):
+        own = char_ngrams(_spelled(visible_text(text), lang), None) - asked - also_asked
         if not own:
             continue
         found_any = True
