@@ -27,8 +27,11 @@ def completion(message: dict[str, Any], finish: str) -> dict[str, Any]:
 
 def openai_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     if "tools" not in body:
-        # verify's own call: the Spanish answer is checked against the English <doc3> in English
-        return 200, completion({"content": "The Panthers allowed 308 points."}, "stop")
+        # verify's own calls: the Spanish answer is checked against the English <doc3> in English,
+        # beyond what its question, translated too, holds
+        said = "permitieron 308" in body["messages"][-1]["content"]
+        return 200, completion({"content": "The Panthers allowed 308 points." if said
+                                else "How many points did the Panthers let slip on defense?"}, "stop")
     if not any(m["role"] == "tool" for m in body["messages"]):
         call = {"id": "call_q1", "type": "function",
                 "function": {"name": "search", "arguments": json.dumps({"query": "Panthers points allowed 308",
@@ -51,8 +54,11 @@ def test_tool_calls_round_trip_through_the_openai_sdk(vendor_replay: Any, retrie
     out = agent.invoke({"question": QUESTION})
     answer, trace = out["answer"], out["trace"]
 
-    first, second, check = (r.body for r in replay.requests)
-    assert "into English" in check["messages"][-1]["content"] or "inglés" in check["messages"][-1]["content"]
+    first, second, *checks = (r.body for r in replay.requests)
+    assert len(checks) == 2  # the answer and its question, each translated once
+    for check in checks:
+        assert "into English" in check["messages"][-1]["content"] or "inglés" in check["messages"][-1]["content"]
+    assert any(QUESTION in c["messages"][-1]["content"] for c in checks)
     assert [t["function"]["name"] for t in first["tools"]] == ["search", "translate"]
     assert first["tools"][0]["function"]["parameters"]["required"] == ["query"]
     tool_msg = next(m for m in second["messages"] if m["role"] == "tool")
