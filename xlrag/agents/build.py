@@ -66,7 +66,7 @@ class Stack:
     def _agent(self, tools: bool, pipeline: Pipeline | None = None) -> Any:
         from xlrag.agents.graph import XlragAgent
 
-        cfg, pipeline = self.config.agent, pipeline or self.pipeline
+        cfg, pipeline = self.config.agent, pipeline if pipeline is not None else self.pipeline
         # a caller asking for perspectives builds the view then, once
         view = (lambda: self.perspectives_view) if pipeline.retriever is not None else None
         if tools:
