@@ -55,23 +55,21 @@ def test_the_table_comes_first_then_the_verdict_with_both_sides(view, capsys):
     assert page.index("| language |") < page.index("Verdict: disagreement")
 
 
-@pytest.mark.parametrize(("flags", "env", "written"), [
-    ([], {}, False),
-    (["--explanation"], {}, True),
-    ([], {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, True),
-    (["--no-explanation"], {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, False),
+@pytest.mark.parametrize(("explanation", "env", "written"), [
+    (None, {}, False),
+    (True, {}, True),
+    (None, {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, True),
+    (False, {"XLRAG_AGENT__PERSPECTIVES__EXPLANATION": "true"}, False),
 ])
-def test_the_views_explanation_is_off_unless_asked_for(demo_index, monkeypatch, flags, env, written):
-    import xlrag.cli.perspectives
+def test_the_views_explanation_is_off_unless_asked_for(demo_index, monkeypatch, explanation, env, written):
+    # the config `xlrag ask --perspectives [--explanation|--no-explanation]` builds its view from
     from xlrag.agents.build import Stack
+    from xlrag.cli._app import _config
+    from xlrag.cli.perspectives import view_config
 
-    seen = []
-    monkeypatch.setattr(xlrag.cli.perspectives, "ask_perspectives", lambda cfg, *_: seen.append(cfg))
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    result = run("ask", QUESTION, "--index-dir", demo_index, "--llm", GEMMA, "--perspectives", *flags)
-    assert result.exit_code == 0, result.output
-    (cfg,) = seen
+    cfg = view_config(_config(None, index_dir=demo_index, explanation=explanation), explanation)
     stack = Stack.build(cfg, llm=ByPrompt(answers={}), retriever=None)
     assert stack.perspectives_view.pipeline.explanation is written
 

@@ -109,13 +109,9 @@ def ask(
                 raise ConfigError("--langs goes with --perspectives (and is now --relevant-langs)")
         if perspectives:
             _check_perspectives(fmt, options, mode, target_lang, html)
-            from xlrag.cli.perspectives import ask_perspectives
+            from xlrag.cli.perspectives import ask_perspectives, view_config
 
-            if explanation:  # asked for by name: the view's answers write theirs too
-                view = cfg.agent.perspectives.model_copy(update={"explanation": True})
-                cfg = cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"perspectives": view})})
-
-            ask_perspectives(cfg, {"question": question, "lang": lang,
+            ask_perspectives(view_config(cfg, explanation), {"question": question, "lang": lang,
                                    "relevant_langs": _csv(relevant_langs) if relevant_langs else None,
                                    "max_langs": max_langs}, as_json, html)
             return

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from xlrag.cli._app import fit, out, shown, shown_warnings, warn
 
-__all__ = ["ask_perspectives", "print_perspectives"]
+__all__ = ["ask_perspectives", "print_perspectives", "view_config"]
 
 _STATUS = {"consensus": "[green]consensus[/]", "disagreement": "[bold red]the sources disagree[/]",
            "unsure": "[yellow]undecided[/]", "single": "[yellow]one perspective[/]"}
@@ -27,6 +27,16 @@ def _cites(citations: list[Any]) -> str:
 def _side(side: Any, room: int) -> str:
     return f"[bold]{side.lang}[/] {shown(fit(' '.join(side.answer.split()), room))} " \
            f"[dim]({shown(_cites(side.citations))})[/]"
+
+
+def view_config(cfg: Any, explanation: bool | None) -> Any:
+    """``cfg`` for the view under ``--explanation/--no-explanation``: ``--explanation`` asks the
+    view's answers for theirs (agent.perspectives.explanation); ``--no-explanation`` is already
+    answer.explanation: false, which turns them off everywhere."""
+    if not explanation:
+        return cfg
+    view = cfg.agent.perspectives.model_copy(update={"explanation": True})
+    return cfg.model_copy(update={"agent": cfg.agent.model_copy(update={"perspectives": view})})
 
 
 def print_perspectives(view: Any) -> None:
