@@ -44,8 +44,9 @@ browser:
 
 test: $(STAMP) docs browser
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
-	# two workers: the slow tests are one-thread llama.cpp runs; loadfile keeps a module's fixtures on one worker
-	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --durations=10
+	# two workers, each on cores of its own (tests/conftest.py); loadfile keeps a module's fixtures
+	# on one worker, in collection order (the files with slow tests first), not by test count
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
 
 # the docs' pictures of the web page (docs/how-to/img/ui-*.png), from the browser tests' views
 screenshots: $(STAMP) browser

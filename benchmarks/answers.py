@@ -137,12 +137,16 @@ ARMS: dict[str, Arm] = {
     # (answer.explanation_opener), against today's default made again as this run's clock
     "chain/before/unopened": Arm("chain", "balanced", 3, layout="documents_first"),
     "chain/before/opened": Arm("chain", "balanced", 3, layout="documents_first", opener=True),
+    # the seventh: today's defaults, the chain and the agent, each on a loaded model of its own,
+    # after the support check came to read translations with their question (substance.Rendering)
+    "chain/now": Arm("chain", "balanced", 3, layout="documents_first", opener=True),
+    "agent/now": Arm("agent", "balanced", 3, layout="documents_first", opener=True),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
             "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
             "chain/before/again", "chain/before/now", "chain/before/lookup", "agent/before/own",
             "chain/before/clock", "chain/before/brief", "agent/before/brief", "chain/before/noopener",
-            "chain/before/opener", "chain/before/unopened", "chain/before/opened")
+            "chain/before/opener", "chain/before/unopened", "chain/before/opened", "chain/now", "agent/now")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -212,11 +216,11 @@ class Answerer:
         (another cache size makes another loaded model) on the runtime before #33, without the
         pinned prefix states: ``before``; prompt lookup; the agent's own clock; the fourth run's
         brief arms, so the chain's brief prompt (the clock's very prompt) cannot restore the
-        clock's state; the fifth run's two arms; the sixth's."""
+        clock's state; the fifth run's two arms; the sixth's; the seventh's."""
         if isinstance(key, bool):
             return build_llm(self.llm_cfg.model_copy(update={"grammar": key}))
         offset = {"before": 1, "lookup": 1, "own": 2, "brief": 3, "agent_brief": 4, "noopener": 5, "opener": 6,
-                  "unopened": 7, "opened": 8}[key]
+                  "unopened": 7, "opened": 8, "chain_now": 9, "agent_now": 10}[key]
         update = {"grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - offset}
         if key == "lookup":
             update["draft"] = "prompt_lookup"
@@ -301,6 +305,8 @@ def runtime(name: str) -> object:
     arm = ARMS[name]
     if arm.draft != "none":
         return "lookup"
+    if name in ("chain/now", "agent/now"):
+        return name.replace("/", "_")
     if name.endswith(("/own", "/noopener", "/opener", "/unopened", "/opened")):
         return name.rsplit("/", 1)[1]
     if not arm.explanation:
@@ -432,7 +438,9 @@ COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("
             # the fifth: the explanation opened in the user's language
             ("chain/before/opener", "chain/before/noopener"),
             # the sixth: the explanation opened after the answer line (answer.explanation_opener)
-            ("chain/before/opened", "chain/before/unopened"))
+            ("chain/before/opened", "chain/before/unopened"),
+            # the seventh: today's default agent against today's default chain
+            ("agent/now", "chain/now"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
@@ -758,6 +766,8 @@ def main() -> None:
               # the sixth run's clock is today's default again; the opened arm must keep its answer lines
               "reproduced_unopened": reproduced(rows, "chain/before/unopened", "chain/before/noopener"),
               "reproduced_opened": reproduced(rows, "chain/before/opened", "chain/before/unopened"),
+              # the seventh run's clock: nothing the chain does changed since the sixth
+              "reproduced_now": reproduced(rows, "chain/now", "chain/before/opened"),
               "hand_check": hand_check(rows),
               "evidence": evidence(rows),
               "rows": rows}

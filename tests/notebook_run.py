@@ -1,6 +1,6 @@
-"""Running the notebooks of notebooks/: one list, split over two test files so that
-``--dist loadfile`` can give the longest notebook a worker of its own (run one after another,
-the five took 26 of the suite's 61 minutes on one worker while the other sat idle)."""
+"""Running the notebooks of notebooks/: one list, split over test files so that
+``--dist loadfile`` can run the long notebooks on both workers at once (in one file, four
+notebooks took 503 s on one worker, the suite's last 8 minutes with the other idle)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from pathlib import Path
 from tests.conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-# the longest (707 s in the last full run): its own test file, so its own worker
-ALONE = frozenset({"perspectives.ipynb"})
+# the long notebooks (146 to 228 s in the last full run), each run by tests/test_notebook_<file>.py;
+# tests/test_notebooks.py runs the others
+OWN_FILE = {"experiments.ipynb": "experiments", "chat_and_agent.ipynb": "chat", "perspectives.ipynb": "perspectives"}
 
 
-def shard(alone: bool) -> list[Path]:
-    return [p for p in NOTEBOOKS if (p.name in ALONE) is alone]
+def shard(own_file: str | None) -> list[Path]:
+    """The notebooks tests/test_notebook_<own_file>.py runs; None: those of tests/test_notebooks.py."""
+    return [p for p in NOTEBOOKS if OWN_FILE.get(p.name) == own_file]
 
 
 def run_notebook(path: Path, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Every notebook in notebooks/ runs top to bottom, so none can rot: the ones sharing a worker
-(tests/test_notebooks_alone.py runs the longest on its own)."""
+"""Every notebook in notebooks/ runs top to bottom, so none can rot: here the short ones, each
+long one in a test file of its own (tests/test_notebook_<file>.py, tests/notebook_run.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook_run import ALONE, NOTEBOOKS, run_notebook, shard
+from tests.notebook_run import NOTEBOOKS, OWN_FILE, run_notebook, shard
+
+HERE = Path(__file__).resolve().parent
 
 
 def test_there_are_notebooks_and_each_runs_in_exactly_one_file():
     assert NOTEBOOKS
-    assert ALONE <= {p.name for p in NOTEBOOKS}  # a renamed notebook cannot drop out of the suite
-    assert sorted(shard(True) + shard(False)) == NOTEBOOKS
+    assert set(OWN_FILE) <= {p.name for p in NOTEBOOKS}  # a renamed notebook cannot drop out of the suite
+    assert sorted(p for f in (None, *OWN_FILE.values()) for p in shard(f)) == NOTEBOOKS
+    for own in OWN_FILE.values():  # and each long one's file runs its shard
+        assert f'shard("{own}")' in (HERE / f"test_notebook_{own}.py").read_text(encoding="utf-8"), own
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", shard(False), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shard(None), ids=lambda p: p.name)
 def test_notebook_runs(path: Path, tmp_path: Path):
     run_notebook(path, tmp_path)

@@ -209,7 +209,7 @@ class LLMConfig(_Section):
     timeout: float = Field(120.0, gt=0)
     max_retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors (was retries)")
     n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
-    n_threads: int | None = Field(None, description="threads for the local model (default: all cores)")
+    n_threads: int | None = Field(None, description="threads for the local model (default: every core this process may run on)")
     model_path: Path | None = Field(
         None, description="local provider: any GGUF file to load instead of a catalogue entry"
     )

@@ -117,7 +117,7 @@ def test_the_real_local_model_answers_or_is_flagged_on_a_question_it_echoed_befo
     from xlrag.chains.llms import build_llm
     from xlrag.config import LLMConfig, XlragConfig
 
-    real = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=128, n_threads=2))
+    real = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=128))
     # the first reply is the echo seen before; the extract repair goes to the real model
     llm = FirstReplyScripted(messages=iter([AIMessage(f"Cited Documents: <doc0>\nAnswer: {HINDI}")]),
                              real=real, metadata=real.metadata)

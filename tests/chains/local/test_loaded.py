@@ -1,8 +1,13 @@
-"""The weight buffers llama.cpp is told to use, by the CPU it runs on."""
+"""What llama.cpp is told to use by the machine it runs on: weight buffers by the CPU, threads by
+the cores the process may run on."""
 
 from __future__ import annotations
 
 import pytest
+
+import os
+import subprocess
+import sys
 
 from xlrag.chains.local.loaded import plain_weight_buffers, use_plain_weight_buffers
 
@@ -34,3 +39,18 @@ def test_this_machine_loads_models_with_the_buffers_its_cpu_calls_for() -> None:
     assert use_plain_weight_buffers() is expected
     assert use_plain_weight_buffers() is expected  # idempotent: the defaults are wrapped once
     assert llama_cpp.llama_model_default_params().use_extra_bufts is not expected
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
+def test_a_model_without_a_thread_count_runs_on_the_cores_the_process_may_use() -> None:
+    # a child process held to one core, as taskset or a container's cpuset holds one
+    one = min(os.sched_getaffinity(0))
+    code = ("import os, sys; os.sched_setaffinity(0, {%d}); "
+            "from xlrag.chains.local.loaded import usable_cores; "
+            "from xlrag.chains.local.runtime import LocalLlamaChat; "
+            "llm = LocalLlamaChat(entry='gemma-3-270m', n_ctx=256); "
+            "print(usable_cores(), os.cpu_count(), llm.native()[0].n_threads)") % one
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
+    usable, machine, loaded = map(int, out.stdout.split())
+    assert (usable, loaded) == (1, 1), out.stdout  # not the machine's cpu_count, which ignores the set
+    assert machine >= 1

@@ -31,7 +31,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import Field, PrivateAttr
 
-from xlrag.chains.local.loaded import STREAMS, shared_model
+from xlrag.chains.local.loaded import STREAMS, shared_model, usable_cores
 from xlrag.chains.local.steering import Steer, chat_prompt, continues_chat
 from xlrag.config import LLMConfig
 from xlrag.errors import ProviderError
@@ -107,7 +107,7 @@ class LocalLlamaChat(BaseChatModel):
     chat_format: str | None = Field(None, description="llama.cpp chat format; None = the GGUF's template")
     few_shot_default: bool = Field(True, description="show the worked example unless configured")
     n_ctx: int = 4096
-    n_threads: int | None = Field(None, description="None = all cores")
+    n_threads: int | None = Field(None, description="None = every core this process may run on")
     seed: int | None = 0
     temperature: float = 0.0
     max_tokens: int = 256
@@ -147,7 +147,7 @@ class LocalLlamaChat(BaseChatModel):
     def _load(self) -> tuple[Any, threading.Lock]:
         if self._llama is None or self._lock is None:
             self._path = self.model_path or bundled_model_path(self.entry)
-            threads = self.n_threads or os.cpu_count() or 1
+            threads = self.n_threads or usable_cores()
             self._llama, self._lock = shared_model(self._path, self.n_ctx, threads, self.seed,
                                                     self.chat_format if self.chat else None,
                                                     self.prefix_cache_mb, self.draft, self.draft_tokens)
