@@ -78,6 +78,8 @@ class Arm(NamedTuple):
     draft: str = "none"  # llm.draft: none | prompt_lookup
     explanation: bool = True  # answer.explanation: false stops the reply at its explanation header
     opener: bool = False  # answer.explanation_opener: "because" written after the answer line
+    margin: float | None = None  # retrieval.share_margin (balanced); None: every store its share, as
+    # every arm before the ninth run was made
 
 
 # The arms made before issue #33 ran with the layout of their day, documents first; their rows
@@ -145,13 +147,19 @@ ARMS: dict[str, Arm] = {
     # instead of balanced, whose k = 3 over the demo index's six stores gives the third passage
     # to a store picked by the alphabet (German, for every Travel question)
     "chain/now/qlang_en": Arm("chain", "qlang_en", 3, layout="documents_first", opener=True),
+    # the ninth: balanced with retrieval.share_margin (a store far under the best other language
+    # gets no share), the chain and the agent, against today's default chain made again as this
+    # run's clock (every store its share)
+    "chain/now/again": Arm("chain", "balanced", 3, layout="documents_first", opener=True),
+    "chain/now/shares": Arm("chain", "balanced", 3, layout="documents_first", opener=True, margin=0.03),
+    "agent/now/shares": Arm("agent", "balanced", 3, layout="documents_first", opener=True, margin=0.03),
 }
 ISSUE_33 = ("chain/before", "chain/static", "chain/segments", "chain/segments/k5", "chain/segments/last",
             "agent/before", "agent/segments", "chain/after", "agent/after", "chain/form", "agent/form",
             "chain/before/again", "chain/before/now", "chain/before/lookup", "agent/before/own",
             "chain/before/clock", "chain/before/brief", "agent/before/brief", "chain/before/noopener",
             "chain/before/opener", "chain/before/unopened", "chain/before/opened", "chain/now", "agent/now",
-            "chain/now/qlang_en")
+            "chain/now/qlang_en", "chain/now/again", "chain/now/shares", "agent/now/shares")
 
 
 # The extractive instruction, in English for every language: a variant under test, not yet
@@ -200,8 +208,12 @@ class Answerer:
             build_demo_index(index)
         embedder = demo_embedder()
         self.index = index
-        self.retriever = CrossLingualRetriever(LanguageStores.open(index, embedder.name, embedder.dim), embedder,
-                                               "balanced", k=3)
+        stores = LanguageStores.open(index, embedder.name, embedder.dim)
+        # one retriever per share margin an arm names; the earlier arms were made with every store
+        # its share, the ninth run's with retrieval.share_margin
+        self.retrievers = {m: CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=m)
+                           for m in dict.fromkeys([None, *(ARMS[a].margin for a in arms)])}
+        self.retriever = self.retrievers[None]
         RUN.mkdir(parents=True, exist_ok=True)
         self.llm_cfg = LLMConfig(model=MODEL, max_tokens=160, n_threads=threads)
         self.llm = build_llm(self.llm_cfg)
@@ -226,7 +238,8 @@ class Answerer:
             return build_llm(self.llm_cfg.model_copy(update={"grammar": key}))
         offset = {"before": 1, "lookup": 1, "own": 2, "brief": 3, "agent_brief": 4, "noopener": 5, "opener": 6,
                   "unopened": 7, "opened": 8, "chain_now": 9, "agent_now": 10,
-                  "chain_now_qlang_en": 11}[key]
+                  "chain_now_qlang_en": 11, "chain_now_again": 12, "chain_now_shares": 13,
+                  "agent_now_shares": 14}[key]
         update = {"grammar": False, "prefix_cache_mb": self.llm_cfg.prefix_cache_mb - offset}
         if key == "lookup":
             update["draft"] = "prompt_lookup"
@@ -263,11 +276,13 @@ class Answerer:
                 llm_cfg = self.llm_cfg.model_copy(update={"grammar": arm.grammar})
                 # the model call is made again, not read from the call cache: a reproduction
                 llm = self.uncached[runtime(name)]
-            cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode}, retrieval={"k": arm.k},
+            cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode},
+                              retrieval={"k": arm.k, "share_margin": arm.margin},
                               context={"select": arm.context, "order": arm.order, "layout": arm.layout},
                               answer={"explanation": arm.explanation, "explanation_opener": arm.opener})
             mode = "auto" if arm.driver == "agent" else arm.mode
-            pipeline = Pipeline.from_config(cfg, llm=llm, retriever=self.retriever, mode=mode, prompts=prompts)
+            pipeline = Pipeline.from_config(cfg, llm=llm, retriever=self.retrievers[arm.margin], mode=mode,
+                                            prompts=prompts)
             self._built[name] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
                                 else GroundedChain(pipeline=pipeline, name="xlrag_citation"))
         return self._built[name]
@@ -311,7 +326,8 @@ def runtime(name: str) -> object:
     arm = ARMS[name]
     if arm.draft != "none":
         return "lookup"
-    if name in ("chain/now", "agent/now", "chain/now/qlang_en"):
+    if name in ("chain/now", "agent/now", "chain/now/qlang_en", "chain/now/again", "chain/now/shares",
+                "agent/now/shares"):
         return name.replace("/", "_")
     if name.endswith(("/own", "/noopener", "/opener", "/unopened", "/opened")):
         return name.rsplit("/", 1)[1]
@@ -447,7 +463,10 @@ COMPARED = (("chain/after", "chain/before"), ("agent/after", "agent/before"), ("
             ("chain/before/opened", "chain/before/unopened"),
             # the seventh: today's default agent against today's default chain; the eighth:
             # the chain over qlang_en
-            ("agent/now", "chain/now"), ("chain/now/qlang_en", "chain/now"))
+            ("agent/now", "chain/now"), ("chain/now/qlang_en", "chain/now"),
+            # the ninth: balanced with a share margin, the chain and the agent, on this run's clock
+            # (the agent against the seventh run's agent, which the clock ties to this run)
+            ("chain/now/shares", "chain/now/again"), ("agent/now/shares", "agent/now"))
 
 
 def _median_ratio(old: list[float], new: list[float], n: int = 1000, seed: int = 13) -> dict:
@@ -752,7 +771,8 @@ def main() -> None:
                 fh.flush()
                 print(f"\r{arm} {i}/{len(todo)} {time.perf_counter() - t_all:.0f}s", end="", flush=True)
         print()
-        answerer.retriever.close()
+        for r in answerer.retrievers.values():
+            r.close()
     if args.judge or args.rejudge:
         asyncio.run(judge_rows(rows, again=args.rejudge))
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
@@ -775,6 +795,8 @@ def main() -> None:
               "reproduced_opened": reproduced(rows, "chain/before/opened", "chain/before/unopened"),
               # the seventh run's clock: nothing the chain does changed since the sixth
               "reproduced_now": reproduced(rows, "chain/now", "chain/before/opened"),
+              # the ninth run's clock: today's default chain again, the seventh run's answers expected
+              "reproduced_again": reproduced(rows, "chain/now/again", "chain/now"),
               "hand_check": hand_check(rows),
               "evidence": evidence(rows),
               "rows": rows}

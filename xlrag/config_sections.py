@@ -20,7 +20,7 @@ from pydantic import (
 
 from xlrag.errors import ConfigError
 from xlrag.formats import DEFAULT_LAYOUT, PromptLayout
-from xlrag.modes import AUTO, AgentMode, IRMode, Mode
+from xlrag.modes import AUTO, SHARE_MARGIN, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field, renamed_keys
 
@@ -152,6 +152,12 @@ class RetrievalConfig(_Section):
         "names, the places the question names (CLDR's names in that language) and its numbers, no model; "
         "llm, the whole question translated by the configured LLM (cached; seconds per store); off, the "
         "question as asked",
+    )
+    share_margin: float | None = Field(
+        SHARE_MARGIN, ge=0, le=2,
+        description="balanced: a store whose best passage scores (dense cosine) more than this under the best "
+        "store in another language than the question's gets no share, so a language whose store holds nothing "
+        "on the question fills no place (benchmarks/shares.py); null: every store its share, as before",
     )
     max_question_chars: int = Field(
         2000, ge=1, description="ask refuses longer questions (retrieval alone cuts them to the embedder's window)"

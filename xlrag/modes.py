@@ -17,7 +17,7 @@ from pydantic import BeforeValidator
 
 from xlrag.text import capped
 
-__all__ = ["AUTO", "AgentMode", "IRMode", "Mode", "parse_mode"]
+__all__ = ["AUTO", "SHARE_MARGIN", "AgentMode", "IRMode", "Mode", "parse_mode"]
 
 
 class IRMode(StrEnum):
@@ -34,6 +34,10 @@ class IRMode(StrEnum):
     TRANSLATE = "translate"
     ORACLE_LANG = "oracle_lang"
 
+
+# balanced: a store whose best passage scores this far under the best store in another language
+# than the question's gets no share (retrieval.share_margin; benchmarks/shares.py chose it)
+SHARE_MARGIN = 0.03
 
 # the agent's routing: agent.rules, then agent.default_mode
 AUTO: Literal["auto"] = "auto"

@@ -37,10 +37,24 @@ def test_en_only_and_qlang_en(retriever, xquad_queries):
 
 
 def test_balanced_returns_equal_counts_per_language(retriever, xquad_queries):
-    for q in questions(xquad_queries, "ar"):
-        hits = retriever.retrieve(q["question"], mode="balanced", k=12)
-        assert Counter(h.lang for h in hits) == {lang: 2 for lang in XQUAD_LANGS}
-        assert [h.rank for h in hits] == list(range(1, 13))
+    from xlrag.indexes.retriever import CrossLingualRetriever
+
+    # Cross-Lingual Cost's balanced: every language its equal share, whatever its store holds
+    equal = CrossLingualRetriever(retriever.stores, retriever.embedder, "balanced", share_margin=None)
+    try:
+        for q in questions(xquad_queries, "ar"):
+            hits = equal.retrieve(make_query(q["question"], lang="ar"), k=12)
+            assert Counter(h.lang for h in hits) == {lang: 2 for lang in XQUAD_LANGS}
+            assert [h.rank for h in hits] == list(range(1, 13))
+            # the default margin leaves a language out only with a note saying why, and its
+            # places go to the others: still 12, the question's own language among them
+            gated = retriever.retrieve(make_query(q["question"], lang="ar"), mode="balanced", k=12)
+            counts = Counter(h.lang for h in gated)
+            left_out = [n for n in gated.notes if n.startswith("balanced: no share")]
+            assert len(gated) == 12 and counts["ar"] >= 2
+            assert len(left_out) == len(set(XQUAD_LANGS) - set(counts))
+    finally:
+        equal.close()
 
 
 def test_swap_docs_never_returns_the_query_language(retriever, xquad_queries):

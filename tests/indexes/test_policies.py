@@ -1,4 +1,6 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xlrag.errors import PolicyError
 from xlrag.indexes.policies import (
@@ -127,3 +129,67 @@ def test_table_translator_refuses_unknown_text():
 def test_unknown_mode():
     with pytest.raises(PolicyError, match="unknown IR mode"):
         make_policy("bm25")
+
+
+# A Travel question in Arabic over a six-store index of two corpora: its own store and English's
+# hold country pages, the other four only paragraphs on other subjects (benchmarks/shares.py).
+TRAVEL_AR = {"ar": 0.89, "en": 0.83, "de": 0.77, "es": 0.79, "ru": 0.77, "zh": 0.75}
+
+
+def test_a_store_far_under_the_best_other_language_gets_no_share():
+    p = Balanced(margin=0.03).plan(Query(question="x", lang="ar"), "ar", LANGS, 3)
+    assert p.shares == {"ar": 1, "en": 1, "de": 1, "es": 0, "ru": 0, "zh": 0}
+    shares, notes = p.gated_shares(TRAVEL_AR)
+    assert shares == {"ar": 2, "en": 1, "de": 0, "es": 0, "ru": 0, "zh": 0}
+    assert len(notes) == 4 and "store 'es'" in notes[1] and "store 'en'" in notes[1] and "0.03" in notes[1]
+    # within the margin a store keeps its share (es is 0.04 under en)
+    shares, notes = Balanced(margin=0.05).plan(Query(question="x", lang="ar"), "ar", LANGS, 3).gated_shares(TRAVEL_AR)
+    assert shares == {"ar": 1, "en": 1, "es": 1, "de": 0, "ru": 0, "zh": 0} and len(notes) == 3
+
+
+def test_the_questions_own_store_keeps_its_share_however_it_scores():
+    p = Balanced(margin=0.01).plan(Query(question="x", lang="de"), "de", LANGS, 6)
+    shares, _ = p.gated_shares({"de": 0.10, "en": 0.80, "ar": 0.80, "es": 0.80, "ru": 0.80, "zh": 0.80})
+    assert shares == {lang: 1 for lang in LANGS}
+
+
+def test_no_margin_gives_every_store_its_share():
+    p = Balanced(margin=None).plan(Query(question="x", lang="ar"), "ar", LANGS, 3)
+    assert p.gated_shares(TRAVEL_AR) == (p.shares, [])
+    assert p.shares == {"ar": 1, "en": 1, "de": 1, "es": 0, "ru": 0, "zh": 0}
+    # the other modes plan no shares, so there is nothing to take away
+    assert plan("all").gated_shares(TRAVEL_AR) == (None, [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 2), st.integers(1, 40))
+def test_over_two_stores_no_margin_removes_a_share(own, other, margin, k):
+    # the Travel retrieval benchmark's index: the question's store always keeps its share, and
+    # the one other store is the reference it would be measured against
+    p = Balanced(margin=margin).plan(Query(question="x", lang="ar"), "ar", ["ar", "en"], k)
+    assert p.gated_shares({"ar": own, "en": other}) == (p.shares, [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(LANGS), st.floats(0, 1), min_size=1), st.floats(0, 2), st.integers(1, 40))
+def test_gated_shares_still_add_up_to_k(best, margin, k):
+    p = Balanced(margin=margin).plan(Query(question="x", lang="de"), "de", LANGS, k)
+    shares, notes = p.gated_shares(best)
+    assert sum(shares.values()) == k and set(shares) == set(LANGS)
+    out = {s for s, n in shares.items() if n == 0 and p.shares[s] > 0}
+    assert "de" not in out and len(notes) <= len(LANGS) - 1
+
+
+def test_the_margin_is_checked_where_it_is_given():
+    from pydantic import ValidationError
+
+    from xlrag.config import RetrievalConfig
+    from xlrag.modes import SHARE_MARGIN
+
+    with pytest.raises(PolicyError, match="margin is a cosine difference"):
+        Balanced(margin=-0.1)
+    with pytest.raises(ValidationError, match="share_margin"):
+        RetrievalConfig(share_margin=3)
+    # one owner: the policy's default and the config's are the same constant
+    assert Balanced().margin == RetrievalConfig().share_margin == SHARE_MARGIN
+    assert RetrievalConfig(share_margin=None).share_margin is None

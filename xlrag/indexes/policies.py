@@ -8,7 +8,7 @@ so they are cheap to test and easy to write: anything with ``plan`` fits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from xlrag.errors import PolicyError
 from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
-from xlrag.modes import IRMode, parse_mode
+from xlrag.modes import SHARE_MARGIN, IRMode, parse_mode
 from xlrag.schema import Query
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "Translate",
     "make_policy",
     "plans_language_shares",
+    "share_out",
 ]
 
 
@@ -53,7 +54,34 @@ class RetrievalPlan(BaseModel):
     shares: dict[str, int] | None = Field(
         None, description="exact passages per store in the final list (balanced); None = one merged ranking"
     )
+    share_margin: float | None = Field(
+        None, description="balanced: a store whose best passage scores more than this under the best store in "
+                          "another language than the question's gets no share (None: every store its share)")
     notes: list[str] = Field(default_factory=list, description="why a wanted store was left out, etc.")
+
+    def gated_shares(self, best: Mapping[str, float]) -> tuple[dict[str, int] | None, list[str]]:
+        """The shares once the stores with nothing near the question are out, and why each went.
+
+        ``best`` is each searched store's best dense score for the question. Cosines of one
+        multilingual embedder compare across the other languages, but the question's own language
+        scores higher whatever it holds, so the reference is the best store in another language,
+        and the question's own store always keeps its share. A store left out gives its share to
+        the others by the plan's own rule, in the plan's order.
+        """
+        if self.shares is None or self.share_margin is None:
+            return self.shares, []
+        others = {s: v for s, v in best.items() if s != self.query_lang and s in self.shares}
+        if not others:
+            return self.shares, []
+        ref_store = max(others, key=lambda s: others[s])
+        floor = others[ref_store] - self.share_margin
+        out = [s for s, v in others.items() if v < floor]
+        if not out:
+            return self.shares, []
+        notes = [f"balanced: no share for store {s!r}: its best passage scores {others[s]:.3f}, more than "
+                 f"{self.share_margin:g} under store {ref_store!r}'s {others[ref_store]:.3f}" for s in out]
+        kept = [s for s in self.shares if s not in out]
+        return {**share_out(self.k, kept), **dict.fromkeys(out, 0)}, notes
 
 
 @runtime_checkable
@@ -62,6 +90,12 @@ class RetrievalPolicy(Protocol):
 
     def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
         """Decide which stores to search for ``query`` and how much to take from each."""
+
+
+def share_out(k: int, langs: Sequence[str]) -> dict[str, int]:
+    """``k`` split evenly over ``langs``; the remainder goes to the first of them, in order."""
+    base, extra = divmod(k, len(langs))
+    return {lang: base + (1 if i < extra else 0) for i, lang in enumerate(langs)}
 
 
 def _order(langs: Sequence[str], query_lang: str) -> list[str]:
@@ -190,14 +224,24 @@ class OracleLang(_Merged):
 
 class Balanced:
     """An equal share of the final list per language; shares a store cannot fill
-    go to the others, and the remainder of ``k`` goes to the query's language first."""
+    go to the others, and the remainder of ``k`` goes to the query's language first.
+
+    With ``margin`` (default :data:`xlrag.modes.SHARE_MARGIN`), a store whose best passage
+    scores more than ``margin`` under the best store in another language than the question's
+    gets no share (:meth:`RetrievalPlan.gated_shares`): over a corpus of several subjects, a
+    language whose store holds nothing on the question no longer fills a place with the nearest
+    unrelated passage. ``margin=None`` gives every store its share."""
 
     name = IRMode.BALANCED
     # the shares depend on k: the first 5 of a balanced 20 are not a balanced 5
     language_shares: ClassVar[bool] = True
 
-    def __init__(self, languages: Sequence[str] | None = None):
+    def __init__(self, languages: Sequence[str] | None = None, margin: float | None = SHARE_MARGIN):
         self.languages = [normalize_code(x) for x in languages] if languages else None
+        if margin is not None and not 0 <= margin <= 2:
+            raise PolicyError(f"balanced's margin is a cosine difference from 0 to 2, not {margin!r}; "
+                              "None gives every store its share")
+        self.margin = margin
 
     def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
         wanted = self.languages or list(available)
@@ -205,8 +249,7 @@ class Balanced:
         notes = [f"no '{x}' store in this index" for x in wanted if x not in available]
         if not langs:
             return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k, notes=notes)
-        base, extra = divmod(k, len(langs))
-        shares = {lang: base + (1 if i < extra else 0) for i, lang in enumerate(langs)}
+        shares = share_out(k, langs)
         # Fetch k from every store, not just its share: a store with fewer passages
         # than its share leaves a deficit that the others fill.
         return RetrievalPlan(
@@ -215,6 +258,7 @@ class Balanced:
             k=k,
             searches=[StoreQuery(store=lang, text=query.question, quota=k) for lang in langs],
             shares=shares,
+            share_margin=self.margin,
             notes=notes,
         )
 

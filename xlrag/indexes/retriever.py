@@ -30,7 +30,7 @@ from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
-from xlrag.modes import IRMode
+from xlrag.modes import SHARE_MARGIN, IRMode
 from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, renamed, strict_kwargs
 
@@ -68,6 +68,7 @@ class CrossLingualRetriever:
         channels: Sequence[Channel] | str | None = None,
         lexical_translation: LexicalTranslation | None = None,
         policy: RetrievalPolicy | str | None = None,
+        share_margin: float | None = SHARE_MARGIN,
     ):
         retrieve_k = renamed("CrossLingualRetriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
         mode = renamed("CrossLingualRetriever", "policy", "mode", policy, mode)
@@ -88,6 +89,7 @@ class CrossLingualRetriever:
         self.stores = stores
         self.embedder = embedder
         self.translator = translator
+        self.share_margin = share_margin
         self.policy = self._policy(mode if mode is not None else defaults["mode"].default)
         self.k = check_k(k) or DEFAULT_K
         self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or DEFAULT_RETRIEVE_K, self.k)
@@ -107,7 +109,7 @@ class CrossLingualRetriever:
         r = retrieval
         return cls(stores, embedder, r.mode, k=r.k, retrieve_k=r.retrieve_k, fusion=r.fusion, reranker=reranker,
                    detector=LinguaDetector(r.detect_candidates), translator=translator, channels=r.channels,
-                   lexical_translation=r.lexical_translation)
+                   lexical_translation=r.lexical_translation, share_margin=r.share_margin)
 
     @classmethod
     @strict_kwargs
@@ -152,11 +154,14 @@ class CrossLingualRetriever:
             translator=translator,
             channels=channels if channels is not None else r.channels,
             lexical_translation=r.lexical_translation,
+            share_margin=r.share_margin,
         )
 
     def _policy(self, policy: RetrievalPolicy | str) -> RetrievalPolicy:
-        if isinstance(policy, str) and policy == "translate":
+        if isinstance(policy, str) and policy == IRMode.TRANSLATE:
             return make_policy(policy, translator=self.translator)
+        if isinstance(policy, str) and policy == IRMode.BALANCED:
+            return make_policy(policy, margin=self.share_margin)
         return make_policy(policy)
 
     @property
@@ -215,7 +220,7 @@ class CrossLingualRetriever:
             return [fn(items[0])]
         return [f.result() for f in [self._pool.submit(fn, x) for x in items]]
 
-    def _fused(self, plan: RetrievalPlan, vectors: dict[str, np.ndarray]) -> list[Fused]:
+    def _fused(self, plan: RetrievalPlan, vectors: dict[str, np.ndarray], notes: list[str]) -> list[Fused]:
         """The plan's merged list. Several stores: rank them all (ids and scores only), fuse,
         then read just the chosen passages, one call per store that has any: reading the text
         of every store's candidates cost more than the searches themselves. One store, or an
@@ -224,7 +229,8 @@ class CrossLingualRetriever:
         searches = plan.searches
         if len(searches) > 1 and self.stores.complete:
             rankings = self._map(lambda s: self.stores.rank(s.store, vectors[s.text], s.quota, s.text), searches)
-            chosen = select(rankings, self.fusion, plan.k, plan.shares)
+            shares = _shares(plan, {r.store: r.scores[0] for r in rankings if r.scores}, notes)
+            chosen = select(rankings, self.fusion, plan.k, shares)
             read = self._read_chosen(rankings, chosen)
             try:
                 return [Fused(read[rankings[i].store][rankings[i].ids[r]], f, rankings[i].scores[r],
@@ -232,7 +238,8 @@ class CrossLingualRetriever:
             except KeyError:
                 pass  # a chosen id was deleted since the ranking (a write ended): search afresh
         results = self._map(lambda s: self.stores.search(s.store, vectors[s.text], s.quota, s.text), searches)
-        return fuse(results, self.fusion, plan.k, plan.shares)
+        shares = _shares(plan, {r.store: r.scores[0] for r in results if r.scores}, notes)
+        return fuse(results, self.fusion, plan.k, shares)
 
     def _read_chosen(self, rankings: Sequence[StoreChannels] | Sequence[StoreRanking],
                      chosen: Sequence[tuple[int, int, float]]) -> dict[str, dict[str, Passage]]:
@@ -304,7 +311,9 @@ class CrossLingualRetriever:
         per_store: list[StoreChannels] = [
             fuse_channels(s.store, texts.get(s.store, s.text), dense.get(i, {}), lexical.get(i, {}), s.quota, hybrid)
             for i, s in enumerate(searches)]
-        chosen = select(per_store, self.fusion, plan.k, plan.shares)
+        # dense scores only: BM25's are per store, and a lone lexical channel cannot weigh stores
+        best = {sc.store: max(sc.dense.values()) for sc in per_store if sc.dense} if "dense" in channels else {}
+        chosen = select(per_store, self.fusion, plan.k, _shares(plan, best, notes))
         read = self._read_chosen(per_store, chosen)
         out: list[Fused] = []
         for i, r, f in chosen:
@@ -313,7 +322,7 @@ class CrossLingualRetriever:
             passage = read[sc.store].get(pid)
             if passage is None:  # deleted by a write that ended after the ranking
                 notes.append("the index changed during the search: searched again, dense-only")
-                return self._fused(plan, self._embed_plan(plan)), notes, False, texts
+                return self._fused(plan, self._embed_plan(plan), notes), notes, False, texts
             d, lx = sc.dense.get(pid), sc.lexical.get(pid)
             out.append(Fused(passage, f, d if d is not None else lx or 0.0, sc.store, searches[i].text, r + 1,
                              tuple(c for c, v in (("dense", d), ("lexical", lx)) if v is not None), d, lx))
@@ -340,7 +349,7 @@ class CrossLingualRetriever:
                 if "lexical" in channels:
                     notes.append("the lexical channel is off while the index is being written: searched dense-only")
                 t0 = time.perf_counter()
-                fused = self._fused(plan, self._embed_plan(plan))
+                fused = self._fused(plan, self._embed_plan(plan), notes)
                 seconds["search"] = time.perf_counter() - t0
         return self._result(q, plan, fused, k, channels, notes, complete, texts, seconds)
 
@@ -412,6 +421,14 @@ class CrossLingualRetriever:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
+
+
+def _shares(plan: RetrievalPlan, best: dict[str, float], notes: list[str]) -> dict[str, int] | None:
+    """The plan's shares, gated on each store's best score (:meth:`RetrievalPlan.gated_shares`);
+    the reason for each store left out goes to ``notes``."""
+    shares, why = plan.gated_shares(best)
+    notes.extend(why)
+    return shares
 
 
 def _channels(channels: Sequence[str] | str) -> list[Channel]:

@@ -1,0 +1,54 @@
+"""``balanced`` over the demo index, two corpora in six language stores: a store that holds
+nothing on the question gets no share (retrieval.share_margin, benchmarks/shares.py)."""
+
+import pytest
+
+from xlrag.demo import demo_embedder
+from xlrag.indexes.retriever import CrossLingualRetriever
+from xlrag.indexes.store import LanguageStores
+from xlrag.schema import make_query
+
+TRAVEL = [("What are the emergency numbers in Fiji?", "en"), ("ما هي ارقام الطوارئ في جزر القمر؟", "ar")]
+
+
+@pytest.fixture(scope="module")
+def demo(demo_index):
+    embedder = demo_embedder()
+    return LanguageStores.open(demo_index, embedder.name, embedder.dim), embedder
+
+
+@pytest.mark.parametrize(("question", "lang"), TRAVEL)
+def test_a_travel_question_is_shown_no_paragraph_on_another_subject(demo, question, lang):
+    stores, embedder = demo
+    assert len(stores.languages()) == 6
+    gated = CrossLingualRetriever(stores, embedder, "balanced", k=3)
+    equal = CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=None)
+    try:
+        q = make_query(question, lang=lang)
+        before = equal.retrieve(q)
+        # every store its share: the third place goes to German by the alphabet, an XQuAD paragraph
+        assert {h.store for h in before} == {"ar", "en", "de"}
+        assert [h.doc_id.startswith("xquad-") for h in before if h.store == "de"] == [True]
+        after = gated.retrieve(q)
+        assert len(after) == 3 and not any(h.doc_id.startswith("xquad-") for h in after)
+        assert {h.store for h in after} <= {"ar", "en"}
+        left_out = [n for n in after.notes if n.startswith("balanced: no share")]
+        assert {n.split("'")[1] for n in left_out} >= {"de"}
+    finally:
+        gated.close()
+        equal.close()
+
+
+def test_the_config_sets_the_margin(demo):
+    from xlrag.config import RetrievalConfig
+
+    stores, embedder = demo
+    for margin in (None, 0.5):
+        r = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(mode="balanced", k=3,
+                                                                                   share_margin=margin))
+        try:
+            hits = r.retrieve(make_query(TRAVEL[0][0], lang="en"))
+            assert any(h.doc_id.startswith("xquad-") for h in hits)  # both let every store in
+            assert not any(n.startswith("balanced: no share") for n in hits.notes)
+        finally:
+            r.close()
