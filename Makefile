@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/indexing.py
 	$(PY) benchmarks/retrieval.py
 	$(PY) benchmarks/channels.py --sections travel,shown,peers,llm,xquad,timing
+	$(PY) benchmarks/shares.py
 
 clean:
 	rm -rf .pytest_cache .ruff_cache .cache/site

@@ -171,6 +171,12 @@ class RetrievalConfig(_Section):
     def _old_names(cls, data: Any) -> Any:
         return renamed_keys(data, "retrieval", {"k_retrieve": "retrieve_k"})
 
+    @field_validator("share_margin", mode="before")
+    @classmethod
+    def _no_margin(cls, v: Any) -> Any:
+        # an environment variable is a string: XLRAG_RETRIEVAL__SHARE_MARGIN=null turns it off
+        return None if isinstance(v, str) and v.strip().lower() in ("null", "none") else v
+
 
 
 

@@ -71,6 +71,20 @@ def test_the_retrieval_section_keeps_the_fingerprints_of_the_flat_layout(tmp_pat
     assert _fp(tmp_path, **old) == _fp(tmp_path, **new) == fingerprint
 
 
+def test_the_share_margin_counts_only_where_balanced_is_run_and_relabels_no_old_record(tmp_path):
+    # balanced's records made before share_margin existed gave every store its share: that is
+    # share_margin None, which keeps their fingerprint (xlrag at 947c77f gave this grid
+    # c9b6c95417e196c9); the new default makes new records
+    made_before = "c9b6c95417e196c9"
+    assert _fp(tmp_path, modes=["balanced"], retrieval={"share_margin": None}) == made_before
+    assert _fp(tmp_path, modes=["balanced"]) != made_before
+    assert _fp(tmp_path, modes=["balanced"], retrieval={"share_margin": 0.5}) not in (made_before, _fp(
+        tmp_path, modes=["balanced"]))
+    # a grid without balanced retrieves the same whatever the margin (947c77f: feccfab26851f97b)
+    assert _fp(tmp_path, modes=["all"], retrieval={"share_margin": 0.5}) == _fp(tmp_path, modes=["all"]) \
+        == "feccfab26851f97b"
+
+
 def test_input_files_count_by_contents_not_by_place(tmp_path):
     before = run_fingerprint(_grid(tmp_path))
     assert set(before.inputs) == {str(tmp_path / "corpus.jsonl"), str(tmp_path / "queries.jsonl")}

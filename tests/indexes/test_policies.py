@@ -193,3 +193,16 @@ def test_the_margin_is_checked_where_it_is_given():
     # one owner: the policy's default and the config's are the same constant
     assert Balanced().margin == RetrievalConfig().share_margin == SHARE_MARGIN
     assert RetrievalConfig(share_margin=None).share_margin is None
+
+
+def test_the_margin_turns_off_from_the_environment(monkeypatch):
+    from xlrag.config import load_config
+    from xlrag.errors import ConfigError
+
+    monkeypatch.setenv("XLRAG_RETRIEVAL__SHARE_MARGIN", "null")
+    assert load_config().retrieval.share_margin is None
+    monkeypatch.setenv("XLRAG_RETRIEVAL__SHARE_MARGIN", "0.1")
+    assert load_config().retrieval.share_margin == 0.1
+    monkeypatch.setenv("XLRAG_RETRIEVAL__SHARE_MARGIN", "-1")
+    with pytest.raises(ConfigError, match="share_margin"):
+        load_config()

@@ -183,6 +183,10 @@ class ExperimentConfig(_Strict):
     # the retrieval settings a run config once held at its top level, which a record's
     # fingerprint still names there (:meth:`fingerprint_fields`)
     FLAT_RETRIEVAL: ClassVar[tuple[str, ...]] = ("retrieve_k", "k", "fusion", "channels", "lexical_translation")
+    # retrieval settings that shape only some modes' records: the modes, and the value every record
+    # made before the setting existed was made with (balanced gave every store its share)
+    MODE_RETRIEVAL: ClassVar[dict[str, tuple[frozenset[IRMode], Any]]] = {
+        "share_margin": (frozenset({IRMode.BALANCED}), None)}
 
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
@@ -253,12 +257,19 @@ class ExperimentConfig(_Strict):
         """The settings a record's fingerprint reads (:mod:`xlrag.evals.fingerprint`), laid out
         as before ``retrieval:`` existed: its first settings under their old top-level names, and
         a later one under ``retrieval.<name>`` only when it is not the default. A run folder made
-        before keeps its records."""
+        before keeps its records. A setting of :data:`MODE_RETRIEVAL` is read only when the grid has
+        a mode it shapes, and then whenever it is not what records were made with before it
+        existed: its default changed what those modes retrieve, so their old records are not
+        relabelled as the new default's."""
         out = {n: getattr(self, n) for n in type(self).model_fields if n != "retrieval"}
         for name in RetrievalConfig.model_fields:
             value = getattr(self.retrieval, name)
             if name in self.FLAT_RETRIEVAL:
                 out[name] = value
+            elif name in self.MODE_RETRIEVAL:
+                modes, before = self.MODE_RETRIEVAL[name]
+                if value != before and modes & set(self.modes):
+                    out[f"retrieval.{name}"] = value
             elif name != "mode" and value != RetrievalConfig.model_fields[name].get_default(call_default_factory=True):
                 out[f"retrieval.{name}"] = value
         return out
