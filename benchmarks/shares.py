@@ -10,8 +10,8 @@ another language than the question's.
 
 Each arm is the default retriever (hybrid channels, RRF, no reranker, as the chain and the
 agent retrieve) with one margin, over every Travel question (1023) and every XQuAD question
-(570), at k = 3 (the agent's) and k = 5 (``retrieval.k``). Figures per source, each a mean with
-its 95% bootstrap CI:
+(570), at k = 3 (the answer benchmark's) and k = 5 (``retrieval.k``, what the agent and the
+chain show by default). Figures per source, each a mean with its 95% bootstrap CI:
 
 * ``gold_shown``: a gold document among the k (Travel: its qrels; XQuAD: the question's
   paragraph in any of the six languages, which all hold the answer);

@@ -188,6 +188,8 @@ def test_the_margin_is_checked_where_it_is_given():
 
     with pytest.raises(PolicyError, match="margin is a cosine difference"):
         Balanced(margin=-0.1)
+    with pytest.raises(PolicyError, match="margin is a cosine difference"):
+        Balanced(margin="0.1")
     with pytest.raises(ValidationError, match="share_margin"):
         RetrievalConfig(share_margin=3)
     # one owner: the policy's default and the config's are the same constant

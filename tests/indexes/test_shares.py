@@ -43,12 +43,20 @@ def test_the_config_sets_the_margin(demo):
     from xlrag.config import RetrievalConfig
 
     stores, embedder = demo
-    for margin in (None, 0.5):
-        r = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(mode="balanced", k=3,
-                                                                                   share_margin=margin))
+    # the default leaves the XQuAD stores out; None and a wide margin let every store in
+    for settings, strays in (({}, False), ({"share_margin": None}, True), ({"share_margin": 0.5}, True)):
+        r = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(mode="balanced", k=3, **settings))
         try:
             hits = r.retrieve(make_query(TRAVEL[0][0], lang="en"))
-            assert any(h.doc_id.startswith("xquad-") for h in hits)  # both let every store in
-            assert not any(n.startswith("balanced: no share") for n in hits.notes)
+            assert any(h.doc_id.startswith("xquad-") for h in hits) is strays, settings
+            assert any(n.startswith("balanced: no share") for n in hits.notes) is not strays, settings
         finally:
             r.close()
+
+
+def test_a_wrong_margin_fails_when_the_retriever_is_made(demo):
+    from xlrag.errors import PolicyError
+
+    stores, embedder = demo
+    with pytest.raises(PolicyError, match=r"share margin is a cosine difference from 0 to 2, not -0\.5"):
+        CrossLingualRetriever(stores, embedder, "qlang_en", share_margin=-0.5)

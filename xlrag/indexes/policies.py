@@ -34,6 +34,7 @@ __all__ = [
     "StoreQuery",
     "SwapDocs",
     "Translate",
+    "check_margin",
     "make_policy",
     "plans_language_shares",
     "share_out",
@@ -96,6 +97,16 @@ def share_out(k: int, langs: Sequence[str]) -> dict[str, int]:
     """``k`` split evenly over ``langs``; the remainder goes to the first of them, in order."""
     base, extra = divmod(k, len(langs))
     return {lang: base + (1 if i < extra else 0) for i, lang in enumerate(langs)}
+
+
+def check_margin(margin: float | None) -> float | None:
+    """``margin`` when it is a cosine difference from 0 to 2 (or None); a one-line error otherwise."""
+    if margin is None:
+        return None
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin <= 2:
+        raise PolicyError(f"balanced's share margin is a cosine difference from 0 to 2, not {margin!r}; "
+                          "None gives every store its share (retrieval.share_margin)")
+    return float(margin)
 
 
 def _order(langs: Sequence[str], query_lang: str) -> list[str]:
@@ -238,10 +249,7 @@ class Balanced:
 
     def __init__(self, languages: Sequence[str] | None = None, margin: float | None = SHARE_MARGIN):
         self.languages = [normalize_code(x) for x in languages] if languages else None
-        if margin is not None and not 0 <= margin <= 2:
-            raise PolicyError(f"balanced's margin is a cosine difference from 0 to 2, not {margin!r}; "
-                              "None gives every store its share")
-        self.margin = margin
+        self.margin = check_margin(margin)
 
     def plan(self, query: Query, query_lang: str, available: Sequence[str], k: int) -> RetrievalPlan:
         wanted = self.languages or list(available)

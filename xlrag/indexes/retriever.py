@@ -26,7 +26,7 @@ from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
 from xlrag.indexes.lexical import LexicalStores
 from xlrag.indexes.names import NameTranslator
-from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, make_policy
+from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
@@ -89,7 +89,7 @@ class CrossLingualRetriever:
         self.stores = stores
         self.embedder = embedder
         self.translator = translator
-        self.share_margin = share_margin
+        self.share_margin = check_margin(share_margin)  # wrong here, not at the first balanced retrieval
         self.policy = self._policy(mode if mode is not None else defaults["mode"].default)
         self.k = check_k(k) or DEFAULT_K
         self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or DEFAULT_RETRIEVE_K, self.k)
