@@ -5,6 +5,7 @@ OpenAI's wire format on 127.0.0.1."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ def vendor_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         verdict = {"justification": "The response gives the reference's answer.", "verdict": "correct"}
         return 200, completion({"content": json.dumps(verdict)}, "stop")
     return 200, completion({"content": "B"}, "stop")  # a multiple-choice letter, or a terse answer
+
+
+def distinct_turn(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """:func:`vendor_turn`, with an answer of its own for each answer prompt. Two conditions that
+    answered alike would be judged by the same judge prompts, and the run's call cache answers
+    the second from the first whenever the first finished before it started (once in CI): how
+    many requests reached the server then depended on timing."""
+    if body.get("response_format"):
+        return vendor_turn(body)
+    digest = hashlib.sha256(json.dumps(body["messages"], sort_keys=True).encode()).hexdigest()[:8]
+    return 200, completion({"content": f"Die Antwort ist {digest}."}, "stop")
 
 
 @pytest.fixture(autouse=True)
@@ -70,10 +82,11 @@ def test_bordirlines_on_a_vendor(tmp_path):
 
 
 def test_xrag_on_a_vendor_with_a_vendor_panel(tmp_path):
-    with serve({"/v1/chat/completions": vendor_turn}) as replay:
+    with serve({"/v1/chat/completions": distinct_turn}) as replay:
         cfg = _swap("xrag", tmp_path, replay.url, langs=["de"], per_lang=1, conditions=["monolingual", "+ED"])
         summary = _run(cfg, tmp_path / "run")
     # two answers, each judged by three judges
+    assert len({r.body["messages"][-1]["content"] for r in replay.requests if not r.body.get("response_format")}) == 2
     assert (summary["written"], summary["failed"], len(replay.requests)) == (2, 0, 8)
     for r in read_records(tmp_path / "run" / RECORDS):
         assert [v["verdict"] for v in r["judges"]["votes"]] == ["correct"] * 3
