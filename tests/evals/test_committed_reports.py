@@ -62,9 +62,9 @@ def test_every_committed_record_fits_its_model(run, tmp_path):
 
 
 def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
-    answers = load_benchmark("answers")
+    answers, arms = load_benchmark("answer_figures"), load_benchmark("answer_arms")
     committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
-    labels = [json.loads(x) for x in answers.HAND_LABELS.read_text(encoding="utf-8").splitlines()]
+    labels = [json.loads(x) for x in arms.HAND_LABELS.read_text(encoding="utf-8").splitlines()]
     rows = {(r["arm"], r["id"]): r for r in committed["rows"]}
     # every label is of a row still committed, read on the very answer it labels
     assert {lab["label"] for lab in labels} == {"correct", "incorrect"}
@@ -76,7 +76,7 @@ def test_the_hand_labelled_travel_check_rebuilds_from_the_committed_rows():
 
 
 def test_where_answers_are_lost_rebuilds_from_the_committed_rows():
-    answers = load_benchmark("answers")
+    answers, arms = load_benchmark("answer_figures"), load_benchmark("answer_arms")
     committed = json.loads((RESULTS / "answers.json").read_text(encoding="utf-8"))
     evidence = answers.evidence(committed["rows"])
     assert evidence == committed["evidence"]
@@ -86,7 +86,7 @@ def test_where_answers_are_lost_rebuilds_from_the_committed_rows():
     assert evidence["travel"]["agent/form"]["gold_shown"] == before["gold_shown"]
     assert evidence["xquad"]["chain/before/again"]["n"] == 60
     # a row whose gold page is taken out of what was shown moves to the retrieval misses
-    gold = answers.gold_pages()
+    gold = arms.gold_pages()
     row = next(r for r in committed["rows"] if r["arm"] == "chain/before/again" and r["source"] == "travel"
                and any(i.split("#")[0] in gold[r["id"]] for i in r["shown_ids"]))
     missed = [dict(r, shown_ids=["travel-none#0:x"]) if r is row else r for r in committed["rows"]]
@@ -96,4 +96,4 @@ def test_where_answers_are_lost_rebuilds_from_the_committed_rows():
     # an XQuAD paragraph in another language holds the same answer: it counts as gold
     q = next(r for r in committed["rows"] if r["source"] == "xquad")
     assert len({i.rsplit("-", 1)[0] for i in gold[q["id"]]}) == 1  # one paragraph,
-    assert {i.rsplit("-", 1)[1] for i in gold[q["id"]]} == set(answers.XQUAD_LANGS)  # in every language
+    assert {i.rsplit("-", 1)[1] for i in gold[q["id"]]} == set(arms.XQUAD_LANGS)  # in every language
