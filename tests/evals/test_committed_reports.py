@@ -97,3 +97,15 @@ def test_where_answers_are_lost_rebuilds_from_the_committed_rows():
     q = next(r for r in committed["rows"] if r["source"] == "xquad")
     assert len({i.rsplit("-", 1)[0] for i in gold[q["id"]]}) == 1  # one paragraph,
     assert {i.rsplit("-", 1)[1] for i in gold[q["id"]]} == set(arms.XQUAD_LANGS)  # in every language
+
+
+def test_the_held_out_xquad_figures_rebuild_from_their_rows():
+    heldout, arms = load_benchmark("xquad_heldout"), load_benchmark("answer_arms")
+    committed = json.loads((RESULTS / "xquad_heldout.json").read_text(encoding="utf-8"))
+    assert heldout.summary(committed["rows"]) == committed["summary"]
+    # the questions are the seeded draw, none of them the answer benchmark's own
+    drawn = heldout.held_out(list(arms.XQUAD_LANGS), committed["per_lang"])
+    assert [r["id"] for r in committed["rows"] if r["arm"] == committed["rows"][0]["arm"]] == [q["id"] for q in drawn]
+    assert not {q["id"] for q in drawn} & {q["id"] for q in arms.questions()}
+    assert {q["lang"] for q in drawn} == set(arms.XQUAD_LANGS)
+    assert heldout.on_the_benchmark() == committed["on_the_benchmark"]
