@@ -473,8 +473,8 @@ class Run:
             detail = result.output + (f"\n{result.exc_info[1]!r}" if result.exception and
                                       not isinstance(result.exception, SystemExit) else "")
             assert result.exit_code == 0, f"{where}\nexit {result.exit_code}\n{detail}"
-            if path == ("index",):
-                self.own_indexes.add(_option(step.args, "--index-dir"))
+            if path == ("index",) and (built := _option(step.args, "--index-dir")):
+                self.own_indexes.add(built)  # an index of the default folder is the demo's, not the reader's
             if path == ("ask",):  # the README promises a cited answer
                 assert re.search(r"<doc\d+>", result.output), f"{where}\nno <docN> citation:\n{result.output}"
                 if _option(step.args, "--index-dir") in self.own_indexes:
