@@ -104,7 +104,7 @@ def main() -> None:
     llm = build_llm(llm_cfg)
     llm.cache = SQLiteLLMCache(RUN / "calls.sqlite")
     panel = JudgePanel(default_panel())
-    chains, retrievers = {}, []
+    chains, agents, retrievers = {}, set(), []
     for arm in arms:
         driver, _, spec = arm.rpartition("/")
         mode, k = spec.split(":")
@@ -116,6 +116,7 @@ def main() -> None:
         if driver == "agent":
             pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode="auto")
             chains[arm] = build_agent(cfg, pipeline=pipeline)
+            agents.add(arm)
         else:
             pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode)
             chains[arm] = GroundedChain(pipeline=pipeline, name="xlrag_citation")
@@ -124,8 +125,8 @@ def main() -> None:
     for i, q in enumerate(qs, 1):
         for arm in arms:
             answer = chains[arm].invoke({"question": q["question"], "lang": q["lang"]})
-            if arm.startswith("agent/"):
-                answer = answer["answer"]
+            if arm in agents:
+                answer = answer["answer"]  # the agent returns its trace beside the answer
             judged = asyncio.run(score_answer(answer, q["question"], q["answers"], q["lang"], panel)).judges
             rows.append({"arm": arm, "id": q["id"], "lang": q["lang"], "question": q["question"],
                          "gold": q["answers"], "answer": answer.answer, "explanation": answer.explanation,

@@ -426,14 +426,11 @@ def test_the_demo_index_is_where_make_demo_builds_it():
 # -- the slow test: the README, run ------------------------------------------------------------
 
 
-def _option(args: tuple[str, ...], name: str) -> str | None:
-    """The value of ``name`` in a command's arguments (``--opt value`` or ``--opt=value``)."""
-    for i, arg in enumerate(args):
-        if arg == name and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith(f"{name}="):
-            return arg.split("=", 1)[1]
-    return None
+def index_dir_of(args: tuple[str, ...]) -> str | None:
+    """The ``--index-dir`` a command line names, as the typer app parses it (None: not named)."""
+    cmd, ctx, path, rest = resolve(args)
+    value = cmd.make_context(path[-1], list(rest), parent=ctx.parent).params.get("index_dir")
+    return None if value is None else str(value)
 
 
 @dataclass
@@ -473,11 +470,11 @@ class Run:
             detail = result.output + (f"\n{result.exc_info[1]!r}" if result.exception and
                                       not isinstance(result.exception, SystemExit) else "")
             assert result.exit_code == 0, f"{where}\nexit {result.exit_code}\n{detail}"
-            if path == ("index",) and (built := _option(step.args, "--index-dir")):
+            if path == ("index",) and (built := index_dir_of(step.args)):
                 self.own_indexes.add(built)  # an index of the default folder is the demo's, not the reader's
             if path == ("ask",):  # the README promises a cited answer
                 assert re.search(r"<doc\d+>", result.output), f"{where}\nno <docN> citation:\n{result.output}"
-                if _option(step.args, "--index-dir") in self.own_indexes:
+                if index_dir_of(step.args) in self.own_indexes:
                     # and over the corpus it has the reader write, one the checks pass (#33): the
                     # first answer a newcomer reads of their own data is not shown as unverified
                     assert "not verified" not in result.output, f"{where}\nshown as not verified:\n{result.output}"
