@@ -147,6 +147,20 @@ def test_a_store_far_under_the_best_other_language_gets_no_share():
     assert shares == {"ar": 1, "en": 1, "es": 1, "de": 0, "ru": 0, "zh": 0} and len(notes) == 3
 
 
+def test_a_store_that_holds_the_named_place_keeps_its_share_whatever_its_cosine():
+    # a Greek question over pages that all hold its country: the embedder scores Turkish pages
+    # above the same pages in English, Hindi or Thai (issue 51); the places named decide instead
+    p = Balanced(margin=0.03).plan(Query(question="x", lang="el"), "el", ["el", "tr", "en", "hi", "th"], 5)
+    best = {"el": 0.90, "tr": 0.813, "en": 0.781, "hi": 0.759, "th": 0.77}
+    out, _ = p.gated_shares(best)
+    assert out["hi"] == 0 and out["en"] == 0  # the cosine margin alone leaves them out
+    shares, notes = p.gated_shares(best, named={"en", "hi", "th"})
+    assert shares == p.shares and notes == []
+    shares, notes = p.gated_shares(best, named={"en"})
+    assert shares["en"] >= 1 and shares["hi"] == 0 and shares["th"] == 0 and len(notes) == 2
+    assert "holds no place the question names" in notes[0]
+
+
 def test_the_questions_own_store_keeps_its_share_however_it_scores():
     p = Balanced(margin=0.01).plan(Query(question="x", lang="de"), "de", LANGS, 6)
     shares, _ = p.gated_shares({"de": 0.10, "en": 0.80, "ar": 0.80, "es": 0.80, "ru": 0.80, "zh": 0.80})

@@ -22,9 +22,13 @@ from xlrag.indexes.store import StoreResult
 from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select"]
+__all__ = ["LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select",
+           "tier_ranks"]
 
 _RRF_K = 60
+# Lexical scores this close to a better one (a share of the store's top BM25 score) are a tie:
+# chosen by benchmarks/languages.py on the many-language test bed, Travel and XQuAD in one run.
+LEXICAL_TIE = 0.1
 # Floor for a store's score spread: with a handful of near-identical scores the
 # z-score would otherwise blow tiny differences up into large ones.
 _MIN_STD = 0.01
@@ -134,15 +138,35 @@ class StoreChannels:
     lexical: dict[str, float]
 
 
+def tier_ranks(scores: dict[str, float], tie: float) -> dict[str, int]:
+    """Competition ranks of ``scores`` ({id: score}, any order) in which a score within ``tie``
+    times the top score of the first score of its tier shares that tier's rank: ``{a: 9.0,
+    b: 8.9, c: 3.0}`` with ``tie=0.05`` ranks a and b 1st, c 3rd. ``tie=0`` ties equal scores only."""
+    if not scores:
+        return {}
+    ordered = sorted(scores.items(), key=lambda kv: -kv[1])
+    eps = tie * abs(ordered[0][1])
+    ranks: dict[str, int] = {}
+    rank, anchor = 1, ordered[0][1]
+    for i, (pid, s) in enumerate(ordered, 1):
+        if anchor - s > eps:
+            rank, anchor = i, s
+        ranks[pid] = rank
+    return ranks
+
+
 def fuse_channels(store: str, query_text: str, dense: dict[str, float], lexical: dict[str, float],
-                  n: int, hybrid: bool) -> StoreChannels:
+                  n: int, hybrid: bool, *, tie: float = LEXICAL_TIE) -> StoreChannels:
     """Reciprocal-rank fusion of a store's dense and lexical rankings, cut to ``n``.
 
     Ranks, not scores: BM25 scores are unbounded and cosines sit in a narrow band, so any
     weighting of the raw values would be one corpus's tuning (benchmarks/retrieval.py
-    measured RRF against a z-score sum). With ``hybrid`` the scores are RRF's even when one
-    channel found nothing in this store, so every store's scores are on one scale; a lone
-    channel (not ``hybrid``) keeps its own scores.
+    measured RRF against a z-score sum). Lexical scores within ``tie`` of each other share a
+    rank (:func:`tier_ranks`): when the question's distinctive words match nothing, every
+    passage scores on the same common words and their order is length normalisation, not
+    evidence; fused as ranks it would reorder the dense ranking. With ``hybrid`` the scores are
+    RRF's even when one channel found nothing in this store, so every store's scores are on one
+    scale; a lone channel (not ``hybrid``) keeps its own scores.
     """
     d, lx = dense, lexical  # each {id: score}, best first
     if not hybrid:
@@ -150,10 +174,11 @@ def fuse_channels(store: str, query_text: str, dense: dict[str, float], lexical:
         ids = list(only)[:n]
         return StoreChannels(store, query_text, ids, [only[i] for i in ids], d, lx)
     fused: dict[str, float] = {}
-    for ranking in (list(d), list(lx)):
-        for r, pid in enumerate(ranking, 1):
-            fused[pid] = fused.get(pid, 0.0) + 1.0 / (_RRF_K + r)
-    # ties (a passage at the same rank in each list's mirror) keep the dense order first
+    for r, pid in enumerate(d, 1):
+        fused[pid] = 1.0 / (_RRF_K + r)
+    for pid, r in tier_ranks(lx, tie).items():
+        fused[pid] = fused.get(pid, 0.0) + 1.0 / (_RRF_K + r)
+    # equal fused scores keep the dense order: a passage dense found first, then by its cosine
     order = sorted(fused, key=lambda pid: (-fused[pid], pid not in d, -d.get(pid, -1.0)))[:n]
     return StoreChannels(store, query_text, order, [fused[i] for i in order], d, lx)
 

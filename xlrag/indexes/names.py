@@ -22,7 +22,7 @@ from functools import cache
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.languages import normalize_code
 
-__all__ = ["NameTranslator", "names_in"]
+__all__ = ["NameTranslator", "name_of", "names_in"]
 
 _MAX_NAME_TERMS = 6
 # CLDR's territory names are keyed by ISO 3166 code ("KM") or UN M49 region ("002"); the same
@@ -90,6 +90,13 @@ def names_in(text: str, lang: str) -> list[str]:
     return found
 
 
+def name_of(code: str, lang: str) -> str | None:
+    """CLDR's name of the place ``code`` (from :func:`names_in`) in ``lang`` (a script subtag
+    kept: ``zh-Hant`` gives the traditional name), or None."""
+    names = _names()[code]
+    return names.get(lang) or _name(names, normalize_code(lang))
+
+
 class NameTranslator:
     """A :class:`~xlrag.indexes.translate.Translator` that renders only what carries over
     without a model: the places ``text`` names, in ``target_lang``, and its numbers.
@@ -101,6 +108,6 @@ class NameTranslator:
         src, tgt = normalize_code(source_lang), normalize_code(target_lang)
         if src == tgt:
             return text
-        places = [n for code in names_in(text, src) if (n := _name(_names()[code], tgt))]
+        places = [n for code in names_in(text, src) if (n := name_of(code, tgt))]
         numbers = [t for t in analyzer_for(src).tokens(text) if t.isdigit()]
         return " ".join(dict.fromkeys([*places, *numbers]))

@@ -8,7 +8,7 @@ so they are cheap to test and easy to write: anything with ``plan`` fits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -60,7 +60,8 @@ class RetrievalPlan(BaseModel):
                           "another language than the question's gets no share (None: every store its share)")
     notes: list[str] = Field(default_factory=list, description="why a wanted store was left out, etc.")
 
-    def gated_shares(self, best: Mapping[str, float]) -> tuple[dict[str, int] | None, list[str]]:
+    def gated_shares(self, best: Mapping[str, float], named: Collection[str] = ()
+                     ) -> tuple[dict[str, int] | None, list[str]]:
         """The shares once the stores with nothing near the question are out, and why each went.
 
         ``best`` is each searched store's best dense score for the question. Cosines of one
@@ -68,6 +69,12 @@ class RetrievalPlan(BaseModel):
         scores higher whatever it holds, so the reference is the best store in another language,
         and the question's own store always keeps its share. A store left out gives its share to
         the others by the plan's own rule, in the plan's order.
+
+        ``named``: the stores that hold a place the question names, in their own language
+        (:meth:`CrossLingualRetriever.named_stores`). They keep their share whatever their cosine:
+        how close two languages sit in the embedder's space differs by pair (a Greek question
+        scores a Turkish page above the same page in Hindi), so a cosine margin alone leaves out
+        stores that hold the answer in the languages the embedder ranks lower.
         """
         if self.shares is None or self.share_margin is None:
             return self.shares, []
@@ -76,11 +83,12 @@ class RetrievalPlan(BaseModel):
             return self.shares, []
         ref_store = max(others, key=lambda s: others[s])
         floor = others[ref_store] - self.share_margin
-        out = [s for s, v in others.items() if v < floor]
+        out = [s for s, v in others.items() if v < floor and s not in named]
         if not out:
             return self.shares, []
         notes = [f"balanced: no share for store {s!r}: its best passage scores {others[s]:.3f}, more than "
-                 f"{self.share_margin:g} under store {ref_store!r}'s {others[ref_store]:.3f}" for s in out]
+                 f"{self.share_margin:g} under store {ref_store!r}'s {others[ref_store]:.3f}, and it holds no "
+                 "place the question names" for s in out]
         kept = [s for s in self.shares if s not in out]
         return {**share_out(self.k, kept), **dict.fromkeys(out, 0)}, notes
 

@@ -22,10 +22,11 @@ import numpy as np
 from xlrag.config import LexicalTranslation, RetrievalConfig, XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector, question_language
 from xlrag.errors import ConfigError, XlragError, XlragWarning
+from xlrag.indexes.analyzers import analyzer_for
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
 from xlrag.indexes.lexical import LexicalStores
-from xlrag.indexes.names import NameTranslator
+from xlrag.indexes.names import NameTranslator, name_of, names_in
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
@@ -220,7 +221,8 @@ class CrossLingualRetriever:
             return [fn(items[0])]
         return [f.result() for f in [self._pool.submit(fn, x) for x in items]]
 
-    def _fused(self, plan: RetrievalPlan, vectors: dict[str, np.ndarray], notes: list[str]) -> list[Fused]:
+    def _fused(self, plan: RetrievalPlan, vectors: dict[str, np.ndarray], notes: list[str],
+               named: frozenset[str] = frozenset()) -> list[Fused]:
         """The plan's merged list. Several stores: rank them all (ids and scores only), fuse,
         then read just the chosen passages, one call per store that has any: reading the text
         of every store's candidates cost more than the searches themselves. One store, or an
@@ -229,7 +231,7 @@ class CrossLingualRetriever:
         searches = plan.searches
         if len(searches) > 1 and self.stores.complete:
             rankings = self._map(lambda s: self.stores.rank(s.store, vectors[s.text], s.quota, s.text), searches)
-            shares = _shares(plan, {r.store: r.scores[0] for r in rankings if r.scores}, notes)
+            shares = _shares(plan, {r.store: r.scores[0] for r in rankings if r.scores}, notes, named)
             chosen = select(rankings, self.fusion, plan.k, shares)
             read = self._read_chosen(rankings, chosen)
             try:
@@ -238,7 +240,7 @@ class CrossLingualRetriever:
             except KeyError:
                 pass  # a chosen id was deleted since the ranking (a write ended): search afresh
         results = self._map(lambda s: self.stores.search(s.store, vectors[s.text], s.quota, s.text), searches)
-        shares = _shares(plan, {r.store: r.scores[0] for r in results if r.scores}, notes)
+        shares = _shares(plan, {r.store: r.scores[0] for r in results if r.scores}, notes, named)
         return fuse(results, self.fusion, plan.k, shares)
 
     def _read_chosen(self, rankings: Sequence[StoreChannels] | Sequence[StoreRanking],
@@ -269,8 +271,8 @@ class CrossLingualRetriever:
                          f"its translation failed ({str(e)[:120]})")
             return planned
 
-    def _hybrid(self, q: Query, plan: RetrievalPlan, channels: list[Channel], seconds: dict[str, float]
-                ) -> tuple[list[Fused], list[str], bool, dict[str, str]]:
+    def _hybrid(self, q: Query, plan: RetrievalPlan, channels: list[Channel], seconds: dict[str, float],
+                named: frozenset[str]) -> tuple[list[Fused], list[str], bool, dict[str, str]]:
         """Every planned store searched by its channels, fused inside each store, then across
         stores; only the chosen passages are read. Returns the fused list, notes, whether every
         wanted channel could search every store, and the translated lexical texts."""
@@ -313,7 +315,7 @@ class CrossLingualRetriever:
             for i, s in enumerate(searches)]
         # dense scores only: BM25's are per store, and a lone lexical channel cannot weigh stores
         best = {sc.store: max(sc.dense.values()) for sc in per_store if sc.dense} if "dense" in channels else {}
-        chosen = select(per_store, self.fusion, plan.k, _shares(plan, best, notes))
+        chosen = select(per_store, self.fusion, plan.k, _shares(plan, best, notes, named))
         read = self._read_chosen(per_store, chosen)
         out: list[Fused] = []
         for i, r, f in chosen:
@@ -322,12 +324,38 @@ class CrossLingualRetriever:
             passage = read[sc.store].get(pid)
             if passage is None:  # deleted by a write that ended after the ranking
                 notes.append("the index changed during the search: searched again, dense-only")
-                return self._fused(plan, self._embed_plan(plan), notes), notes, False, texts
+                return self._fused(plan, self._embed_plan(plan), notes, named), notes, False, texts
             d, lx = sc.dense.get(pid), sc.lexical.get(pid)
             out.append(Fused(passage, f, d if d is not None else lx or 0.0, sc.store, searches[i].text, r + 1,
                              tuple(c for c, v in (("dense", d), ("lexical", lx)) if v is not None), d, lx))
         seconds["search"] = time.perf_counter() - t0
         return out, notes, complete, texts
+
+    def named_stores(self, q: Query, plan: RetrievalPlan) -> frozenset[str]:
+        """The planned stores in another language than the question's whose passages hold a
+        place the question names, in the store's language (CLDR's name, every term of it in the
+        store's lexical vocabulary): a store holding the subject of the question, which
+        balanced's share margin must not leave out (:meth:`RetrievalPlan.gated_shares`). Only
+        computed where a margin can apply; a store without a readable lexical index gives no
+        evidence either way."""
+        if plan.shares is None or plan.share_margin is None or not q.lang:
+            return frozenset()
+        codes = names_in(q.question, q.lang)
+        if not codes:
+            return frozenset()
+        out = set()
+        for s in plan.searches:
+            if s.store == q.lang:
+                continue
+            index, _ = self.lexical.index(s.store)
+            if index is None or index.bm25 is None:
+                continue
+            vocab = index.bm25.vocab_dict
+            tokens = analyzer_for(s.store).tokens
+            if any((terms := tokens(name)) and all(t in vocab for t in terms)
+                   for code in codes if (name := name_of(code, s.store))):
+                out.add(s.store)
+        return frozenset(out)
 
     def _embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(texts))
@@ -341,15 +369,16 @@ class CrossLingualRetriever:
         notes, complete, texts = list(plan.notes), self.stores.complete, {}
         fused: list[Fused] = []
         if plan.searches:
+            named = self.named_stores(q, plan)
             if "lexical" in channels and self.stores.complete:
-                fused, more, ok, texts = self._hybrid(q, plan, channels, seconds)
+                fused, more, ok, texts = self._hybrid(q, plan, channels, seconds, named)
                 notes += more
                 complete = complete and ok
             else:
                 if "lexical" in channels:
                     notes.append("the lexical channel is off while the index is being written: searched dense-only")
                 t0 = time.perf_counter()
-                fused = self._fused(plan, self._embed_plan(plan), notes)
+                fused = self._fused(plan, self._embed_plan(plan), notes, named)
                 seconds["search"] = time.perf_counter() - t0
         return self._result(q, plan, fused, k, channels, notes, complete, texts, seconds)
 
@@ -423,10 +452,11 @@ class CrossLingualRetriever:
         self._pool.shutdown(wait=False)
 
 
-def _shares(plan: RetrievalPlan, best: dict[str, float], notes: list[str]) -> dict[str, int] | None:
-    """The plan's shares, gated on each store's best score (:meth:`RetrievalPlan.gated_shares`);
-    the reason for each store left out goes to ``notes``."""
-    shares, why = plan.gated_shares(best)
+def _shares(plan: RetrievalPlan, best: dict[str, float], notes: list[str],
+            named: frozenset[str] = frozenset()) -> dict[str, int] | None:
+    """The plan's shares, gated on each store's best score and the places it names
+    (:meth:`RetrievalPlan.gated_shares`); the reason for each store left out goes to ``notes``."""
+    shares, why = plan.gated_shares(best, named)
     notes.extend(why)
     return shares
 
