@@ -132,7 +132,8 @@ def test_tier_ranks_are_competition_ranks_in_score_order(values, tie):
        st.floats(min_value=0.1, max_value=40), st.data())
 def test_lexical_scores_within_the_tie_never_reorder_dense(cosines, top, data):
     dense = dict(sorted(((f"p{i}", c) for i, c in enumerate(cosines)), key=lambda kv: -kv[1]))
-    spread = data.draw(st.lists(st.floats(min_value=0, max_value=LEXICAL_TIE * top),
+    spread = data.draw(st.lists(st.floats(min_value=0, max_value=LEXICAL_TIE * top * 0.999),
                                 min_size=len(dense), max_size=len(dense)))
+    spread[data.draw(st.integers(0, len(spread) - 1))] = 0.0  # the top lexical score is ``top``
     lexical = {pid: top - d for pid, d in zip(dense, spread, strict=True)}
     assert fuse_channels("xx", "q", dense, lexical, len(dense), hybrid=True).ids == list(dense)
