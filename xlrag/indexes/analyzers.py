@@ -2,16 +2,27 @@
 
 Every analyzer runs the same pipeline; only the steps a language has differ:
 
-1. NFKC, then ``str.casefold`` (then NFKC again: casefolding can leave a string unnormalised);
+1. ICU's NFKC_Casefold (Lucene's ICUNormalizer2Filter): NFKC, full case folding, and the
+   default-ignorable code points removed, so a soft hyphen (``Pan\u00adthers``), a bidi mark
+   after an Arabic word or a Persian zero-width non-joiner (``می‌خواهم``) leaves no trace in a
+   term; apostrophe-like marks folded to ``'`` (:data:`xlrag.indexes.morphology.APOSTROPHES`);
 2. orthographic normalisation for Arabic-script and Turkic text (below);
 3. ICU word segmentation, keeping only letter/number/kana/ideograph segments; ICU's
    dictionaries segment Chinese, Japanese, Thai, Lao, Khmer and Burmese;
-4. Snowball stemming (PyStemmer) where Snowball has a stemmer for the language;
-5. for Han and kana words of three characters or more, their character bigrams as extra terms, so
-   a query word ICU segments differently from the passage still matches.
+4. apostrophes as Lucene's analyzers treat them: elided articles (French, Italian, Catalan,
+   Irish), the Turkish suffix after a name, the English possessive;
+5. lemmas (simplemma), Snowball stems (PyStemmer), or a lemma's stem, per language as
+   measured (``_LEMMAS``, ``_STEM_LEMMAS`` below; benchmarks/analyzers.py);
+6. extra terms beside the word's own: Hebrew words without their prefix letters, Korean nouns
+   without their particles, and in alphabetic languages without a Snowball stemmer, a word's
+   first four characters (see :mod:`xlrag.indexes.morphology`); for Han and kana words of
+   three characters or more, their character bigrams, so a query word ICU segments differently
+   from the passage still matches.
 
-A language without a stemmer gets the generic recipe (steps 1, 3, 5), as does an unknown or
-missing language code (``lang='und'``): analysis never raises on a language. Stopwords are kept:
+An unknown or missing language code (``lang='und'``) gets steps 1, 3 and the bigrams: analysis
+never raises on a language. Korean is analyzed without kiwipiepy: its model is 105 MB on disk and
+seconds to load per process, and the closed list of particles meets every name form of the test
+bed (8 of 8). Stopwords are kept:
 BM25's IDF already weighs them near zero, and stopword lists would turn a query made only of
 function words ("to be or not to be") into no query at all.
 
@@ -32,13 +43,14 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from xlrag.errors import UnknownLanguageError
+from xlrag.indexes import morphology
 from xlrag.languages import normalize_code
 
 __all__ = ["ANALYZER_VERSION", "Analyzer", "analyze_many", "analyzer_for"]
 
 # Bump whenever this module could produce other terms for the same text; the library versions
 # are part of Analyzer.version as well, since a new ICU dictionary or Snowball release re-segments.
-ANALYZER_VERSION = "1"
+ANALYZER_VERSION = "2"
 
 GENERIC = "und"
 
@@ -49,6 +61,28 @@ _CJK_LANGS = frozenset({"zh", "ja", "yue", "wuu", "hak", "nan", "gan", "hsn", "c
 # Persian and Urdu only: Pashto, Sindhi and Uyghur spell distinct sounds with the Arabic yeh,
 # alef maqsura or kaf that the Persian folding below would merge.
 _ARABIC_SCRIPT_SAFE = frozenset({"fa", "ur"})
+
+# Lemmas (simplemma) instead of Snowball stems, per language, measured by benchmarks/analyzers.py
+# (the test bed's case forms of a name meeting; XQuAD and Travel for the shipped languages):
+# languages Snowball has no algorithm for in every PyStemmer release xlrag allows (Czech and
+# Polish exist only from 3.0: lemmas keep both installs alike), and Greek, where Snowball's
+# stems of a name's cases part (ιταλ/ιταλι: 3 of 8 names met, 8 of 8 with lemmas and truncation).
+# Not Hebrew: simplemma's dictionary makes בקניה "reed" (קנה) and knows no prefix on an unknown
+# name; the prefix terms (xlrag.indexes.morphology.hebrew_variants) meet every form.
+_LEMMAS = frozenset({"pl", "cs", "sk", "uk", "bg", "mk", "sl", "hr", "bs", "is", "ka", "lv", "et", "sq", "el",
+                     "ar", "de"})
+# ... then Snowball's stem of the lemma, where that measured better than either alone: Arabic (a
+# name after the preposition لـ: 3 → 7 of 8; Travel same-language Hit@1 0.745 → 0.786, XQuAD 0.937
+# → 0.947) and German (the genitive -s of Kenias: 7 → 8 of 8; XQuAD Hit@5 0.968 → 0.979).
+_STEM_LEMMAS = frozenset({"ar", "de"})
+# Apostrophes handled as Lucene's analyzers handle them (see xlrag.indexes.morphology).
+_APOSTROPHE = {**dict.fromkeys(morphology.ELISION_ARTICLES, "elision"), "tr": "suffix", "az": "suffix",
+               "en": "possessive"}
+_VARIANTS = {"he": "hebrew", "ko": "korean"}
+# Scripts whose words are letters in a row, where a word's first letters carry its stem; not the
+# syllabaries (Hangul, Ethiopic) nor the scripts ICU segments with a dictionary.
+_TRUNCATE_SCRIPTS = frozenset({"Latn", "Cyrl", "Grek", "Armn", "Geor", "Deva", "Beng", "Guru", "Gujr", "Orya",
+                               "Taml", "Telu", "Knda", "Mlym", "Sinh", "Mong"})
 
 _CJK_RUN = re.compile(r"[\u3041-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
 
@@ -96,17 +130,29 @@ class Analyzer:
     stemmer: str | None = None  # Snowball algorithm
     script: str | None = None  # "arabic" (full folding), "arabic-script" (safe parts), "turkic"
     cjk_bigrams: bool = False
+    apostrophe: str | None = None  # "elision", "suffix" (Turkish), "possessive" (English)
+    lemmas: bool = False  # simplemma's lemmas (before the stemmer, if both)
+    variants: str | None = None  # extra terms: "hebrew" prefixes, "korean" particles
+    truncate: bool = False  # extra terms: a word's first morphology.TRUNCATE characters
 
     @property
     def version(self) -> str:
-        """What an index built with this analyzer depends on, e.g. ``1:ar:icu77+snowball3.1.0-arabic+arnorm``."""
+        """What an index built with this analyzer depends on, e.g. ``2:ar:icu77+snowball3.1.0-arabic+arnorm``."""
         import icu
 
         parts = [f"icu{icu.ICU_VERSION.split('.')[0]}"]
+        if self.apostrophe:
+            parts.append(f"apos-{self.apostrophe}")
+        if self.lemmas:
+            parts.append(f"simplemma{_library_version('simplemma')}")
         if self.stemmer:
-            parts.append(f"snowball{_stemmer_version()}-{self.stemmer}")
+            parts.append(f"snowball{_library_version('PyStemmer')}-{self.stemmer}")
         if self.script:
             parts.append({"arabic": "arnorm", "arabic-script": "arsafe", "turkic": "trfold"}[self.script])
+        if self.variants:
+            parts.append(self.variants)
+        if self.truncate:
+            parts.append(f"trunc{morphology.TRUNCATE}")
         if self.cjk_bigrams:
             parts.append("cjk2")
         return f"{ANALYZER_VERSION}:{self.lang}:{'+'.join(parts)}"
@@ -124,11 +170,19 @@ class Analyzer:
         """The index terms of ``text``, in order (repeats kept: BM25 counts them)."""
         if not text:
             return []
+        raw = text
         if self.script == "turkic":
             text = text.translate(_TURKIC_TABLE)
-        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        folded = _normalize(text)
         text = self.fold(folded)
         words = _segment(text, self.lang)
+        if self.apostrophe and words:
+            words = self._apostrophes(words)
+        if self.lemmas and words:
+            lemma = morphology.lemmatizer(self.lang)
+            words = [lemma(w) for w in words]
+            if self.script:  # a dictionary's lemma is spelled in full: fold it as the text was
+                words = [self.fold(w) for w in words]
         if self.stemmer and words:
             if self.script == "arabic":
                 words = [_strip_conjunction(w) for w in words]
@@ -140,10 +194,42 @@ class Analyzer:
                 # stems to جامعه, apart from جامعة and الجامعات (جامع). After it, the words Snowball
                 # leaves whole still meet (سنة/سنه); an informal definite form (الجامعه) does not.
                 words = [w.replace("\u0629", "\u0647") for w in words]
+        if self.variants and words:
+            more = _VARIANT_FUNCTIONS[self.variants]
+            words = [t for w in words for t in (w, *more(w))]
+        if self.truncate and words:
+            words = [t for w in words for t in (w, *morphology.truncated(w))]
         if self.cjk_bigrams:
             words = _with_bigrams(words)
-        # the folded text's letters last: a lone tatweel is a letter the Arabic folding removes
-        return words or _fallback(text) or _fallback(folded)
+        # the folded text's letters last: a lone tatweel is a letter the Arabic folding removes,
+        # a Hangul filler one that NFKC_Casefold removes (a default-ignorable letter)
+        return words or _fallback(text) or _fallback(folded) or _fallback(unicodedata.normalize("NFKC", raw))
+
+    def _apostrophes(self, words: list[str]) -> list[str]:
+        if self.apostrophe == "elision":
+            articles = morphology.ELISION_ARTICLES[self.lang]
+            return [morphology.elide(w, articles) if "'" in w else w for w in words]
+        strip = morphology.possessive if self.apostrophe == "possessive" else morphology.strip_suffix_after_apostrophe
+        return [strip(w) if "'" in w else w for w in words]
+
+
+_VARIANT_FUNCTIONS = {"hebrew": morphology.hebrew_variants, "korean": morphology.korean_variants}
+_APOSTROPHE_TABLE = dict.fromkeys(map(ord, morphology.APOSTROPHES), "'")
+
+
+def _normalize(text: str) -> str:
+    """NFKC_Casefold (which drops default-ignorable code points), apostrophe-like marks as ``'``."""
+    out = _nfkc_cf().normalize(text)
+    if any(a in out for a in morphology.APOSTROPHES):
+        out = out.translate(_APOSTROPHE_TABLE)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _nfkc_cf():
+    import icu
+
+    return icu.Normalizer2.getNFKCCasefoldInstance()  # immutable: one for every thread
 
 
 def _strip_conjunction(word: str) -> str:
@@ -235,11 +321,11 @@ def _fold_arabic_script(text: str, full: bool) -> str:
     return pattern.sub(lambda m: table[m.group()], text)
 
 
-@lru_cache(maxsize=1)
-def _stemmer_version() -> str:
+@lru_cache(maxsize=4)
+def _library_version(name: str) -> str:
     import importlib.metadata
 
-    return importlib.metadata.version("PyStemmer")
+    return importlib.metadata.version(name)
 
 
 def _stemmer_for(lang: str) -> str | None:
@@ -255,15 +341,30 @@ def _stemmer_for(lang: str) -> str | None:
 
 @cache
 def _build(lang: str) -> Analyzer:
-    stemmer = None if lang == GENERIC else _stemmer_for(lang)
+    lemmas = lang in _LEMMAS
+    stemmer = None if lang == GENERIC or (lemmas and lang not in _STEM_LEMMAS) else _stemmer_for(lang)
     script = ("arabic" if lang == "ar" else "arabic-script" if lang in _ARABIC_SCRIPT_SAFE
               else "turkic" if lang in ("tr", "az") else None)
     cjk = lang in _CJK_LANGS
-    name = "+".join(["icu", *([f"snowball:{stemmer}"] if stemmer else []),
+    variants = _VARIANTS.get(lang)
+    truncate = lang != GENERIC and not stemmer and _script_of(lang) in _TRUNCATE_SCRIPTS
+    apostrophe = _APOSTROPHE.get(lang)
+    name = "+".join(["icu", *([f"apostrophe:{apostrophe}"] if apostrophe else []),
+                     *(["simplemma"] if lemmas else []),
+                     *([f"snowball:{stemmer}"] if stemmer else []),
                      *([{"arabic": "arabic-norm", "arabic-script": "arabic-script-norm",
                          "turkic": "turkic-i"}[script]] if script else []),
+                     *([f"{variants}-terms"] if variants else []),
+                     *(["truncation-terms"] if truncate else []),
                      *(["cjk-bigrams"] if cjk else [])])
-    return Analyzer(lang=lang, name=name, stemmer=stemmer, script=script, cjk_bigrams=cjk)
+    return Analyzer(lang=lang, name=name, stemmer=stemmer, script=script, cjk_bigrams=cjk,
+                    apostrophe=apostrophe, lemmas=lemmas, variants=variants, truncate=truncate)
+
+
+def _script_of(lang: str) -> str | None:
+    import langcodes
+
+    return langcodes.get(lang).maximize().script
 
 
 @lru_cache(maxsize=1024)
