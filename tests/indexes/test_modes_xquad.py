@@ -146,4 +146,11 @@ def test_bad_queries_raise_typed_errors(retriever):
     with pytest.raises(EmptyQueryError):
         retriever.retrieve("   ")
     with pytest.raises(UnknownLanguageError):
-        retriever.retrieve(make_query("hello", lang="xx"))
+        retriever.retrieve(make_query("hello", target_lang="xx"), mode="oracle_lang")
+
+
+@pytest.mark.parametrize("code", ["xx", "und", "zz-Qaaa"])
+def test_a_question_language_code_that_names_none_is_detected_with_a_note(retriever, code):
+    r = retriever.retrieve(make_query("Wann starb Tesla?", lang=code))
+    assert r.query.lang == "de" and r.query.unknown_lang == code and r.hits
+    assert f"{code!r} names no language xlrag knows: the question's language was detected as 'de'" in r.notes

@@ -159,6 +159,9 @@ def test_a_store_that_holds_the_named_place_keeps_its_share_whatever_its_cosine(
     shares, notes = p.gated_shares(best, named={"en"})
     assert shares["en"] >= 1 and shares["hi"] == 0 and shares["th"] == 0 and len(notes) == 2
     assert "holds no place the question names" in notes[0]
+    # a question that names no place xlrag knows gives no such evidence: no store is left out on
+    # a cosine alone, which the embedder lowers by language pair as much as by subject
+    assert p.gated_shares(best, named=None) == (p.shares, [])
 
 
 def test_the_questions_own_store_keeps_its_share_however_it_scores():

@@ -68,7 +68,7 @@ def test_a_failure_inside_the_ask_stream_is_an_error_event(serve):
     error = events[0][1]["error"]
     assert error["type"] == "internal_error" and "request id" in error["message"]
     # a bad request is refused before any stream starts, with the typed 422
-    bad = client.post("/v1/ask", json={"question": QUESTION, "stream": True, "lang": "xx"})
+    bad = client.post("/v1/ask", json={"question": QUESTION, "stream": True, "relevant_langs": ["xx"]})
     assert bad.status_code == 422 and bad.headers["content-type"] == "application/json"
     assert client.post("/v1/ask", json={"question": QUESTION, "stream": "maybe"}).status_code == 422
 

@@ -96,6 +96,8 @@ def index(
                 f"{len(c.missing_vectors)} missing, "
                 f"{len(c.duplicates)} duplicates across stores, {len(c.misplaced)} misplaced, "
                 f"{len(c.stale_documents)} stale documents"
+                + (f", lexical index to rebuild for {', '.join(s.split(':', 1)[0] for s in c.lexical_stale)}"
+                   if c.lexical_stale else "")
                 + (" (fix: xlrag check --repair)" if not c.ok else " (full check: xlrag check)"))
         (echo if c.ok else lambda m: warn(m, "check"))(line)
 

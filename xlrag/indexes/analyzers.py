@@ -168,6 +168,13 @@ class Analyzer:
 
     def tokens(self, text: str) -> list[str]:
         """The index terms of ``text``, in order (repeats kept: BM25 counts them)."""
+        return [t for group in self.groups(text) for t in group]
+
+    def groups(self, text: str) -> list[tuple[str, ...]]:
+        """The index terms of ``text``, grouped by the word they come from: the word's own term
+        first, then the extra terms it adds (prefix or particle forms, a truncation, CJK
+        bigrams). What :func:`xlrag.indexes.names.names_in` matches a name on, word by word: the
+        flat list interleaves one word's extra terms with the next word's."""
         if not text:
             return []
         raw = text
@@ -194,16 +201,20 @@ class Analyzer:
                 # stems to جامعه, apart from جامعة and الجامعات (جامع). After it, the words Snowball
                 # leaves whole still meet (سنة/سنه); an informal definite form (الجامعه) does not.
                 words = [w.replace("\u0629", "\u0647") for w in words]
-        if self.variants and words:
+        groups = [(w,) for w in words]
+        if self.variants and groups:
             more = _VARIANT_FUNCTIONS[self.variants]
-            words = [t for w in words for t in (w, *more(w))]
-        if self.truncate and words:
-            words = [t for w in words for t in (w, *morphology.truncated(w))]
+            groups = [(g[0], *more(g[0])) for g in groups]
+        if self.truncate and groups:
+            groups = [(*g, *morphology.truncated(g[0])) for g in groups]
         if self.cjk_bigrams:
-            words = _with_bigrams(words)
+            groups = [(*g, *_bigrams(g[0])) for g in groups]
+        if groups:
+            return groups
         # the folded text's letters last: a lone tatweel is a letter the Arabic folding removes,
         # a Hangul filler one that NFKC_Casefold removes (a default-ignorable letter)
-        return words or _fallback(text) or _fallback(folded) or _fallback(unicodedata.normalize("NFKC", raw))
+        fallback = _fallback(text) or _fallback(folded) or _fallback(unicodedata.normalize("NFKC", raw))
+        return [(t,) for t in fallback]
 
     def _apostrophes(self, words: list[str]) -> list[str]:
         if self.apostrophe == "elision":
@@ -241,14 +252,12 @@ def _strip_conjunction(word: str) -> str:
     return word
 
 
-def _with_bigrams(words: list[str]) -> list[str]:
-    out: list[str] = []
-    for w in words:
-        out.append(w)
-        if len(w) >= 3:  # a two-character word *is* its one bigram; one character stays itself
-            for run in _CJK_RUN.findall(w):
-                out.extend(run[i:i + 2] for i in range(len(run) - 1))
-    return out
+def _bigrams(word: str) -> list[str]:
+    """The Han/kana character bigrams of ``word``, when it has three characters or more (a
+    two-character word *is* its one bigram; one character stays itself)."""
+    if len(word) < 3:
+        return []
+    return [run[i:i + 2] for run in _CJK_RUN.findall(word) for i in range(len(run) - 1)]
 
 
 def _fallback(text: str) -> list[str]:

@@ -14,7 +14,7 @@ fused as if each had been searched once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -27,7 +27,8 @@ __all__ = ["LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_chan
 
 _RRF_K = 60
 # Lexical scores this close to a better one (a share of the store's top BM25 score) are a tie:
-# chosen by benchmarks/languages.py on the many-language test bed, Travel and XQuAD in one run.
+# chosen by benchmarks/languages.py on the many-language test bed, Travel and XQuAD in one run
+# (exact ties only cost the test bed's template pages; 0.1 kept Travel and XQuAD at dense's level).
 LEXICAL_TIE = 0.1
 # Floor for a store's score spread: with a handful of near-identical scores the
 # z-score would otherwise blow tiny differences up into large ones.
@@ -93,36 +94,40 @@ class Ranked(Protocol):
     scores: list[float]
 
 
-def select(results: Sequence[Ranked], method: str, k: int,
-           shares: dict[str, int] | None = None) -> list[tuple[int, int, float]]:
+def select(results: Sequence[Ranked], method: str, k: int, shares: dict[str, int] | None = None,
+           prefer: Mapping[str, int] | None = None) -> list[tuple[int, int, float]]:
     """The merged list of at most ``k``, as ``(result index, rank in that result, fused score)``.
 
     With ``shares`` (balanced mode) each store contributes exactly its share, or all
     it has; a shortfall is filled from the stores with the best leftover candidates.
-    Ties are broken by raw score, so ``interleave`` puts the store with the higher
-    cosine first at each rank. Only scores are read: the passages of the chosen are
+    Equal fused scores (the same rank in two stores, under ``rrf``) go first to the store
+    ``prefer`` ranks higher (the retriever prefers stores that hold a place the question names,
+    then the question's own store), then by raw score, so ``interleave`` puts the store with
+    the higher cosine first at each rank. Only scores are read: the passages of the chosen are
     fetched afterwards (see :meth:`CrossLingualRetriever.retrieve`).
     """
     norm = normaliser(method)
-    # (fused, raw, result index, rank), sorted on (fused, raw) only: ties keep store, then rank order
-    pool = [(f, raw, i, r) for i, res in enumerate(results) if res.scores
+    prefer = prefer or {}
+    # (fused, preference, raw, result index, rank), sorted on the first three only: ties keep
+    # store, then rank order
+    pool = [(f, prefer.get(res.store, 0), raw, i, r) for i, res in enumerate(results) if res.scores
             for r, (raw, f) in enumerate(zip(res.scores, norm(res.scores), strict=True))]
     if shares is None:
         chosen = pool
     else:
         chosen, leftovers = [], []
         for store, share in shares.items():
-            mine = [c for c in pool if results[c[2]].store == store]  # already in store-rank order
+            mine = [c for c in pool if results[c[3]].store == store]  # already in store-rank order
             chosen.extend(mine[:share])
             leftovers.extend(mine[share:])
         deficit = k - len(chosen)
         if deficit > 0:
             chosen.extend(sorted(leftovers, key=_key, reverse=True)[:deficit])
-    return [(i, r, f) for f, _, i, r in sorted(chosen, key=_key, reverse=True)[:k]]
+    return [(i, r, f) for f, _, _, i, r in sorted(chosen, key=_key, reverse=True)[:k]]
 
 
-def _key(c: tuple[float, float, int, int]) -> tuple[float, float]:
-    return c[0], c[1]
+def _key(c: tuple[float, int, float, int, int]) -> tuple[float, int, float]:
+    return c[0], c[1], c[2]
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,8 @@ def fuse_channels(store: str, query_text: str, dense: dict[str, float], lexical:
     return StoreChannels(store, query_text, order, [fused[i] for i in order], d, lx)
 
 
-def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None) -> list[Fused]:
+def fuse(results: Sequence[StoreResult], method: str, k: int, shares: dict[str, int] | None = None,
+         prefer: Mapping[str, int] | None = None) -> list[Fused]:
     """Merge per-store rankings into one list of at most ``k`` (see :func:`select`)."""
     return [Fused(results[i].passages[r], f, results[i].scores[r], results[i].store, results[i].query_text, r + 1)
-            for i, r, f in select(results, method, k, shares)]
+            for i, r, f in select(results, method, k, shares, prefer)]

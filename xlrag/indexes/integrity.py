@@ -157,20 +157,16 @@ def check_index(stores: LanguageStores | str | Path, *, store: StoreConfig | Non
 def _lexical_problems(stores: LanguageStores, ids_by_lang: dict[str, list[str]]) -> list[str]:
     """'lang: why' for each store whose lexical index is not built from exactly its passages
     (a Chroma server's are built in memory by each reader: nothing to check)."""
-    from xlrag.indexes.lexical import LexicalIndex, ids_digest, problem
+    from xlrag.indexes.lexical import ids_digest, unusable
 
     if stores.store.kind != "persistent":
         return []
     out = []
     for lang, ids in ids_by_lang.items():
-        why = problem(stores, lang)
+        # damaged files are found here, not at a user's first question
+        why = unusable(stores, lang)
         if why is None and stores.manifest.lexical[lang].digest != ids_digest(ids):
             why = f"store {lang!r}'s lexical index was built from other passages than the store holds"
-        if why is None:
-            try:  # damaged files fail here, not at a user's first question
-                LexicalIndex.load(stores.index_dir, lang, stores.manifest.lexical[lang])
-            except (OSError, ValueError, KeyError) as e:
-                why = f"store {lang!r}'s lexical index is unreadable ({str(e)[:100]})"
         if why is not None:
             out.append(f"{lang}: {why}")
     return out

@@ -36,12 +36,12 @@ import numpy as np
 from pydantic import BaseModel
 
 from xlrag.indexes.analyzers import analyzer_for
-from xlrag.indexes.store import LanguageStores, LexicalRef
+from xlrag.indexes.store import LEXICAL_FOLDER, LanguageStores, LexicalRef
 
 __all__ = ["LEXICAL_DIR", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores", "ids_digest", "problem",
-           "prune_lexical", "sync_lexical"]
+           "prune_lexical", "sync_lexical", "unreadable", "unusable"]
 
-LEXICAL_DIR = "lexical"
+LEXICAL_DIR = LEXICAL_FOLDER  # the folder under the index that holds the lexical indexes
 _IDS = "ids.json"
 
 
@@ -95,70 +95,135 @@ class LexicalIndex:
                           empty=self.empty, folder=folder)
 
     def save(self, root: Path, overwrite: bool = False) -> LexicalRef:
-        """Write under ``root/lexical/``: built in a temporary folder, then renamed into place,
-        so a folder with the final name is always whole. A folder of that name is kept (the
-        same ids and analyzer) unless ``overwrite`` (``check --repair`` of a damaged one)."""
+        """Write under ``root/lexical/``: built in a temporary folder whose files are synced, then
+        renamed into place, so a folder with the final name is always whole, even after a power
+        cut. A readable folder of that name is kept (the same ids and analyzer) unless
+        ``overwrite`` (``check --repair`` of a damaged one); anything else standing at its path
+        (a damaged folder, a plain file, a plain file where ``lexical/`` should be) is replaced."""
         digest = ids_digest(self.ids)
         folder = f"{self.lang}-{digest}-{hashlib.sha1(self.analyzer.encode(), usedforsecurity=False).hexdigest()[:6]}"
         base = root / LEXICAL_DIR
         final = base / folder
         ref = self.ref(folder)
-        if final.is_dir() and not overwrite:
-            return ref  # the same ids, same analyzer: already written
+        if not overwrite and unreadable(root, ref) is None:
+            return ref  # the same ids, same analyzer, and whole: already written
+        _clear(base, keep_dir=True)
+        base.mkdir(parents=True, exist_ok=True)
         tmp = base / f".tmp-{folder}-{os.getpid()}-{threading.get_ident()}"
-        if tmp.exists():
-            shutil.rmtree(tmp)
+        _clear(tmp)
         tmp.mkdir(parents=True)
         if self.bm25 is not None:
             self.bm25.save(str(tmp), show_progress=False)
-        (tmp / _IDS).write_text(json.dumps({"ids": self.ids, "ref": ref.model_dump()}, ensure_ascii=False),
-                                encoding="utf-8")
-        _fsync_dir(tmp)
-        if final.is_dir():
+        # each file's size: a stat per file tells a file of another store or of another write
+        # (same shape, other bytes) from its own without reading the arrays
+        sizes = {f.name: f.stat().st_size for f in sorted(tmp.iterdir())}
+        (tmp / _IDS).write_text(json.dumps({"ids": self.ids, "order": _order_digest(self.ids), "sizes": sizes,
+                                            "ref": ref.model_dump()}, ensure_ascii=False), encoding="utf-8")
+        for f in tmp.iterdir():  # the data first: a synced rename of unsynced files can name empty ones
+            _fsync(f, os.O_RDONLY)
+        _fsync(tmp, os.O_RDONLY)
+        if final.exists() or final.is_symlink():
             trash = base / f".old-{folder}-{os.getpid()}"
+            _clear(trash)
             os.replace(final, trash)
-            shutil.rmtree(trash, ignore_errors=True)
+            _clear(trash)
         os.replace(tmp, final)
-        _fsync_dir(base)
+        _fsync(base, os.O_RDONLY)
         return ref
 
     @classmethod
-    def load(cls, root: Path, lang: str, ref: LexicalRef) -> LexicalIndex:
-        """The folder ``ref`` names; :class:`FileNotFoundError` or :class:`ValueError` when it is
-        missing or does not hold what the manifest says."""
+    def load(cls, root: Path, lang: str, ref: LexicalRef, *, mmap: bool = False) -> LexicalIndex:
+        """The folder ``ref`` names. :class:`FileNotFoundError` when it is missing; :class:`ValueError`
+        when it cannot be read for any other reason (a truncated array, a file of another store, an
+        unknown parameter, a file where a folder should be...), the shape check included."""
+        folder = root / LEXICAL_DIR / ref.folder
+        if not folder.is_dir():
+            raise FileNotFoundError(f"lexical folder {LEXICAL_DIR}/{ref.folder} is missing")
+        try:
+            return cls._read(folder, lang, ref, mmap)
+        except Exception as e:  # numpy, json and bm25s raise what they like on damaged files
+            raise ValueError(f"lexical folder {ref.folder} is unreadable: {type(e).__name__}: {str(e)[:120]}") from e
+
+    @classmethod
+    def _read(cls, folder: Path, lang: str, ref: LexicalRef, mmap: bool) -> LexicalIndex:
         import bm25s
 
-        folder = root / LEXICAL_DIR / ref.folder
         raw = json.loads((folder / _IDS).read_text(encoding="utf-8"))
         ids = raw["ids"]
-        if len(ids) != ref.passages or LexicalRef.model_validate(raw["ref"]).digest != ref.digest:
-            raise ValueError(f"lexical folder {ref.folder} does not hold the passages the manifest names")
+        if len(ids) != ref.passages or LexicalRef.model_validate(raw["ref"]).digest != ref.digest \
+                or ids_digest(ids) != ref.digest:
+            raise ValueError("it does not hold the passages the manifest names")
+        if raw.get("order") != _order_digest(ids):
+            raise ValueError("its ids are not in the order the index was built in")
+        sizes = {f.name: f.stat().st_size for f in folder.iterdir() if f.name != _IDS}
+        if sizes != raw.get("sizes"):
+            raise ValueError("its files are not the ones it was written with (missing, cut short or replaced)")
         bm25 = None
         if ref.passages > ref.empty:
-            bm25 = bm25s.BM25.load(str(folder), mmap=False, show_progress=False, verbosity=0)
+            bm25 = bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False, verbosity=0)
+            _check_shape(bm25, len(ids))
         return cls(lang, ids, bm25, ref.analyzer, ref.empty)
 
-    def rank(self, text: str, n: int) -> LexicalRanking:
-        """The ``n`` best passages for ``text``; only passages sharing a token with it score."""
+    def rank(self, text: str, n: int, tie: float = 0.0) -> LexicalRanking:
+        """The ``n`` best passages for ``text``, less those tied with the ``n``-th (within ``tie``
+        times the best score) when the tie runs past the cut: the cut would pick some of the
+        tied passages by their position in the store, and fusion would take that pick for
+        evidence. Only passages sharing a token with ``text`` score."""
         tokens = analyzer_for(self.lang).tokens(text)
         known = [t for t in tokens if self.bm25 is not None and t in self.bm25.vocab_dict]
         if not known or n <= 0:
             return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
         scores = self.bm25.get_scores(known)
-        n = min(n, int(np.count_nonzero(scores > 0)))
+        positive = int(np.count_nonzero(scores > 0))
+        n = min(n, positive)
         if n == 0:
             return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
-        top = np.argpartition(-scores, n - 1)[:n]
+        top = np.argpartition(-scores, min(n, positive - 1))[:min(n + 1, positive)]
         # ties broken by position in the store: stable across runs
         top = top[np.lexsort((top, -scores[top]))]
+        band = tie * scores[top[0]]
+        if len(top) > n and scores[top[n]] >= scores[top[n - 1]] - band:  # the tie runs past the cut
+            top = top[:n][scores[top[:n]] > scores[top[n - 1]] + band]
+        else:
+            top = top[:n]
         return LexicalRanking(store=self.lang, query_text=text, tokens=tokens,
                               ids=[self.ids[i] for i in top], scores=[float(scores[i]) for i in top])
 
 
-def _fsync_dir(path: Path) -> None:
-    # a rename is durable only once its folder is synced; without it a power cut may lose it
+def _order_digest(ids: Sequence[str]) -> str:
+    """Digest of the ids in their order: BM25's rows are positions, so a reordered ``ids.json``
+    would credit every score to another passage."""
+    return hashlib.sha1("\n".join(ids).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]
+
+
+def _check_shape(bm25: Any, n_ids: int) -> None:
+    """The cheap consistency of a loaded BM25 matrix with its ids: files of another store, or of
+    two writes, disagree here. A CSC matrix: one column per vocabulary term, rows are passages."""
+    scores = bm25.scores
+    data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
+    if int(scores["num_docs"]) != n_ids:
+        raise ValueError(f"it scores {scores['num_docs']} passages, its ids list {n_ids}")
+    if len(data) != len(indices) or len(indptr) < 1 or int(indptr[-1]) != len(data) \
+            or len(indptr) - 1 > len(bm25.vocab_dict):
+        raise ValueError("its score arrays disagree with each other or with its vocabulary")
+    if len(indices) and int(np.max(indices)) >= n_ids:
+        raise ValueError("it scores passages its ids list does not have")
+
+
+def unreadable(root: Path, ref: LexicalRef) -> str | None:
+    """Why the folder ``ref`` names cannot be used, or None: loaded memory-mapped (cheap), with
+    the shape check."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        LexicalIndex.load(root, "", ref, mmap=True)
+    except (OSError, ValueError) as e:
+        return str(e)
+    return None
+
+
+def _fsync(path: Path, flags: int) -> None:
+    # a rename is durable only once its folder is synced, and names whole files only once they are
+    try:
+        fd = os.open(path, flags)
     except OSError:
         return
     try:
@@ -167,6 +232,14 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _clear(path: Path, keep_dir: bool = False) -> None:
+    """Remove what stands at ``path``: a file or link always, a folder unless ``keep_dir``."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.is_dir() and not keep_dir:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _build(stores: LanguageStores, lang: str) -> LexicalIndex:
@@ -190,7 +263,7 @@ def sync_lexical(stores: LanguageStores, force: Iterable[str] = ()) -> dict[str,
         digest = ids_digest(pid for pid, _, _ in stores.scan(lang))
         fresh = (old is not None and lang not in force and old.digest == digest
                  and old.analyzer == analyzer_for(lang).version
-                 and (stores.index_dir / LEXICAL_DIR / old.folder).is_dir())
+                 and unreadable(stores.index_dir, old) is None)
         refs[lang] = old if fresh and old is not None else \
             _build(stores, lang).save(stores.index_dir, overwrite=lang in force)
     return refs
@@ -205,7 +278,7 @@ def prune_lexical(index_dir: Path, refs: dict[str, LexicalRef]) -> int:
     gone = 0
     for p in base.iterdir():
         if p.name not in keep:
-            shutil.rmtree(p, ignore_errors=True)
+            _clear(p)
             gone += 1
     return gone
 
@@ -224,6 +297,15 @@ def problem(stores: LanguageStores, lang: str) -> str | None:
     if not (stores.index_dir / LEXICAL_DIR / ref.folder).is_dir():
         return f"store {lang!r}'s lexical folder {LEXICAL_DIR}/{ref.folder} is missing"
     return None
+
+
+def unusable(stores: LanguageStores, lang: str) -> str | None:
+    """:func:`problem`, or why its files cannot be read: what ``check`` reports and ``check
+    --repair`` rebuilds, what ``xlrag index`` never reuses."""
+    why = problem(stores, lang)
+    if why is None and (broken := unreadable(stores.index_dir, stores.manifest.lexical[lang])) is not None:
+        why = f"store {lang!r}'s lexical index is unreadable ({broken[:160]})"
+    return why
 
 
 class LexicalStores:
@@ -258,8 +340,8 @@ class LexicalStores:
                 ref = self.stores.manifest.lexical[lang]
                 try:
                     idx = LexicalIndex.load(self.stores.index_dir, lang, ref)
-                except (OSError, ValueError, KeyError) as e:
-                    idx, why = None, f"store {lang!r}'s lexical index is unreadable ({str(e)[:100]})"
+                except (OSError, ValueError) as e:
+                    idx, why = None, f"store {lang!r}'s lexical index is unreadable ({str(e)[:160]})"
             if why is not None:
                 why += "; searched dense-only: run 'xlrag check --repair' to rebuild it"
             self._cache[lang] = (key, idx, why)

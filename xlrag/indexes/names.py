@@ -19,10 +19,11 @@ from __future__ import annotations
 import threading
 from functools import cache
 
+from xlrag.errors import UnknownLanguageError
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.languages import normalize_code
 
-__all__ = ["NameTranslator", "name_of", "names_in"]
+__all__ = ["NameTranslator", "name_of", "names_in", "names_of"]
 
 _MAX_NAME_TERMS = 6
 # CLDR's territory names are keyed by ISO 3166 code ("KM") or UN M49 region ("002"); the same
@@ -48,46 +49,35 @@ def _name(names: dict[str, str], lang: str) -> str | None:
 
 
 @cache
-def _table(lang: str) -> dict[tuple[str, ...], str]:
-    """Analyzer terms of every place's name in ``lang`` → its code; names that analyze to
-    the same terms as another place's are left out (ambiguous)."""
-    analyzer = analyzer_for(lang)
-    out: dict[tuple[str, ...], str] = {}
-    clash: set[tuple[str, ...]] = set()
-    for code, names in _names().items():
-        name = _name(names, lang)
-        if not name:
+def _locales(lang: str) -> tuple[str, ...]:
+    """The CLDR locales whose names a store of ``lang`` may hold: the language and its script
+    and regional variants (a ``zh`` store holds simplified and traditional Chinese, an ``sr``
+    store Cyrillic and Latin Serbian; ``tl`` is CLDR's ``fil``)."""
+    keys = {k for names in _names().values() for k in names}
+    out = []
+    for k in sorted(keys):
+        base, *rest = k.split("-")
+        if any(not ((len(t) in (2, 3) and t.isupper()) or t.isdigit() or t in _SCRIPTS) for t in rest):
+            continue  # a script few write the language in (English in Deseret), or a variant
+        try:
+            if normalize_code(base) == lang:
+                out.append(k)
+        except UnknownLanguageError:
             continue
-        terms = tuple(analyzer.tokens(name))
-        if not terms or len(terms) > _MAX_NAME_TERMS or (len(terms) == 1 and len(terms[0]) < 3):
-            continue
-        if terms in out and out[terms] != code:
-            clash.add(terms)
-        out[terms] = code
-    for terms in clash:
-        del out[terms]
-    return out
+    return tuple(out)
 
 
-def names_in(text: str, lang: str) -> list[str]:
-    """The place codes named in ``text`` (in ``lang``), in order, each once; longest match first."""
-    lang = normalize_code(lang)
-    with _lock:  # the first call per language builds its table
-        table = _table(lang)
-    terms = analyzer_for(lang).tokens(text)
-    found: list[str] = []
-    i = 0
-    while i < len(terms):
-        for n in range(min(_MAX_NAME_TERMS, len(terms) - i), 0, -1):
-            code = table.get(tuple(terms[i : i + n]))
-            if code is not None:
-                if code not in found:
-                    found.append(code)
-                i += n
-                break
-        else:
-            i += 1
-    return found
+# Scripts whose CLDR names a store may hold beside its language's default script
+_SCRIPTS = frozenset({"Latn", "Cyrl", "Arab", "Hans", "Hant", "Deva", "Beng"})
+
+
+def names_of(code: str, lang: str) -> list[str]:
+    """CLDR's names of the place ``code`` in every script and region of ``lang``, the
+    language's own first (``zh``: 意大利, 義大利)."""
+    names = _names()[code]
+    first = names.get(lang) or _name(names, normalize_code(lang))
+    rest = [names[k] for k in _locales(normalize_code(lang)) if k in names]
+    return list(dict.fromkeys([n for n in (first, *rest) if n]))
 
 
 def name_of(code: str, lang: str) -> str | None:
@@ -95,6 +85,113 @@ def name_of(code: str, lang: str) -> str | None:
     kept: ``zh-Hant`` gives the traditional name), or None."""
     names = _names()[code]
     return names.get(lang) or _name(names, normalize_code(lang))
+
+
+# A name, as the analyzer reads it: each word's terms (its own term first, then the extra terms it
+# adds: a truncation, prefix or particle forms, CJK bigrams).
+Name = tuple[frozenset[str], ...]
+# Terms are indexed by their first characters, so that an inflected form finds its name.
+_KEY = 2
+# A word's own term meets a longer one that begins with it, four characters at least, when the
+# longer adds at most three (a case ending Snowball did not strip: Italia / Italiassa stem apart in
+# no language, but ken / kenia do in Finnish). Shorter stems begin too many other words: "and" is
+# not "andorra", "com" not "comoras", "welt" not "welch".
+_PREFIX_MIN = 4
+_PREFIX_ADDS = 3
+
+
+def _short(term: str) -> bool:
+    # a Han, kana or Hangul character is a syllable: two of them make a country's name (日本, 케냐)
+    return len(term) < (2 if any(_is_syllabic(ch) for ch in term) else 3)
+
+
+def _is_syllabic(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u30ff" or "\u3400" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af" \
+        or "\uf900" <= ch <= "\ufaff"
+
+
+def _meet(name_word: frozenset[str], own: str, text_word: frozenset[str], text_own: str) -> int | None:
+    """How well a name's word meets the text's word: a shared term (the longer the better, its
+    own term best), or one's own term beginning the other's (:data:`_PREFIX_MIN`,
+    :data:`_PREFIX_ADDS`); None if neither."""
+    if shared := name_word & text_word:
+        return 1000 if own == text_own else len(max(shared, key=len))
+    short, long_ = sorted((own, text_own), key=len)
+    if len(short) >= _PREFIX_MIN and long_.startswith(short) and len(long_) - len(short) <= _PREFIX_ADDS:
+        return len(short)
+    return None
+
+
+@cache
+def _table(lang: str) -> dict[str, list[tuple[Name, tuple[str, ...], str]]]:
+    """Every place's names in ``lang`` (every script and region of it), indexed by the first
+    characters of each term of their first word: ``key → [(name's words, their own terms,
+    code)]``. Names that read the same as another place's are left out (ambiguous)."""
+    analyzer = analyzer_for(lang)
+    by_terms: dict[tuple[str, ...], tuple[Name, str] | None] = {}
+    for code, names in _names().items():
+        for locale in _locales(lang):
+            name = names.get(locale)
+            if not name:
+                continue
+            groups = analyzer.groups(name)
+            own = tuple(g[0] for g in groups)
+            if not groups or len(groups) > _MAX_NAME_TERMS or (len(groups) == 1 and _short(own[0])):
+                continue
+            seen = by_terms.get(own, ())
+            if seen is None or (seen and seen[1] != code):
+                by_terms[own] = None  # two places read alike
+            else:
+                by_terms[own] = (tuple(frozenset(g) for g in groups), code)
+    out: dict[str, list[tuple[Name, tuple[str, ...], str]]] = {}
+    for own, entry in by_terms.items():
+        if entry is None:
+            continue
+        words, code = entry
+        for key in {t[:_KEY] for t in words[0]}:
+            out.setdefault(key, []).append((words, own, code))
+    return out
+
+
+def names_in(text: str, lang: str) -> list[str]:
+    """The place codes named in ``text`` (in ``lang``), in order, each once.
+
+    A name matches where each of its words meets the text's word at the same place: a shared
+    term (a lemma, a stem, a particle's noun, a truncation) or a long common beginning of their
+    own terms, so an inflected form meets its name ("Kenian" and "Kenia", "Египта" and "Египет").
+    The longest name wins ("Papua New Guinea" before "Guinea"), then the closest meeting; two
+    places still tied there are both left out."""
+    lang = normalize_code(lang)
+    with _lock:  # the first call per language builds its table
+        table = _table(lang)
+    groups = analyzer_for(lang).groups(text)
+    words = [frozenset(g) for g in groups]
+    found: list[str] = []
+    i = 0
+    while i < len(words):
+        best: tuple[int, int] | None = None
+        codes: set[str] = set()
+        for key in {t[:_KEY] for t in words[i]}:
+            for name, own, code in table.get(key, ()):
+                n = len(name)
+                if i + n > len(words):
+                    continue
+                meets = [_meet(name[j], own[j], words[i + j], groups[i + j][0]) for j in range(n)]
+                if any(m is None for m in meets):
+                    continue
+                score = (n, sum(m for m in meets if m is not None))
+                if best is None or score > best:
+                    best, codes = score, {code}
+                elif score == best:
+                    codes.add(code)
+        if best is not None and len(codes) == 1:
+            code = codes.pop()
+            if code not in found:
+                found.append(code)
+            i += best[0]
+        else:
+            i += 1
+    return found
 
 
 class NameTranslator:
@@ -108,6 +205,6 @@ class NameTranslator:
         src, tgt = normalize_code(source_lang), normalize_code(target_lang)
         if src == tgt:
             return text
-        places = [n for code in names_in(text, src) if (n := name_of(code, tgt))]
+        places = [n for code in names_in(text, src) for n in names_of(code, tgt)]
         numbers = [t for t in analyzer_for(src).tokens(text) if t.isdigit()]
         return " ".join(dict.fromkeys([*places, *numbers]))

@@ -60,7 +60,7 @@ class RetrievalPlan(BaseModel):
                           "another language than the question's gets no share (None: every store its share)")
     notes: list[str] = Field(default_factory=list, description="why a wanted store was left out, etc.")
 
-    def gated_shares(self, best: Mapping[str, float], named: Collection[str] = ()
+    def gated_shares(self, best: Mapping[str, float], named: Collection[str] | None = ()
                      ) -> tuple[dict[str, int] | None, list[str]]:
         """The shares once the stores with nothing near the question are out, and why each went.
 
@@ -74,9 +74,11 @@ class RetrievalPlan(BaseModel):
         (:meth:`CrossLingualRetriever.named_stores`). They keep their share whatever their cosine:
         how close two languages sit in the embedder's space differs by pair (a Greek question
         scores a Turkish page above the same page in Hindi), so a cosine margin alone leaves out
-        stores that hold the answer in the languages the embedder ranks lower.
+        stores that hold the answer in the languages the embedder ranks lower. ``named=None``: the
+        question names no place xlrag can look for, so nothing tells a store far under the others
+        from one the embedder merely ranks lower in its language, and every store keeps its share.
         """
-        if self.shares is None or self.share_margin is None:
+        if self.shares is None or self.share_margin is None or named is None:
             return self.shares, []
         others = {s: v for s, v in best.items() if s != self.query_lang and s in self.shares}
         if not others:

@@ -35,6 +35,7 @@ __all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "LexicalRef", "S
 # collections are named xlrag.<index>.<lang>.
 FORMAT_VERSION = 2
 _PAGE = 2000
+LEXICAL_FOLDER = "lexical"  # xlrag.indexes.lexical.LEXICAL_DIR: that module imports this one
 _RETRIES = 6  # deeper searches past ids deleted meanwhile, before giving up
 
 
@@ -173,6 +174,13 @@ class LanguageStores:
             return cls.open(index_dir, embedder, dim, store=store)
         if store.kind == "persistent":
             leftovers = [p for p in index_dir.iterdir() if not p.name.startswith(".xlrag-write")] if index_dir.is_dir() else []
+            if leftovers and {p.name for p in leftovers} <= {"chroma", LEXICAL_FOLDER}:
+                # what a first build leaves when it is stopped before its first manifest
+                raise IndexDirError(
+                    f"{index_dir} holds a first build that was stopped before it finished (chroma/ without "
+                    f"xlrag-index.json); start it again with 'xlrag index --rebuild --corpus FILE --index-dir "
+                    f"{index_dir}', or keep what it wrote with 'xlrag check --repair --index-dir {index_dir}'"
+                )
             if leftovers:
                 raise IndexDirError(
                     f"{index_dir} exists, is not empty and is not an xlrag index; choose a new --index-dir"
