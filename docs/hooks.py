@@ -8,7 +8,9 @@ A page asks for a generated part with a marker comment on a line of its own:
   description;
 * ``<!-- xlrag:errors -->``: the exceptions of ``xlrag.errors`` with their message templates;
 * ``<!-- xlrag:api PACKAGE -->``: a mkdocstrings ``:::`` entry for every name of the package's
-  ``__all__``, grouped by the module that defines it.
+  ``__all__``, grouped by the module that defines it;
+* ``<!-- xlrag:languages -->``: the per-language table of the many-language test bed, from the
+  committed ``benchmarks/results/languages.json`` and ``testbed_answers.json``.
 
 Nothing here is copied by hand, so a new option, setting or error cannot go undocumented. An
 unknown marker stops the build. ``tests/test_docs.py`` renders each part and checks it
@@ -276,7 +278,39 @@ def render_api(package: str) -> str:
 
 # -- the hook ----------------------------------------------------------------------------------
 
-RENDERERS = {"cli": render_cli, "config": render_config, "errors": render_errors}
+def render_languages() -> str:
+    """One row per test bed language: same-language Hit@1 of dense, lexical and the default,
+    cross-language Hit@1/Hit@5 of the default over English's and another language's store, and
+    the agent's number answers where benchmarks/testbed_answers.py asked them."""
+    import json
+
+    results = ROOT / "benchmarks" / "results"
+    tb = json.loads((results / "languages.json").read_text(encoding="utf-8"))
+    answers_path = results / "testbed_answers.json"
+    answers = json.loads(answers_path.read_text(encoding="utf-8")).get("summary", {}).get("by_lang", {}) \
+        if answers_path.exists() else {}
+    default = tb["default"]
+    same, cross_en, cross_next = (tb["testbed"][c] for c in ("same", "cross_en", "cross_next"))
+    rows = ["| language | same Hit@1: dense / lexical / default | cross Hit@1 / Hit@5: English's store | "
+            "cross Hit@1 / Hit@5: another's | agent: in language / correct / verified wrong |",
+            "| --- | --- | --- | --- | --- |"]
+    from xlrag.languages import normalize_code
+
+    for lang in tb["testbed"]["languages"]:
+        def h(arm: dict, m: str, store: str = normalize_code(lang)) -> str:
+            # the cells are the stores' languages: simplified and traditional Chinese share one
+            return f"{arm['by_lang'][store][m]:.2f}"
+
+        a = answers.get(lang)
+        agent = (f"{a['in_language'] + a['no_language']} / {a['correct']} / {a['verified_wrong']} of {a['n']}"
+                 if a else "")
+        rows.append(f"| {lang} | {h(same['dense'], 'hit@1')} / {h(same['lexical'], 'hit@1')} / "
+                    f"**{h(same[default], 'hit@1')}** | {h(cross_en[default], 'hit@1')} / {h(cross_en[default], 'hit@5')} | "
+                    f"{h(cross_next[default], 'hit@1')} / {h(cross_next[default], 'hit@5')} | {agent} |")
+    return "\n".join(rows)
+
+
+RENDERERS = {"cli": render_cli, "config": render_config, "errors": render_errors, "languages": render_languages}
 
 
 def expand(markdown: str) -> str:

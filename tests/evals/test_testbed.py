@@ -100,10 +100,14 @@ def test_cross_language_the_page_is_found_in_another_languages_store(testbed_sto
 
 @pytest.mark.slow
 def test_balanced_leaves_out_no_store_that_holds_the_named_place(testbed_stores, embedder):
+    # every store holds the question's page; the margin may only leave out a store whose pages
+    # spell places as CLDR does not (its file says so: Haitian Creole's CLDR names are French's),
+    # where no name can be looked for
+    unnamed = {normalize_code(lang) for lang in testbed.languages() if testbed.spec(lang).cldr_differs}
     r = CrossLingualRetriever(testbed_stores, embedder, "balanced", k=5)
     left_out = []
     for q in ITEMS[::8]:  # one country a language
         notes = r.retrieve(make_query(q.question, id=q.id, lang=normalize_code(q.lang))).notes
         left_out += [n.split("'")[1] for n in notes if n.startswith("balanced: no share")]
     r.close()
-    assert not left_out, left_out[:5]
+    assert set(left_out) <= unnamed, sorted(set(left_out) - unnamed)
