@@ -159,3 +159,12 @@ def test_every_page_is_in_the_nav():
     on_disk = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
     assert listed == on_disk
     assert "docs/hooks.py" in config["hooks"]
+
+
+def test_the_languages_page_has_a_row_for_every_test_bed_language(hooks):
+    from xlrag.evals import testbed
+
+    table = hooks.render_languages()
+    rows = [line.split("|")[1].strip() for line in table.splitlines()[2:]]
+    assert rows == testbed.languages()
+    assert "<!-- xlrag:languages -->" in (DOCS / "explanation" / "languages.md").read_text(encoding="utf-8")
