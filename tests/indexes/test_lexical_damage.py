@@ -120,3 +120,19 @@ def test_lexical_only_says_which_stores_meaning_searched(xquad_index, embedder):
     r.close()
     notes = [n for n in res.notes if "searched by meaning" in n]
     assert {n.split("'")[1] for n in notes} == {"ar", "de", "es", "ru", "zh"}, res.notes
+
+
+def test_an_open_retriever_sees_a_lexical_repair(ix, embedder):
+    # a server keeps its retriever open; check --repair rebuilds the folder under the same name
+    from xlrag.indexes.integrity import repair_index
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.schema import make_query
+
+    _empty_data(ix)
+    r = CrossLingualRetriever(LanguageStores.open(ix, embedder.name, embedder.dim), embedder, "qlang", k=3)
+    q = make_query("When did Tesla die?", lang="en")
+    assert not r.retrieve(q).complete
+    assert repair_index(ix, embedder=embedder, sample=0).ok
+    again = r.retrieve(q)
+    r.close()
+    assert again.complete and any("lexical" in h.channels for h in again.hits), again.notes

@@ -331,6 +331,17 @@ class Backend:
         return sorted(n[len(self.prefix):] for n in names if n.startswith(self.prefix))
 
     # -- manifest -------------------------------------------------------------------
+    def manifest_stamp(self) -> tuple[int, ...] | None:
+        """What changes whenever the local manifest is written (it is replaced whole, so its
+        inode changes), or None (no manifest, or a Chroma server's, read afresh anyway)."""
+        if self.store.kind != "persistent":
+            return None
+        try:
+            st = (self.index_dir / MANIFEST).stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
     def read_manifest(self) -> str | None:
         """The manifest's JSON text, or None when there is none."""
         if self.store.kind == "persistent":

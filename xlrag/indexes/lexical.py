@@ -313,7 +313,8 @@ class LexicalStores:
 
     def __init__(self, stores: LanguageStores):
         self.stores = stores
-        self._cache: dict[str, tuple[Any, LexicalIndex | None, str | None]] = {}
+        # lang -> (key, index, why not, the manifest's version when it was read)
+        self._cache: dict[str, tuple[Any, LexicalIndex | None, str | None, Any]] = {}
         self._lock = threading.Lock()
 
     def _key(self, lang: str) -> Any:
@@ -330,7 +331,9 @@ class LexicalStores:
         key = self._key(lang)
         with self._lock:
             hit = self._cache.get(lang)
-            if hit is not None and hit[0] == key:
+            # a folder that could not be read is tried again after any write: check --repair
+            # rebuilds it under the same name, which a reader keyed on the name alone never sees
+            if hit is not None and hit[0] == key and (hit[1] is not None or hit[3] == self.stores.manifest_version):
                 return hit[1], hit[2]
             if self.stores.store.kind != "persistent":
                 idx, why = _build(self.stores, lang), None
@@ -344,5 +347,5 @@ class LexicalStores:
                     idx, why = None, f"store {lang!r}'s lexical index is unreadable ({str(e)[:160]})"
             if why is not None:
                 why += "; searched dense-only: run 'xlrag check --repair' to rebuild it"
-            self._cache[lang] = (key, idx, why)
+            self._cache[lang] = (key, idx, why, self.stores.manifest_version)
             return idx, why

@@ -114,6 +114,8 @@ class LanguageStores:
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.generation = 0  # bumped by every reload: what callers key their caches on
+        self._manifest_stamp = self.backend.manifest_stamp()
+        self.manifest_version = 0  # bumped whenever the manifest is written or read afresh
 
     @property
     def complete(self) -> bool:
@@ -204,6 +206,7 @@ class LanguageStores:
             update={**updates, "updated": datetime.now(UTC).isoformat(timespec="seconds")}
         )
         self.backend.write_manifest(self.manifest.model_dump_json(indent=2))
+        self.manifest_version += 1
 
     def _guard(self):
         return guard(self.index_dir, self.store)
@@ -314,15 +317,19 @@ class LanguageStores:
         local Chroma rewrites its files and must not happen under a writer. Until then
         searches answer from the last loaded state, flagged incomplete. True if reloaded."""
         with self._lock:
-            if not self.backend.outdated():
+            vectors = self.backend.outdated()
+            # a write that touched the manifest alone (a lexical-only check --repair) is followed too
+            stamp = self.backend.manifest_stamp()
+            if not vectors and stamp == self._manifest_stamp:
                 return False
             text = self.backend.read_manifest()
             if text is None:
                 raise IndexNotFoundError(self.index_dir, f"its {MANIFEST} was removed while it was open")
             manifest = self._parse(self.index_dir, text)
             self._check(self.index_dir, manifest, self.manifest.embedder, self.manifest.dim)
-            self.manifest = manifest
-            if not self.complete:
+            self.manifest, self._manifest_stamp = manifest, stamp
+            self.manifest_version += 1
+            if not vectors or not self.complete:
                 return False
             self.backend.reload()
             self._collections.clear()
