@@ -24,11 +24,15 @@ def stores(xquad_index, embedder):
 
 def _full_search_then_fuse(retriever, stores, embedder, question, lang, k):
     """The hits as one full search per store (text and all) and a fusion of those would give them."""
-    plan = retriever.policy.plan(make_query(question, lang=lang), lang, stores.languages(), k)
+    q = make_query(question, lang=lang)
+    plan = retriever.policy.plan(q, lang, stores.languages(), k)
     vec = embedder.embed([question], "query")[0]
     results = [stores.search(s.store, vec, s.quota, s.text) for s in plan.searches]
-    shares, _ = plan.gated_shares({r.store: r.scores[0] for r in results if r.scores})
-    return fuse(results, retriever.fusion, plan.k, shares)
+    # the stores holding a place the question names: kept by the margin, first among equals
+    named = retriever.named_stores(q, plan)
+    shares, _ = plan.gated_shares({r.store: r.scores[0] for r in results if r.scores}, named)
+    prefer = {s.store: 2 * (s.store in (named or ())) + (s.store == lang) for s in plan.searches}
+    return fuse(results, retriever.fusion, plan.k, shares, prefer)
 
 
 @pytest.mark.parametrize(("mode", "fusion"), [("all", "score"), ("all", "zscore"), ("all", "rrf"),

@@ -87,8 +87,12 @@ def test_request_content_errors_are_typed(serve):
     err = assert_typed(client.post("/v1/ask", json={"question": "¿" + "a" * 70 + "?"}), 422, "question_too_long")
     assert "72 characters" in err["message"] and "limit of 60" in err["message"]
     assert err["message"].endswith("; shorten it")  # a client cannot raise the server's setting
-    err = assert_typed(client.post("/v1/retrieve", json={"question": QUESTION, "lang": "klingon"}), 422,
-                       "unknown_language")
+    # the question's language only decides what to detect: a code naming none is detected, with a note
+    res = client.post("/v1/retrieve", json={"question": QUESTION, "lang": "klingon"})
+    assert res.status_code == 200 and any("'klingon' names no language" in n for n in res.json()["notes"])
+    # a store's language names what to search: an unknown one stays a typed 422
+    err = assert_typed(client.post("/v1/retrieve", json={"question": QUESTION, "mode": "oracle_lang",
+                                                         "target_lang": "klingon"}), 422, "unknown_language")
     assert "ISO 639" in err["message"]
     assert_typed(client.post("/v1/ask", json={"question": "   "}), 422, "empty_query")
     assert_typed(client.get("/v1/nothing"), 404, "not_found")
