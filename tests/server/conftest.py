@@ -68,12 +68,14 @@ class GatedModel(GenericFakeChatModel):
 
 class QuotingModel(GatedModel):
     """Gated, and answers every question with the words of the passage shown as <doc0>:
-    an answer its cited passage holds, whichever question it was asked."""
+    an answer its cited passage holds, whichever question it was asked (long enough to be looked
+    up in the whole passage: a short one must come from a sentence about the question,
+    xlrag.checks.substance.LONG_ANSWER)."""
 
     @staticmethod
     def _reply(messages: Any) -> str:
         prompt = "\n".join(str(m.content) for m in messages)
-        words = prompt.split("<doc0>", 1)[1].split()[10:22]  # past the (English) title
+        words = prompt.split("<doc0>", 1)[1].split()[10:40]  # past the (English) title
         return f"Cited Documents: <doc0>\nAnswer: {' '.join(words)}\nExplanation: <doc0>"
 
     def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:

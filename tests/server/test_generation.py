@@ -68,18 +68,21 @@ def test_sessions_are_compacted_and_the_least_recently_used_dropped(serve):
     from tests.server.conftest import config
 
     client = serve(scripted(SPANISH, repeat=True), cfg=config(chat={"retention_sessions": 2}))
-    for session in ("s1", "s2", "s3"):
-        reply = client.post("/v1/chat", json={"question": QUESTION, "session_id": session, "stream": False})
+    sessions = []
+    for _ in range(3):
+        reply = client.post("/v1/chat", json={"question": QUESTION, "stream": False})
         assert reply.status_code == 200 and reply.json()["turn"] == 1
+        sessions.append(reply.json()["session_id"])
+    s1, s2, s3 = sessions
     # s1 was used least recently: gone; the others hold one checkpoint each, with their turn
-    assert client.delete("/v1/chat/s1").status_code == 404
+    assert client.delete(f"/v1/chat/{s1}").status_code == 404
     server = client.server
     assert len(server.sessions) == 2
-    for session in ("s2", "s3"):
+    for session in (s2, s3):
         cfg = server.sessions.config(session)
         assert len(list(server.saver.list(cfg))) == 1
         assert [t.question for t in server.chat.get_state(cfg).values["turns"]] == [QUESTION]
-    assert list(server.saver.list(server.sessions.config("s1"))) == []
+    assert list(server.saver.list(server.sessions.config(s1))) == []
 
 
 def test_after_a_repair_the_answer_event_is_the_repaired_answer(serve):

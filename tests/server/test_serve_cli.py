@@ -46,6 +46,12 @@ def test_serve_answers_then_stops_gracefully_on_sigterm(xquad_index, tmp_path):
         wait_until_up(proc, url)
         hits = httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60).json()["hits"]
         assert hits[0]["doc_id"] == "xquad-00-es"
+        # DNS rebinding (issue #52): the name a rebinding page's browser sends is refused, the
+        # names a user opens the page by are not
+        rebound = httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION, "k": 1}, timeout=60,
+                             headers={"Host": f"attacker.example:{port}"})
+        assert rebound.status_code == 400 and rebound.json()["error"]["type"] == "host_not_allowed"
+        assert httpx.get(f"{url}/", headers={"Host": f"localhost:{port}"}, timeout=60).status_code == 200
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=60)[0]
     finally:

@@ -97,7 +97,9 @@ def test_translate_uses_the_servers_translator(serve):
     r = client.post("/v1/translate", json={"text": "The Panthers gave up just 308 points.", "source_lang": "en",
                                            "target_lang": "es"})
     assert r.status_code == 200, r.text
-    assert r.json() == {"text": "Los Panthers cedieron solo 308 puntos.", "source_lang": "en", "target_lang": "es"}
+    # one line asked, one line kept: what a small model adds after it is not the translation
+    assert r.json() == {"text": "Los Panthers cedieron solo 308 puntos.", "source_lang": "en", "target_lang": "es",
+                        "complete": True, "notes": []}
     bad = client.post("/v1/translate", json={"text": "x", "source_lang": "en", "target_lang": "xx"})
     assert bad.status_code == 422 and bad.json()["error"]["type"] == "unknown_language"
     assert client.post("/v1/translate", json={"text": "x" * 5000, "source_lang": "en",
@@ -120,6 +122,45 @@ def test_the_report_is_the_existing_renderers(serve, fmt):
                                      for p in view["perspectives"]]}
     assert client.post("/v1/perspectives/report", json={"view": slim, "format": fmt}).text == r.text
     assert client.post("/v1/perspectives/report", json={"view": {"question": "x"}}).status_code == 422
+
+
+HOSTILE = ("<img src=https://evil.example/p.png onerror=alert(1)> [open](javascript:alert(1)) "
+           "![x](https://evil.example/track.png) <script>alert(2)</script> \x1b[2J\x07 **bold** `code`")
+
+
+def test_the_markdown_report_carries_corpus_and_model_text_inert(serve):
+    """The probe: a view whose answers, notes and question hold HTML, a remote image, a
+    javascript: link, terminal escapes and a heading of their own. Rendered as CommonMark with
+    tables (raw HTML on), none of it becomes markup; the words are all still there."""
+    from markdown_it import MarkdownIt
+
+    client = serve(ByPrompt(answers=DISAGREE))
+    view = client.post("/v1/perspectives",
+                       json={"question": PERSPECTIVES_QUESTION, "relevant_langs": ["en", "ru"]}).json()
+    view["question"] = f"{PERSPECTIVES_QUESTION}\n# Verdict: consensus\n{HOSTILE}"
+    view["note"] = f"\n## Injected\n- {HOSTILE}\n1. {HOSTILE}"
+    view["choice"]["notes"] = [HOSTILE, "# not a heading"]
+    view["choice"]["reason"] = HOSTILE
+    for p in view["perspectives"]:
+        if p["answer"] is not None:
+            p["answer"]["answer"] = f"{HOSTILE} | a cell of its own |\n# Heading"
+    r = client.post("/v1/perspectives/report", json={"view": view, "format": "markdown"})
+    assert r.status_code == 200, r.text
+    assert r.headers["content-type"].startswith("text/markdown")
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert "sandbox" in r.headers["content-security-policy"] and "default-src 'none'" in r.headers[
+        "content-security-policy"]
+    assert "\x1b" not in r.text and "\x07" not in r.text
+    html = MarkdownIt("commonmark").enable("table").render(r.text)
+    assert not re.search(r"<(img|script|a|strong|code)\b", html), html
+    assert "javascript:" not in re.findall(r'href="([^"]*)"', html)
+    assert re.findall(r"<h(\d)>", html) == ["1", "2"], html  # the report's own two headings only
+    assert html.count("<tr>") == 1 + sum(1 for p in view["perspectives"])  # no cell split off by a '|'
+    assert "alert(1)" in html and "evil.example/track.png" in html  # shown, as text
+    # the HTML page (a download) is escaped for HTML, and inert too
+    page = client.post("/v1/perspectives/report", json={"view": view, "format": "html"})
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "<script>alert" not in page.text and "&lt;script&gt;alert(2)" in page.text
 
 
 def test_without_a_browser_the_tests_say_in_one_line_what_is_missing(monkeypatch):

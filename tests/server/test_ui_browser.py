@@ -226,6 +226,7 @@ def test_tokens_stream_in_a_citation_opens_its_passage_and_follow_ups_keep_the_s
         row = css(driver, '#retrieval-stores .store[data-store="es"] tr[data-doc]')[0]
         assert row.get_attribute("data-doc") == "xquad-00-es"
         assert {c.text for c in row.find_elements("css selector", ".channel")} <= {"dense", "lexical"}
+        wait(driver, lambda d: by_id(d, "session").text)  # kept once the turn is done
         session = by_id(driver, "session").text
         browser.screenshot(driver, "ui-ask")
         follow = ask(driver, "¿Y cuántas intercepciones?")
@@ -271,8 +272,54 @@ def test_switching_the_mode_changes_what_is_searched_and_a_passage_translates(dr
         assert "(en)" in by_id(driver, "passage-lang").text and by_id(driver, "passage-text").get_attribute("dir") == "ltr"
         by_id(driver, "translate").click()
         wait(driver, lambda d: by_id(d, "translation").is_displayed())
-        assert by_id(driver, "translation").text.startswith(f"{TRANSLATED}: ")
+        # the whole passage, title and text, each line translated (issue #52: the title alone came back)
+        title, text = by_id(driver, "translation").text.split("\n")
+        assert title == f"{TRANSLATED}: Super Bowl 50" and text.startswith(f"{TRANSLATED}: ") and len(text) > 200
+        assert by_id(driver, "translate-error").text == ""
         browser.screenshot(driver, "ui-mode-retrieval-translate")
+
+
+def test_a_conversation_the_server_dropped_is_said_so_and_the_next_question_starts_anew(driver, retriever):
+    """The page never continues a conversation the server no longer holds as if it did: the
+    follow-up gets the server's 404 as one sentence, and the question after it a new session."""
+    import httpx
+
+    from tests.server.conftest import AUTH
+
+    app = serve_app(retriever, Router())
+    with running(app) as url:
+        open_page(driver, url)
+        assert settle(driver, ask(driver, QUESTION)) == "verified"
+        wait(driver, lambda d: by_id(d, "session").text)
+        (session,) = app.state.xlrag.sessions._entries
+        assert httpx.delete(f"{url}/v1/chat/{session}", headers=AUTH).status_code == 204  # dropped
+        follow = ask(driver, "¿Y cuántas intercepciones?")
+        assert settle(driver, follow) == "error"
+        assert "no session" in follow.text and "new conversation" in follow.text
+        assert by_id(driver, "session").text == ""
+        again = ask(driver, QUESTION)
+        assert settle(driver, again) == "verified"
+        wait(driver, lambda d: by_id(d, "session").text)
+        assert len(app.state.xlrag.sessions) == 1 and session not in app.state.xlrag.sessions
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost"])
+def test_a_keyless_server_opens_straight_away_by_either_loopback_name(driver, retriever, name):
+    """``xlrag serve --no-auth`` and the address docs/how-to/web-page.md gives: the page asks for
+    no key, and its calls (a streamed chat turn, the retrieval panel, New conversation) pass the
+    server's Host and Origin checks (issue #52)."""
+    app = serve_app(retriever, Router(), api_key=None, no_auth=True)
+    with running(app) as url:
+        driver.get(url.replace("127.0.0.1", name) + "/")
+        wait(driver, lambda d: by_id(d, "app").is_displayed() and css(d, "#mode option"))
+        assert not by_id(driver, "key-panel").is_displayed()
+        message = ask(driver, QUESTION)
+        assert settle(driver, message) == "verified"
+        assert message.find_element("css selector", ".body").text == SPANISH_ANSWER
+        wait(driver, lambda d: css(d, '#retrieval-stores .store[data-store="es"] tr[data-doc]'))
+        assert len(app.state.xlrag.sessions) == 1
+        by_id(driver, "new-chat").click()
+        wait(driver, lambda d: len(app.state.xlrag.sessions) == 0)
 
 
 def test_an_arabic_conversation_renders_right_to_left_beside_english(driver, retriever):

@@ -16,7 +16,12 @@ def serve(
     index_dir: IndexDirOpt = None,
     host: Annotated[str, typer.Option("--host", help="address to bind (--no-auth: 127.0.0.1 only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", min=1, max=65535, help="port to listen on")] = 8000,
-    no_auth: Annotated[bool, typer.Option("--no-auth", help="serve without an API key, on 127.0.0.1 only")] = False,
+    no_auth: Annotated[bool, typer.Option("--no-auth", help=(
+        "serve without an API key, on 127.0.0.1 only, to requests that name it 127.0.0.1, localhost or [::1] "
+        "from its own page"))] = False,
+    allowed_hosts: Annotated[str | None, typer.Option("--allowed-hosts", help=(
+        "with a key: the host names the server answers to, separated by commas (e.g. "
+        "xlrag.example.org,*.example.org,10.0.0.5); default any. --no-auth: loopback names only"))] = None,
     llm: LLMOpt = None,
     max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once")] = 1,
     max_queue: Annotated[int, typer.Option(min=0, help="requests waiting for a generation; more get 503")] = 16,
@@ -35,16 +40,19 @@ def serve(
 
     try:
         require_server()
-        from xlrag.server.guards import ServerLimits, resolve_api_key
+        from xlrag.server.guards import ServerLimits, resolve_api_keys
+        from xlrag.server.hosts import resolve_allowed_hosts
 
         # the key and the address first: a server that would refuse to start fails in a blink
         check_bind(host, no_auth)
-        resolve_api_key(None, no_auth)
+        resolve_api_keys(None, no_auth)
+        resolve_allowed_hosts(allowed_hosts, no_auth)
         if no_auth and os.environ.get("XLRAG_API_KEY"):
             warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
         cfg = _config(config, index_dir=index_dir, llm=llm, explanation=explanation)
         limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes,
                               grace_seconds=grace_seconds)
-        run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level)
+        run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level,
+            allowed_hosts=allowed_hosts)
     except XlragError as e:
         _fail(e)

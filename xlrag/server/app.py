@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -37,9 +38,12 @@ from xlrag.server.guards import (
     AuthMiddleware,
     BodyLimitMiddleware,
     GenerationLimiter,
+    Reservation,
     ServerLimits,
-    resolve_api_key,
+    owner,
+    resolve_api_keys,
 )
+from xlrag.server.hosts import HostGuardMiddleware, resolve_allowed_hosts
 from xlrag.server.models import (
     AskRequest,
     AskResponse,
@@ -62,6 +66,7 @@ from xlrag.server.streaming import (
     ask_response,
     chat_events,
     chat_response,
+    chat_turn,
     with_pings,
 )
 from xlrag.server.ui import install_ui
@@ -75,11 +80,16 @@ DESCRIPTION = f"""Cross-lingual RAG over one xlrag index: answers in the questio
 
 Every endpoint but `/v1/health` needs the server's key (`{API_KEY_ENV}`) as
 `Authorization: Bearer KEY` or `X-API-Key: KEY`. Errors are `{{"error": {{"type", "message"}}}}`.
+Chat sessions are issued by the server and belong to the key that made them. A server without a key
+(`--no-auth`) answers requests for 127.0.0.1, localhost or [::1] from its own page only.
 Generations run at most `max_concurrent` at a time; a bounded queue waits behind them and a
 full queue answers 503 with `Retry-After`."""
 
-_ERROR_TEXT = {401: "missing or wrong API key", 403: "a non-local client of a --no-auth server",
-               404: "no such session", 413: "request body over the size limit",
+_ERROR_TEXT = {400: "a Host the server does not answer to (host_not_allowed)",
+               401: "missing or wrong API key",
+               403: "a non-local client, or a page of another origin, of a --no-auth server",
+               404: "no such session (unknown_session: not issued here, another key's, or dropped)",
+               413: "request body over the size limit",
                422: "invalid request: a malformed body, an unknown field, a question too long, an unknown language",
                500: "internal error (details in the server log, never in the reply)",
                503: "busy (the generation queue is full), the model provider is unavailable, or the index is "
@@ -111,6 +121,19 @@ class XlragServer:
         self.sessions = Sessions(self.chat, self.saver, config.agent.chat.retention_sessions)
         self.drain = Drain()
         self.limiter = GenerationLimiter(limits.max_concurrent, limits.max_queue, limits.queue_timeout, self.drain)
+        # where the index lives, absolute (as given and resolved): never sent to a client (see
+        # public()); a relative name such as "ix" is not a path to hide, and is a word in passages
+        stores = getattr(self.retriever, "stores", None)
+        dirs = {config.index_dir, getattr(stores, "index_dir", None)} - {None}
+        paths = {str(p) for d in dirs for p in (Path(d), Path(d).resolve()) if p.is_absolute() and len(p.parts) > 1}
+        self._paths = sorted(paths, key=len, reverse=True)
+
+    def public(self, model: Any) -> Any:
+        """``model`` as JSON data with the server's index path replaced by ``<index_dir>``, and
+        any absolute path in a note by ``<path>``: a retrieval note about a damaged file (an OS
+        error's words) tells a client which store, never where the index is on this machine."""
+        data = model.model_dump(mode="json") if hasattr(model, "model_dump") else model
+        return _scrub(data, self._paths)
 
     @property
     def perspectives_view(self) -> Any:
@@ -154,6 +177,25 @@ class XlragServer:
             log.info("xlrag server stopped")
 
 
+# the fields that carry xlrag's own messages about the index (not corpus or model text)
+_NOTE_KEYS = frozenset({"notes", "note", "retrieval_notes"})
+# an absolute path in such a message, whole or cut short by the message's length cap
+_ABSOLUTE = re.compile(r"(?<![\w.~/:-])/[^\s'\"()\[\]<>]+")
+
+
+def _scrub(data: Any, paths: Sequence[str], note: bool = False) -> Any:
+    """``data`` with the index's path replaced everywhere, and in notes any absolute path."""
+    if isinstance(data, str):
+        for p in paths:
+            data = data.replace(p, "<index_dir>")
+        return _ABSOLUTE.sub("<path>", data) if note else data
+    if isinstance(data, dict):
+        return {k: _scrub(v, paths, note or k in _NOTE_KEYS) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_scrub(v, paths, note) for v in data]
+    return data
+
+
 def _server(request: Request) -> XlragServer:
     return request.app.state.xlrag
 
@@ -171,9 +213,20 @@ def _sse_doc(answer: type, description: str) -> dict[str, Any]:
             "content": {"text/event-stream": {"schema": {"type": "string"}, "x-events": events}}}
 
 
-def _stream(events: AsyncIterator[str], headers: dict[str, str] | None = None) -> StreamingResponse:
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+class _Stream(StreamingResponse):
+    """An SSE response that gives back its place in the queue if it ends before its stream
+    took a slot with it (a client gone before the first frame)."""
+
+    def __init__(self, events: AsyncIterator[str], reservation: Reservation, headers: dict[str, str] | None = None):
+        super().__init__(events, media_type="text/event-stream",
+                         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **(headers or {})})
+        self.reservation = reservation
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.reservation.release()
 
 
 @router.post("/ask", response_model=AskResponse, responses={
@@ -187,10 +240,11 @@ async def ask(body: AskRequest, server: Server) -> Any:
     server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
     if not body.stream:
         async with server.limiter.slot():
-            return ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input())))
-    server.limiter.refuse_when_full()  # a full queue is a 503, not a stream that starts with an error
-    return _stream(with_pings(partial(ask_events, server, body.agent_input()), server.ping_every, "ask stream",
-                              server.drain))
+            return server.public(ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input()))))
+    # a full queue is a 503 now, not a 200 whose stream starts with an error
+    reservation = server.limiter.reserve()
+    return _Stream(with_pings(partial(ask_events, server, body.agent_input(), reservation), server.ping_every,
+                              "ask stream", server.drain), reservation)
 
 
 _CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events `token`*, `answer`, `done`, or "
@@ -198,32 +252,40 @@ _CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events
                                    "is also in the `X-Session-Id` header.")
 
 
-@router.post("/chat", response_model=ChatResponse, responses={200: _CHAT_DOC, **_errors(401, 413, 422, 500, 503)},
+@router.post("/chat", response_model=ChatResponse,
+             responses={200: _CHAT_DOC, **_errors(401, 404, 413, 422, 500, 503)},
              summary="One turn of a conversation, streamed",
-             description="Follow-ups are condensed into a standalone question in the user's language. Turns of "
-                         "one session run one at a time; sessions live in memory until the server stops.")
-async def chat(body: ChatRequest, server: Server) -> Any:
+             description="Follow-ups are condensed into a standalone question in the user's language. Without "
+                         "`session_id` a new session starts: the server issues its id. A session belongs to the "
+                         "key that made it, runs its turns one at a time, and exists once its first turn has run "
+                         "to the end (a refused or failed request makes none and drops none); it lives in memory "
+                         "until it is deleted, the server stops, or it is the least recently used beyond "
+                         "`agent.chat.retention_sessions`.")
+async def chat(body: ChatRequest, server: Server, request: Request) -> Any:
     server.admit_question(body.question, lang=body.lang)
-    session_id = body.session_id or uuid.uuid4().hex
+    who = owner(request)
+    new = body.session_id is None
+    session_id = server.sessions.new_id() if new else body.session_id
+    if not new:
+        server.sessions.check(session_id, who)  # 404 now, not a 200 whose stream says so
     inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
+    reservation = server.limiter.reserve()  # 503 now, before any session is touched
     if not body.stream:
-        async with server.sessions.turn(session_id), server.limiter.slot():
+        async with chat_turn(server, session_id, who, new, reservation):
             out = await server.drain.bounded(server.chat.ainvoke(inputs, server.sessions.config(session_id)))
             response = chat_response(session_id, out)
             await server.sessions.compact(session_id)
-        return response
-    server.limiter.refuse_when_full()  # a full queue is a 503, not a stream that starts with an error
-    events = with_pings(partial(chat_events, server, session_id, inputs), server.ping_every, "chat stream",
-                        server.drain)
-    return _stream(events, {"X-Session-Id": session_id})
+        return server.public(response)
+    events = with_pings(partial(chat_events, server, session_id, who, new, inputs, reservation), server.ping_every,
+                        "chat stream", server.drain)
+    return _Stream(events, reservation, {"X-Session-Id": session_id})
 
 
 @router.delete("/chat/{session_id}", status_code=204, responses=_errors(401, 404),
-               summary="Forget a conversation")
-async def forget(session_id: str, server: Server) -> Response:
-    if not await server.sessions.delete(session_id):
-        raise ApiError(404, "unknown_session", f"no session {session_id!r} on this server (sessions last as "
-                       f"long as the server process)")
+               summary="Forget a conversation",
+               description="Only with the key that made it; another key's session is a 404, as if it did not exist.")
+async def forget(session_id: str, server: Server, request: Request) -> Response:
+    await server.sessions.delete(session_id, owner(request))
     return Response(status_code=204)
 
 
@@ -244,7 +306,7 @@ async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
     # answers ahead of it (up to queue_timeout)
     await asyncio.to_thread(server.perspectives_view.validate_input, body.view_input())
     async with server.limiter.slot():
-        return await server.drain.bounded(server.perspectives_view.ainvoke(body.view_input()))
+        return server.public(await server.drain.bounded(server.perspectives_view.ainvoke(body.view_input())))
 
 
 @router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),
@@ -264,7 +326,7 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
             result = await call
     else:
         result = await call
-    return RetrieveResponse.of(body.question, result, k)
+    return server.public(RetrieveResponse.of(body.question, result, k))
 
 
 @router.get("/health", response_model=HealthResponse, responses=_errors(500, 503),
@@ -306,15 +368,20 @@ def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:
 
 
 def create_app(config: XlragConfig | str | None = None, *, llm: Runnable | None = None, retriever: Any = None,
-               api_key: str | None = None, no_auth: bool = False, limits: ServerLimits | None = None) -> FastAPI:
+               api_key: str | Sequence[str] | None = None, no_auth: bool = False, limits: ServerLimits | None = None,
+               allowed_hosts: Sequence[str] | str | None = None) -> FastAPI:
     """The HTTP API over one index (``config.index_dir``), ready for ``uvicorn.run(app)``.
 
-    ``api_key`` (default ``$XLRAG_API_KEY``) is required unless ``no_auth``, which answers
-    loopback clients only. ``llm`` and ``retriever`` replace the ones the config would build;
-    a retriever given here stays open when the app stops (its owner closes it).
+    ``api_key`` (default ``$XLRAG_API_KEY``; several: a list, or commas) is required unless
+    ``no_auth``, which answers loopback clients that name it ``127.0.0.1``, ``localhost`` or
+    ``[::1]`` from no other origin than its own (DNS rebinding). ``allowed_hosts``: the names a
+    keyed server answers to (``--allowed-hosts``; default any). ``llm`` and ``retriever``
+    replace the ones the config would build; a retriever given here stays open when the app
+    stops (its owner closes it).
     """
     cfg = resolve_config(config)
-    key = resolve_api_key(api_key, no_auth)  # before anything loads: a missing key fails fast
+    keys = resolve_api_keys(api_key, no_auth)  # before anything loads: a missing key fails fast
+    names = resolve_allowed_hosts(allowed_hosts, no_auth)
     limits = limits or ServerLimits()
     server = XlragServer(cfg, llm, retriever, limits)
     app = FastAPI(title="xlrag", version=__version__, description=DESCRIPTION, lifespan=server.lifespan,
@@ -323,10 +390,12 @@ def create_app(config: XlragConfig | str | None = None, *, llm: Runnable | None 
     install_handlers(app)
     install_docs(app)
     install_ui(app)
-    # added innermost first: CatchAll wraps Auth wraps BodyLimit wraps the routes
+    # added innermost first: CatchAll wraps HostGuard wraps Auth wraps BodyLimit wraps the routes
     app.add_middleware(BodyLimitMiddleware, limit=limits.max_body_bytes)
-    app.add_middleware(AuthMiddleware, api_key=key)
+    app.add_middleware(AuthMiddleware, api_keys=keys)
+    if names is not None:
+        app.add_middleware(HostGuardMiddleware, allowed=names, same_origin=no_auth)
     app.add_middleware(CatchAllMiddleware)
     app.include_router(router)
-    app.openapi = partial(_openapi, app, key is not None)  # type: ignore[method-assign]
+    app.openapi = partial(_openapi, app, keys is not None)  # type: ignore[method-assign]
     return app

@@ -28,6 +28,7 @@ from xlrag.errors import (
     XlragError,
 )
 from xlrag.server.models import ErrorResponse
+from xlrag.text import capped
 
 __all__ = ["ApiError", "CatchAllMiddleware", "error_payload", "error_response", "install_handlers", "xlrag_status"]
 
@@ -108,10 +109,12 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
         kind = ERROR_TYPES.get(exc.status_code, "error")
+        # the path as the client sent it, capped: a megabyte of URL is not echoed back
+        path = capped(request.url.path, 80)
         if exc.status_code == 404:
-            message = f"no such endpoint: {request.method} {request.url.path}; /docs lists them"
+            message = f"no such endpoint: {capped(request.method, 20)} {path}; /docs lists them"
         elif exc.status_code == 405:
-            message = f"{request.method} is not allowed on {request.url.path}; /docs lists the methods"
+            message = f"{capped(request.method, 20)} is not allowed on {path}; /docs lists the methods"
         elif exc.status_code >= 500:
             message = "internal error"
         else:

@@ -1,21 +1,25 @@
 """What stands between a request and the model: the API key, the body size, the queue.
 
 * :class:`AuthMiddleware` checks ``Authorization: Bearer KEY`` or ``X-API-Key: KEY`` in
-  constant time before anything reads the body. ``/v1/health`` and the API docs are open.
-  Without a key (``--no-auth``) only loopback clients are answered.
+  constant time before anything reads the body, and tells the endpoints which key it was (its
+  :func:`owner` fingerprint: a chat session belongs to the key that made it). ``/v1/health`` and
+  the API docs are open. Without a key (``--no-auth``) only loopback clients are answered.
 * :class:`BodyLimitMiddleware` counts the bytes actually received, so a chunked upload
   without ``Content-Length`` is cut off at the limit too (413).
 * :class:`GenerationLimiter` lets ``max_concurrent`` generations run (a local llama.cpp
   model answers one call at a time); up to ``max_queue`` more wait, at most
-  ``queue_timeout`` seconds; beyond that the answer is 503 with ``Retry-After``.
+  ``queue_timeout`` seconds; beyond that the answer is 503 with ``Retry-After``. A stream
+  takes its place in the queue (:meth:`GenerationLimiter.reserve`) before its 200 is sent, so
+  a burst of streams is refused with 503s, not answered 200 and then told it was refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +32,7 @@ from xlrag.server.drain import DEFAULT_GRACE_SECONDS, Drain
 from xlrag.server.errors import ApiError, error_response
 
 __all__ = ["API_KEY_ENV", "OPEN_PATHS", "AuthMiddleware", "BodyLimitMiddleware", "GenerationLimiter",
-           "ServerLimits", "resolve_api_key"]
+           "Reservation", "ServerLimits", "owner", "resolve_api_keys"]
 
 API_KEY_ENV = "XLRAG_API_KEY"
 MIN_KEY_CHARS = 16
@@ -57,21 +61,43 @@ class ServerLimits(BaseModel):
         "running then gets an error event"))
 
 
-def resolve_api_key(api_key: str | None, no_auth: bool) -> str | None:
-    """The key requests must carry: ``api_key``, else ``$XLRAG_API_KEY``; None with ``no_auth``."""
+def resolve_api_keys(api_key: str | Sequence[str] | None, no_auth: bool) -> tuple[str, ...] | None:
+    """The keys requests may carry: ``api_key``, else ``$XLRAG_API_KEY``; None with ``no_auth``.
+    Several keys (a list, or one string with commas) give each client its own: a chat session
+    belongs to the key that made it."""
     if no_auth:
         return None
-    key = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
-    key = key.strip()
-    if not key:
+    given = api_key if api_key is not None else os.environ.get(API_KEY_ENV, "")
+    parts = given.split(",") if isinstance(given, str) else list(given)
+    keys = tuple(dict.fromkeys(k.strip() for k in parts if k.strip()))
+    if not keys:
         raise ConfigError(
             f"no API key: set {API_KEY_ENV} (e.g. export {API_KEY_ENV}=$(python -c "
             f"'import secrets; print(secrets.token_urlsafe(32))')) and send it as 'Authorization: Bearer KEY', "
             f"or pass --no-auth to serve 127.0.0.1 only, without a key")
-    if len(key) < MIN_KEY_CHARS:
-        raise ConfigError(f"{API_KEY_ENV} is {len(key)} characters long; use at least {MIN_KEY_CHARS} random "
-                          f"characters, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
-    return key
+    for n, key in enumerate(keys, 1):
+        if len(key) < MIN_KEY_CHARS:
+            which = f"{API_KEY_ENV}" if len(keys) == 1 else f"key {n} of {API_KEY_ENV} (keys are separated by commas)"
+            raise ConfigError(f"{which} is {len(key)} characters long; use at least {MIN_KEY_CHARS} random "
+                              f"characters, e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+    return keys
+
+
+#: The owner of what a --no-auth server's one local user makes.
+LOCAL_OWNER = "local"
+_OWNER = "xlrag_owner"  # the request state's name for it
+
+
+def fingerprint(key: str) -> str:
+    """What identifies a key inside the server (its sessions' owner) without keeping the key."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+
+
+def owner(scope_or_request: object) -> str:
+    """The fingerprint of the key the request came with (:data:`LOCAL_OWNER` without keys), as
+    :class:`AuthMiddleware` found it."""
+    state = getattr(scope_or_request, "scope", scope_or_request)["state"]  # type: ignore[index]
+    return state[_OWNER]
 
 
 def _presented(headers: Headers) -> str | None:
@@ -85,15 +111,25 @@ def _presented(headers: Headers) -> str | None:
 class AuthMiddleware:
     """401 for a missing or wrong key, before the request body is read."""
 
-    def __init__(self, app: ASGIApp, api_key: str | None):
+    def __init__(self, app: ASGIApp, api_keys: Sequence[str] | None):
         self.app = app
-        self._key = api_key.encode("utf-8") if api_key is not None else None
+        self._keys = [(k.encode("utf-8"), fingerprint(k)) for k in api_keys] if api_keys is not None else None
+
+    def _match(self, given: str) -> str | None:
+        """The fingerprint of the key ``given`` is, or None. Every key is compared, in constant
+        time (compare_digest), so the time taken tells neither how much of a guess was right
+        nor which key it came near."""
+        raw, found = given.encode("utf-8"), None
+        for key, fp in self._keys or ():
+            if secrets.compare_digest(raw, key):
+                found = fp
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS or scope["path"].startswith(OPEN_PREFIXES):
             await self.app(scope, receive, send)
             return
-        if self._key is None:
+        if self._keys is None:
             client = (scope.get("client") or ("", 0))[0]
             if client not in LOOPBACK:
                 # --no-auth is for one machine: a proxy or a changed bind must not open it up
@@ -101,17 +137,19 @@ class AuthMiddleware:
                                           "and answers local clients only")
                 await response(scope, receive, send)
                 return
+            scope.setdefault("state", {})[_OWNER] = LOCAL_OWNER
             await self.app(scope, receive, send)
             return
         given = _presented(Headers(scope=scope))
-        # compare_digest: the time taken does not tell how much of a guess was right
-        if given is None or not secrets.compare_digest(given.encode("utf-8"), self._key):
+        found = self._match(given) if given is not None else None
+        if found is None:
             why = "missing" if given is None else "wrong"
             response = error_response(
                 401, "unauthorized", f"API key {why}: send the server's {API_KEY_ENV} as "
                 "'Authorization: Bearer KEY' or 'X-API-Key: KEY'", headers={"WWW-Authenticate": "Bearer"})
             await response(scope, receive, send)
             return
+        scope.setdefault("state", {})[_OWNER] = found
         await self.app(scope, receive, send)
 
 
@@ -169,6 +207,20 @@ class BodyLimitMiddleware:
             scope, receive, send)
 
 
+class Reservation:
+    """A place in the generation queue, taken before a stream's 200 is sent: the stream then
+    waits for its slot with it. Released once, whichever comes first: the slot taken, or the
+    response ending without it (a client gone before its stream began)."""
+
+    def __init__(self, limiter: GenerationLimiter):
+        self._limiter: GenerationLimiter | None = limiter
+
+    def release(self) -> None:
+        if self._limiter is not None:
+            self._limiter.queued -= 1
+            self._limiter = None
+
+
 class GenerationLimiter:
     """At most ``max_concurrent`` generations; a bounded, timed queue behind them."""
 
@@ -177,25 +229,33 @@ class GenerationLimiter:
         self.drain = drain
         self._slots = asyncio.Semaphore(max_concurrent)
         self.active = 0
-        self.queued = 0
+        self.queued = 0  # waiting for a slot, or holding a Reservation for one
 
     def _busy(self, why: str) -> ApiError:
         return ApiError(503, "overloaded", f"{why}; retry later",
                         headers={"Retry-After": str(max(1, round(self.queue_timeout / 10)))})
 
     def refuse_when_full(self) -> None:
-        """503 now if a new request could not even queue (a stream checks before it starts), or
-        if the server is shutting down."""
+        """503 now if a new request could not even queue, or if the server is shutting down."""
         if self.drain is not None and self.drain.draining:
             raise self.drain.refusal()
-        if self._slots.locked() and self.queued >= self.max_queue:
+        # every request that holds or awaits a slot is counted: those whose stream has not yet
+        # reached the queue too, so a burst cannot all pass this check before any of them queues
+        if self.active + self.queued >= self.max_concurrent + self.max_queue:
             raise self._busy(f"{self.active} generation(s) running and {self.queued} waiting, the most this "
                              f"server queues")
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
+    def reserve(self) -> Reservation:
+        """A place in the queue now, or 503 now: what a stream takes before it answers 200."""
         self.refuse_when_full()
         self.queued += 1
+        return Reservation(self)
+
+    @asynccontextmanager
+    async def slot(self, reservation: Reservation | None = None) -> AsyncIterator[None]:
+        """One generation slot, waited for in the queue (``reservation``: the place taken for it
+        by :meth:`reserve`; None: one is taken now, or 503)."""
+        held = reservation if reservation is not None else self.reserve()
         try:
             # asyncio.timeout, not wait_for: no inner task whose acquired slot a cancelled
             # client (a dropped stream) could leak
@@ -204,7 +264,7 @@ class GenerationLimiter:
         except TimeoutError:
             raise self._busy(f"no generation slot came free within {self.queue_timeout:g} s") from None
         finally:
-            self.queued -= 1
+            held.release()
         if self.drain is not None and self.drain.draining:
             # queued before the signal: the slot came free, but no new answer starts now
             self._slots.release()

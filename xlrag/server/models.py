@@ -68,7 +68,8 @@ class ChatRequest(_In):
     question: str = Field(min_length=1, description=QUESTION, examples=["¿y cuántos puntos permitió?"])
     session_id: str | None = Field(
         None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
-        description="the conversation to continue; omitted: a new one, whose id comes back in the reply")
+        description="the conversation to continue, an id this server issued to this key (else 404 "
+                    "unknown_session); omitted: a new one, whose id comes back in the reply")
     # a follow-up's sources come from the conversation, so only the language is the caller's
     lang: str | None = Field(None, description=QueryFields.model_fields["lang"].description)
     mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")

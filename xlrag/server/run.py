@@ -90,21 +90,24 @@ def _graceful_server(config: Any, drain: Drain, grace: float) -> Any:
 
 
 def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_auth: bool = False,
-          api_key: str | None = None, limits: ServerLimits | None = None, log_level: str = "info") -> None:
+          api_key: str | None = None, limits: ServerLimits | None = None, log_level: str = "info",
+          allowed_hosts: str | list[str] | None = None) -> None:
     """Run the server in the foreground until it is stopped (SIGTERM or Ctrl-C: gracefully)."""
     require_server()
     import uvicorn
 
     from xlrag.server.app import create_app
     from xlrag.server.drain import CLOSE_SECONDS
-    from xlrag.server.guards import ServerLimits, resolve_api_key
+    from xlrag.server.guards import ServerLimits, resolve_api_keys
+    from xlrag.server.hosts import resolve_allowed_hosts
 
     bind = check_bind(host, no_auth)
-    resolve_api_key(api_key, no_auth)  # fail before loading anything
+    resolve_api_keys(api_key, no_auth)  # fail before loading anything
+    resolve_allowed_hosts(allowed_hosts, no_auth)
 
     _log_to_stderr(log_level)
     limits = limits or ServerLimits()
-    app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits)
+    app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits, allowed_hosts=allowed_hosts)
     options: dict[str, Any] = {"host": bind, "port": port, "log_level": log_level,
                                "timeout_graceful_shutdown": limits.grace_seconds + CLOSE_SECONDS, "server_header": False}
     _graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()

@@ -25,15 +25,16 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import suppress
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from xlrag.errors import XlragError
 from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, error_payload, internal_error, xlrag_error
+from xlrag.server.guards import Reservation
 from xlrag.server.models import AnswerOut, AskResponse, ChatResponse, DoneEvent, TokenEvent
 
-__all__ = ["EVENTS", "ask_events", "ask_response", "chat_events", "chat_response", "frame", "with_pings"]
+__all__ = ["EVENTS", "ask_events", "ask_response", "chat_events", "chat_response", "chat_turn", "frame", "with_pings"]
 
 log = logging.getLogger("xlrag.server")
 
@@ -127,8 +128,10 @@ async def _tokens(emit: Emit, items: AsyncIterator[Any], graph: str) -> dict[str
     return final
 
 
-async def _answered(emit: Emit, run: Callable[[], Awaitable[Any]], session_id: str | None, where: str) -> None:
-    """``run`` (which emits the tokens), then its answer and done, or the error it raised."""
+async def _answered(emit: Emit, run: Callable[[], Awaitable[Any]], session_id: str | None, where: str,
+                    public: Callable[[Any], Any]) -> None:
+    """``run`` (which emits the tokens), then its answer (as ``public`` shows it) and done, or
+    the error it raised."""
     t0 = time.perf_counter()
     try:
         response = await run()
@@ -138,30 +141,45 @@ async def _answered(emit: Emit, run: Callable[[], Awaitable[Any]], session_id: s
     except XlragError as e:
         await emit(ERROR, xlrag_error(e, where)[1])
         return
-    await emit(ANSWER, response)
+    await emit(ANSWER, public(response))
     await emit(DONE, DoneEvent(session_id=session_id, seconds=round(time.perf_counter() - t0, 3)))
 
 
-async def chat_events(server: Any, session_id: str, inputs: dict[str, Any], emit: Emit) -> None:
+@asynccontextmanager
+async def chat_turn(server: Any, session_id: str, owner: str, new: bool, reservation: Reservation
+                    ) -> AsyncIterator[None]:
+    """One turn of ``session_id`` with a generation slot. The session's own queue comes first,
+    so no slot is held while an earlier turn of the same session runs; a first turn (``new``)
+    becomes a session only once it has run to the end. The queue place is given back however
+    the turn ends."""
+    try:
+        async with server.sessions.turn(session_id, owner, new=new), server.limiter.slot(reservation):
+            yield
+    finally:
+        reservation.release()
+
+
+async def chat_events(server: Any, session_id: str, owner: str, new: bool, inputs: dict[str, Any],
+                      reservation: Reservation, emit: Emit) -> None:
     """Run one chat turn for ``session_id``, emitting token, answer and done (or error)."""
     from xlrag.agents.chat import achat_turn
 
     async def turn() -> ChatResponse:
-        async with server.sessions.turn(session_id), server.limiter.slot():
+        async with chat_turn(server, session_id, owner, new, reservation):
             final = await _tokens(emit, achat_turn(server.chat, inputs, server.sessions.config(session_id)), "chat")
             response = chat_response(session_id, final)
             await server.sessions.compact(session_id)
         return response
 
-    await _answered(emit, turn, session_id, "chat stream")
+    await _answered(emit, turn, session_id, "chat stream", server.public)
 
 
-async def ask_events(server: Any, inputs: dict[str, Any], emit: Emit) -> None:
+async def ask_events(server: Any, inputs: dict[str, Any], reservation: Reservation, emit: Emit) -> None:
     """Answer one question with the agent, emitting token, answer and done (or error)."""
     from xlrag.agents.chat import aagent_run
 
     async def run() -> AskResponse:
-        async with server.limiter.slot():
+        async with server.limiter.slot(reservation):
             return ask_response(await _tokens(emit, aagent_run(server.agent, inputs), "agent"))
 
-    await _answered(emit, run, None, "ask stream")
+    await _answered(emit, run, None, "ask stream", server.public)

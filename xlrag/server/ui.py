@@ -7,7 +7,7 @@ makes is checked like anyone else's. The endpoints added here are the few the pa
 that a plain HTTP client had no use for:
 
     GET  /v1/modes                the IR modes with their one-line descriptions
-    POST /v1/translate            a passage put into the user's language (the server's translator)
+    POST /v1/translate            a passage put into the user's language, line by line (the server's translator)
     POST /v1/perspectives/report  a perspectives view through the existing renderer (Markdown or HTML)
 
 Every page response carries a strict Content-Security-Policy: scripts and styles from this
@@ -26,9 +26,11 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.chains.translator import PassageTranslation
 from xlrag.perspectives.models import Perspectives
 from xlrag.server.errors import ApiError
 from xlrag.server.models import ErrorResponse
+from xlrag.text import capped
 
 __all__ = ["CSP", "PAGE", "STATIC", "ModeOut", "ModesResponse", "ReportRequest", "TranslateRequest",
            "TranslateResponse", "install_ui"]
@@ -41,9 +43,14 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY", "Cache-Control": "no-cache"}
+# a report holds corpus and model text: nothing in it runs, loads or frames, whatever opens it
+REPORT_HEADERS = {"Content-Security-Policy": f"{CSP}; sandbox", "X-Content-Type-Options": "nosniff",
+                  "Referrer-Policy": "no-referrer"}
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
           ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
-# a passage is at most a few thousand characters; the cap keeps one request to one prompt's worth
+# A passage is translated a line (or a few sentences) a call, each call within the reply's token
+# budget, so no size is too long for max_tokens; the cap bounds the calls one request makes (a
+# passage the default splitter makes is under 1,000 characters).
 MAX_TRANSLATE_CHARS = 4000
 AUTO_DESCRIPTION = "the agent's rules choose the mode for each question (agent.rules, then agent.default_mode)"
 
@@ -84,9 +91,11 @@ class TranslateRequest(_In):
 
 
 class TranslateResponse(BaseModel):
-    text: str
+    text: str = Field(description=PassageTranslation.model_fields["text"].description)
     source_lang: str
     target_lang: str
+    complete: bool = Field(description=PassageTranslation.model_fields["complete"].description)
+    notes: list[str] = Field(description=PassageTranslation.model_fields["notes"].description)
 
 
 class ReportRequest(_In):
@@ -131,17 +140,20 @@ async def modes(server: Server) -> ModesResponse:
 @router.post("/translate", response_model=TranslateResponse,
              responses={**_ERR, 503: {"model": ErrorResponse, "description": "busy"}},
              summary="Translate a passage into the user's language",
-             description="With the server's translator (its LLM and the localized translation prompt). "
-                         "Queues for a generation slot like an answer.")
+             description="With the server's translator (its LLM and the localized translation prompt), line "
+                         "by line, a long line in pieces of whole sentences that fit the reply's token budget. "
+                         "A piece whose reply is still cut at max_tokens stays in its own language: "
+                         "`complete` is false and `notes` say which. Queues for a generation slot like an answer.")
 async def translate(body: TranslateRequest, server: Server) -> TranslateResponse:
+    from xlrag.chains.translator import translate_passage
     from xlrag.languages import normalize_code
 
     # an unknown code is xlrag's UnknownLanguageError: the handlers answer 422 unknown_language
     src, tgt = normalize_code(body.source_lang), normalize_code(body.target_lang)
     async with server.limiter.slot():
-        text = await server.drain.bounded(
-            asyncio.to_thread(server.pipeline.translator.translate, body.text, src, tgt))
-    return TranslateResponse(text=text, source_lang=src, target_lang=tgt)
+        out = await server.drain.bounded(
+            asyncio.to_thread(translate_passage, server.pipeline.translator, body.text, src, tgt))
+    return TranslateResponse(text=out.text, source_lang=src, target_lang=tgt, complete=out.complete, notes=out.notes)
 
 
 @router.post("/perspectives/report", response_class=PlainTextResponse, responses=_ERR,
@@ -154,9 +166,11 @@ async def report(body: ReportRequest) -> Response:
     view = body.view
     if body.format == "html":
         # the renderer's page is its own document: sent to be saved, never shown inline here
-        return HTMLResponse(to_html(view), headers={"Content-Security-Policy": CSP,
-                                                     "Content-Disposition": "attachment; filename=view.html"})
-    return PlainTextResponse(to_markdown(view), media_type="text/markdown; charset=utf-8")
+        return HTMLResponse(to_html(view), headers={**REPORT_HEADERS, "Content-Disposition": "attachment; "
+                                                                                          "filename=view.html"})
+    # corpus and model text, escaped by the renderer; a browser that opens it anyway may neither
+    # sniff it into HTML nor run anything in it
+    return PlainTextResponse(to_markdown(view), media_type="text/markdown; charset=utf-8", headers=REPORT_HEADERS)
 
 
 def install_ui(app: FastAPI) -> None:
@@ -168,7 +182,7 @@ def install_ui(app: FastAPI) -> None:
 
     async def asset(name: str) -> Response:
         if name not in names:  # only the committed files: no path is ever read from the request
-            raise ApiError(404, "not_found", f"no page asset {name!r}")
+            raise ApiError(404, "not_found", f"no page asset {capped(name, 40)}")
         return Response(_static(name), media_type=_type(name), headers=HEADERS)
 
     # HEAD too: a link checker or a load balancer's probe asks for the page without its body

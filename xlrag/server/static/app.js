@@ -287,14 +287,12 @@ async function ask(question) {
     body = { question, mode, stream: true };
     if (state.sessionId) body.session_id = state.sessionId;
   }
-  let attempt = 0, tokens = 0, finished = false, failure = null;
+  let attempt = 0, tokens = 0, finished = false, failure = null, sid = null;
   const text = node.querySelector(".body");
   try {
     await stream(path, body, {
-      start(response) {
-        const sid = response.headers.get("X-Session-Id");
-        if (sid) { state.sessionId = sid; $("session").textContent = `conversation ${sid.slice(0, 8)}`; }
-      },
+      // a conversation exists once its first turn has ended: its id is kept only then
+      start(response) { sid = response.headers.get("X-Session-Id"); },
       event(name, data) {
         if (name === "token") {
           if (data.attempt !== attempt) { attempt = data.attempt; text.textContent = ""; setState(node, "streaming", `repairing (attempt ${attempt})…`); }
@@ -304,6 +302,7 @@ async function ask(question) {
           renderAnswer(node, data);
         } else if (name === "done") {
           finished = true;
+          if (sid) { state.sessionId = sid; $("session").textContent = `conversation ${sid.slice(0, 8)}`; }
         } else if (name === "error") {
           failure = data.error.message;
         }
@@ -313,6 +312,12 @@ async function ask(question) {
     if (e instanceof ApiError) {  // refused before any token: the server's own sentence
       node.classList.remove("streaming");
       text.textContent = "";
+      if (e.type === "unknown_session") {  // dropped, or the server restarted: never continued silently
+        state.sessionId = null;
+        $("session").textContent = "";
+        setState(node, "error", `${e.message}. Ask again: your next question starts a new conversation.`);
+        return;
+      }
       setState(node, "error", e.message);
       return;
     }
@@ -372,6 +377,8 @@ function openPassage(answer, citation, passage, button) {
       translation.dir = directionOf(target);
       translation.textContent = visible(out.text);
       translation.hidden = false;
+      // a piece too long for one reply stays in its own language: said, never passed off as translated
+      if (!out.complete) $("translate-error").textContent = `Not all of it is translated: ${out.notes.join(" ")}`;
     } catch (e) {
       $("translate-error").textContent = e.message;
     } finally { button2.disabled = false; }
