@@ -81,7 +81,8 @@ def test_eval_items_that_cannot_be_encoded_are_one_line_errors(tmp_path):
 def test_huge_inputs_are_echoed_by_their_start_only(small_index):
     code, value = "x" * 60_000, "q" * 100_000
     for res, words in [
-        (_xlrag("retrieve", "hello", "--index-dir", small_index, "--lang", code), "unknown language code 'xxx"),
+        (_xlrag("retrieve", "hello", "--index-dir", small_index, "--mode", "oracle_lang", "--target-lang", code),
+         "unknown language code 'xxx"),
         (_xlrag("ask", "hello", "--index-dir", small_index, "--perspectives", "--relevant-langs", f"en,{code}"),
          "unknown language code 'xxx"),
         (_xlrag("info", env={"XLRAG_RETRIEVAL__MODE": value}), "unknown IR mode 'qqq"),

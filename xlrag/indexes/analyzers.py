@@ -342,9 +342,8 @@ def _stemmer_for(lang: str) -> str | None:
     import langcodes
     import Stemmer
 
-    if lang in _STEMMER_ALIASES:
-        return _STEMMER_ALIASES[lang]
-    name = langcodes.get(lang).language_name("en").casefold()
+    # an alias names an algorithm some PyStemmer releases lack (sesotho came with 3.0)
+    name = _STEMMER_ALIASES.get(lang) or langcodes.get(lang).language_name("en").casefold()
     return name if name in Stemmer.algorithms() else None
 
 
