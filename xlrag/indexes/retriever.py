@@ -23,11 +23,12 @@ from xlrag.config import LexicalTranslation, RetrievalConfig, XlragConfig
 from xlrag.detect import LanguageDetector, LinguaDetector, question_language
 from xlrag.errors import ConfigError, XlragError, XlragWarning
 from xlrag.indexes import fusion as fusion_rules
-from xlrag.indexes.analyzers import analyzer_for
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
 from xlrag.indexes.lexical import LexicalStores
-from xlrag.indexes.names import NameTranslator, names_in, names_of
+from xlrag.indexes.named import named_stores
+from xlrag.indexes.named import prefer as _prefer
+from xlrag.indexes.names import NameTranslator
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
@@ -336,34 +337,8 @@ class CrossLingualRetriever:
         return out, notes, complete, texts
 
     def named_stores(self, q: Query, plan: RetrievalPlan) -> frozenset[str] | None:
-        """The planned stores whose passages hold a place the question names, in the store's
-        language (CLDR's name, every term of it in the store's lexical vocabulary): stores that
-        hold the subject of the question. Balanced's share margin never leaves them out
-        (:meth:`RetrievalPlan.gated_shares`), and where two stores' passages tie in the merged
-        ranking, theirs go first (:func:`xlrag.indexes.fusion.select`). Computed when more than
-        one store is searched; a store without a readable lexical index gives no evidence. None
-        when the question names no place xlrag knows: then no store is told from another by it."""
-        if len(plan.searches) < 2 or not q.lang:
-            return frozenset()
-        codes = names_in(q.question, q.lang)
-        if not codes:
-            return None
-        out = set()
-        for s in plan.searches:
-            index, _ = self.lexical.index(s.store)
-            if index is None or index.bm25 is None:
-                continue
-            vocab = index.bm25.vocab_dict
-            groups = analyzer_for(s.store).groups
-            # each word of the name in the vocabulary by one of its terms (its own, or the lemma,
-            # particle or truncation form a page spells it with: Creole "Itali" for CLDR's
-            # "Italie"); a name ICU breaks into single characters (a transliteration no dictionary
-            # knows: 科摩罗) is in every Chinese store's vocabulary, so evidence needs a longer term
-            if any((words := groups(name)) and all(any(t in vocab for t in w) for w in words)
-                   and any(len(t) > 1 for w in words for t in w if t in vocab)
-                   for code in codes for name in names_of(code, s.store)):
-                out.add(s.store)
-        return frozenset(out)
+        """The planned stores that hold a place the question names (:func:`xlrag.indexes.named.named_stores`)."""
+        return named_stores(self.lexical, q, plan)
 
     def _embed_texts(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(texts))
@@ -461,13 +436,6 @@ class CrossLingualRetriever:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
-
-
-def _prefer(plan: RetrievalPlan, named: frozenset[str] | None) -> dict[str, int]:
-    """Which store's passage goes first where two tie in the merged ranking: a store holding a
-    place the question names, then the question's own store (where the embedder is strongest),
-    then the others (benchmarks/languages.py measured the order on Travel and XQuAD)."""
-    return {s.store: 2 * (s.store in (named or ())) + (s.store == plan.query_lang) for s in plan.searches}
 
 
 def _shares(plan: RetrievalPlan, best: dict[str, float], notes: list[str],
