@@ -8,7 +8,7 @@ from pathlib import Path
 # The one seeded bootstrap (mean, low, high); the benchmarks import it from here.
 from xlrag.evals.stats import bootstrap_ci
 
-__all__ = ["CACHE", "RESULTS", "SHARED", "bootstrap_ci", "read_jsonl", "write_json"]
+__all__ = ["CACHE", "RESULTS", "SHARED", "bootstrap_ci", "read_jsonl", "support_rates", "write_json"]
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -26,3 +26,22 @@ def write_json(name: str, payload: dict) -> Path:
     path = RESULTS / name
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def support_rates(results: list[dict], rules: tuple[str, ...]) -> dict[str, dict]:
+    """The support check's rates on answers of known truth, per source (all, Travel read by
+    hand, XQuAD judged): right answers supported and wrong ones caught under each rule (a
+    result's ``rules`` keys hold its verdict: True for supported)."""
+    def rate(sel: list[dict], key: str, want: bool) -> dict:
+        hits = [float(x[key] is want) for x in sel]
+        mean, lo, hi = bootstrap_ci(hits) if hits else (None, None, None)
+        return {"mean": mean, "ci95": [lo, hi], "n": len(hits)}
+
+    out = {}
+    for name, sel in (("all", results), ("travel_by_hand", [x for x in results if x["by"] == "hand"]),
+                      ("xquad_judged", [x for x in results if x["by"] == "judge"])):
+        right, wrong = [x for x in sel if x["truth"]], [x for x in sel if not x["truth"]]
+        out[name] = {"translated": sum(x["translated"] for x in sel),
+                     "right_supported": {k: rate(right, k, True) for k in rules},
+                     "wrong_unsupported": {k: rate(wrong, k, False) for k in rules}}
+    return out

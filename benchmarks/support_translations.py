@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CACHE, bootstrap_ci, read_jsonl, write_json
+from _common import CACHE, read_jsonl, support_rates, write_json
 
 ROWS = CACHE / "answers" / "rows.jsonl"
 HAND = Path(__file__).resolve().parent / "data" / "travel" / "answers_hand_labels.jsonl"
@@ -102,22 +102,12 @@ def main() -> None:
         print(f"\r{i}/{len(its)}", end="", flush=True)
     print()
 
-    def rate(sel: list[dict], key: str, want: bool) -> dict:
-        hits = [float(x[key] is want) for x in sel]
-        mean, lo, hi = bootstrap_ci(hits) if hits else (None, None, None)
-        return {"mean": mean, "ci95": [lo, hi], "n": len(hits)}
-
-    summary = {}
+    summary = support_rates(results, ("alone", "with_question"))
     for name, sel in (("all", results), ("travel_by_hand", [x for x in results if x["by"] == "hand"]),
                       ("xquad_judged", [x for x in results if x["by"] == "judge"])):
-        right, wrong = [x for x in sel if x["truth"]], [x for x in sel if not x["truth"]]
-        summary[name] = {
-            "translated": sum(x["translated"] for x in sel),
-            "right_supported": {k: rate(right, k, True) for k in ("alone", "with_question")},
-            "wrong_unsupported": {k: rate(wrong, k, False) for k in ("alone", "with_question")},
-            "changed": [{"id": x["id"], "truth": x["truth"], "answer": x["answer"], "alone": x["alone"],
-                         "with_question": x["with_question"]} for x in sel if x["alone"] != x["with_question"]],
-        }
+        summary[name]["changed"] = [{"id": x["id"], "truth": x["truth"], "answer": x["answer"], "alone": x["alone"],
+                                     "with_question": x["with_question"]}
+                                    for x in sel if x["alone"] != x["with_question"]]
     path = write_json("support_translations.json", {"benchmark": "support_translations", "summary": summary,
                                                     "rows": results})
     for name, s in summary.items():

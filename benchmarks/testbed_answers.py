@@ -65,13 +65,13 @@ def digits(text: str) -> list[str]:
 
 
 def row(q: testbed.TestbedQuestion, out: dict[str, Any], seconds: float) -> dict[str, Any]:
-    from xlrag.checks.language import judge_language
+    from xlrag.checks.language import judge_answer_line
     from xlrag.checks.substance import unverified
     from xlrag.detect import LinguaDetector
 
     answer, trace = out["answer"], out["trace"]
     line = answer.answer or ""
-    verdict = judge_language(line, normalize_code(q.lang))
+    verdict = judge_answer_line(line, normalize_code(q.lang))
     correct = q.answer in digits(line)
     reasons = unverified(answer)
     return {"id": q.id, "lang": q.lang, "fact": q.fact, "gold": q.answer, "question": q.question,
@@ -81,7 +81,7 @@ def row(q: testbed.TestbedQuestion, out: dict[str, Any], seconds: float) -> dict
             "correct": correct, "verified": not reasons, "verified_wrong": not reasons and not correct,
             "unverified": reasons, "seconds": round(seconds, 2),
             "repairs": [r.repair.value for r in trace.repairs], "unrepaired": trace.unrepaired,
-            "budget": getattr(trace, "budget", None) and trace.budget.model_dump(mode="json")}
+            "spent": trace.spent.model_dump(mode="json") if trace.spent is not None else None}
 
 
 def rate(rows: list[dict], key: str) -> dict[str, Any]:
@@ -90,19 +90,44 @@ def rate(rows: list[dict], key: str) -> dict[str, Any]:
     return {"mean": round(mean, 4), "ci95": [round(lo, 4), round(hi, 4)], "n": len(vals)}
 
 
+def language_of(line: str, lang: str) -> str:
+    """The answer line's language verdict: ``correct``/``wrong`` by lingua, ``script`` where
+    lingua cannot identify the language and the line is in its script (``script_wrong`` when
+    not), ``none`` for a line with no language (a number, a name), ``empty`` for no answer line
+    (counted as not in the question's language)."""
+    from xlrag.checks.language import judge_answer_line, lingua_knows
+
+    if not line.strip():
+        return "empty"  # no answer line: not in the question's language either
+    code = normalize_code(lang)
+    verdict = judge_answer_line(line, code)
+    if not lingua_knows(code) and verdict.status != "wrong" and line.strip() and any(
+            ch.isalpha() for ch in line) and verdict.reason != "a name":
+        return "script"
+    return {"correct": "correct", "wrong": "wrong", "undetected": "wrong"}.get(verdict.status, "none")
+
+
 def summary(rows: list[dict]) -> dict[str, Any]:
-    judged = [r for r in rows if r["language"] != "not_applicable"]
+    for r in rows:
+        r["language"] = language_of(r["answer"], r["lang"])
+        r["verified_wrong"] = r["verified"] and not r["correct"]
+    judged = [r for r in rows if r["language"] != "none"]
     langs = sorted({r["lang"] for r in rows})
     return {
         "questions": len(rows), "languages": len(langs),
-        "in_language": rate([r | {"ok": r["language"] == "correct"} for r in judged], "ok"),
-        "no_language": sum(r["language"] == "not_applicable" for r in rows),
+        # the answer line in the question's language: by lingua, or by its script where lingua
+        # cannot tell the language (km, lo, my, ti, ...); lines with no language (a bare number) apart
+        "in_language": rate([r | {"ok": r["language"] in ("correct", "script")} for r in judged], "ok"),
+        "in_language_by_lingua": rate([r | {"ok": r["language"] == "correct"}
+                                       for r in judged if r["language"] != "script"], "ok"),
+        "no_language": sum(r["language"] == "none" for r in rows),
+        "answered": rate([r | {"ok": bool(r["answer"].strip())} for r in rows], "ok"),
         "correct": rate(rows, "correct"),
         "verified_wrong": rate(rows, "verified_wrong"),
         "verified": rate(rows, "verified"),
         "seconds_median": sorted(r["seconds"] for r in rows)[len(rows) // 2] if rows else None,
-        "by_lang": {lang: {"n": len(rs), "in_language": sum(r["language"] == "correct" for r in rs),
-                           "no_language": sum(r["language"] == "not_applicable" for r in rs),
+        "by_lang": {lang: {"n": len(rs), "in_language": sum(r["language"] in ("correct", "script") for r in rs),
+                           "no_language": sum(r["language"] == "none" for r in rs),
                            "correct": sum(r["correct"] for r in rs),
                            "verified_wrong": sum(r["verified_wrong"] for r in rs)}
                     for lang in langs if (rs := [r for r in rows if r["lang"] == lang])},
@@ -115,7 +140,14 @@ def main() -> None:
     ap.add_argument("--langs", default=None, help="comma-separated test bed codes (default: all but the shipped six)")
     ap.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the usable cores)")
     ap.add_argument("--fresh", action="store_true", help="ignore rows already in the results file")
+    ap.add_argument("--summarize", action="store_true", help="summarize the rows in the results file, ask nothing")
     args = ap.parse_args()
+    if args.summarize:
+        old = json.loads((RESULTS / OUT).read_text(encoding="utf-8"))
+        old["summary"] = summary(old["rows"])
+        print(json.dumps(old["summary"], ensure_ascii=False, indent=1))
+        print(f"wrote {write_json(OUT, old)}")
+        return
 
     from xlrag.agents.build import build_agent
     from xlrag.config import SplitterConfig, XlragConfig

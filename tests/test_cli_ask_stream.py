@@ -61,7 +61,9 @@ def test_json_does_not_stream(xquad_index):
     assert data["answer"] == SPANISH_ANSWER and data["raw_output"] == SPANISH
 
 
-def test_ask_agent_streams_each_attempt_then_the_answer_and_trace(xquad_index):
+def test_ask_agent_streams_each_attempt_then_the_answer_and_trace(xquad_index, monkeypatch):
+    # the model's own repair, streamed (the quote repair calls no model: agent.quote off)
+    monkeypatch.setenv("XLRAG_AGENT__QUOTE", "false")
     res = ask(xquad_index, "repaired", "--agent")
     assert res.exit_code == 0, res.output
     streamed, _, rest = res.output.partition("─")

@@ -119,7 +119,8 @@ def test_evaluation_suite_names_are_exported():
 
     pinned = {
         "evals.answers": ["char3_recall", "chrf", "exact_match", "normalize_answer", "token_f1", "tokenize"],
-        "checks.language": ["LanguageVerdict", "foreign_script", "judge_language", "language_summary", "response_text",
+        "checks.language": ["LanguageVerdict", "ReplyLanguage", "foreign_script", "is_name", "judge_answer_line",
+                            "judge_language", "judge_reply", "language_summary", "lingua_knows", "response_text",
                             "visible_text"],
         "evals.agreement": ["cohen_kappa", "fleiss_kappa", "fleiss_table"],
         "evals.citations": ["citation_summary", "citation_vs_inclusion"],
@@ -139,9 +140,9 @@ def test_evaluation_suite_names_are_exported():
         "checks.attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
                                "AttributionResult", "PassageVote", "Setting", "any_attributable",
                                "parse_attribution_reply", "reply_schema"],
-        "checks.substance": ["FLAGS", "POST_HOC_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
+        "checks.substance": ["FLAGS", "POST_HOC_ONLY", "QUOTED_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
                              "Finding", "Rendering", "evidence_in", "is_refusal", "non_answer", "polarity_words", "refusal_cues",
-                             "refusal_despite_evidence", "unsupported", "unverified"],
+                             "refusal_despite_evidence", "restates_question", "unsupported", "unverified"],
         "checks.lexical": ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold",
                            "has_no_space_script", "normalize_answer", "tokenize"],
     }

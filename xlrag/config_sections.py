@@ -396,6 +396,19 @@ class AgentConfig(_Section):
     rules: list[AgentRule] = Field(default_factory=list, description="auto mode's entity rules, first match wins")
     max_repairs: int = Field(2, ge=0, le=10, description="LLM repairs per answer; post-hoc citations come after")
     recursion_limit: int = Field(40, ge=10, description="LangGraph's hard cap on steps per answer")
+    quote: bool = Field(True, description="an answer line in another language is first replaced by the sentence of a "
+                                          "retrieved passage in the user's language that is about the question and "
+                                          "holds what the answer says (no model call); false: the model is asked "
+                                          "again, then its answer translated")
+    budget_seconds: float | None = Field(
+        300, gt=0, description="wall-clock seconds the checks and repairs after the first answer may take (the "
+                               "support check's translations, the attribution check, every repair); once spent, "
+                               "no model is called again and the best answer so far is shown, flagged over_budget. "
+                               "null: no limit")
+    budget_tokens: int | None = Field(
+        8000, gt=0, description="tokens (read and written, as the LLM reports them) the same checks and repairs may "
+                                "spend: the same bound on any machine, where seconds depend on its load. null: no "
+                                "limit")
     # not a setting: XlragConfig moves it to answer.attribution_check, and dumps leave it out
     attribution: bool | None = Field(None, description="answer.attribution_check's old name, kept for one release",
                                      exclude=True)

@@ -20,7 +20,7 @@ Channel = Literal["dense", "lexical"]
 CHANNELS: tuple[str, ...] = typing.get_args(Channel)
 
 # Who made a citation; the server's CitationOut reuses it (it once lacked "attribution")
-CitationSource = Literal["model", "post_hoc", "vendor", "attribution"]
+CitationSource = Literal["model", "post_hoc", "vendor", "attribution", "quote"]
 
 
 def _lang_or_none(v: str | None) -> str | None:
@@ -241,7 +241,8 @@ class Citation(BaseModel):
         "model",
         description="model: written by the LLM; post_hoc: attributed afterwards by embedding "
         "similarity (never the model's own claim); vendor: the API's native citations (Cohere, Anthropic); "
-        "attribution: put first by the attribution reranker's AIS check (never the model's own claim)",
+        "attribution: put first by the attribution reranker's AIS check (never the model's own claim); "
+        "quote: the answer line is this passage's sentence, quoted by the agent's quote repair",
     )
     text: str | None = Field(None, description="the answer sentence or span this citation supports")
     score: float | None = Field(None, description="similarity, for post-hoc citations")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from xlrag.checks.substance import SubstanceCheck
 
-__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "ToolStep", "Trace"]
+__all__ = ["CHECKS", "CheckResult", "Repair", "RepairStep", "Spent", "Timing", "ToolStep", "Trace"]
 
 FormCheck = Literal["language", "citations", "attribution"]
 Check = FormCheck | SubstanceCheck
@@ -24,6 +24,7 @@ class Repair(StrEnum):
     """The repairs, in the order the agent tries them (see :func:`xlrag.agents.repair.plan_repair`)."""
 
     EXTRACT = "extract"
+    QUOTE = "quote"
     REGENERATE_LANGUAGE = "regenerate_language"
     TRANSLATE = "translate"
     RECITE = "recite"
@@ -51,6 +52,7 @@ class RepairStep(_Frozen):
 class Timing(_Frozen):
     step: str
     seconds: float
+    tokens: int | None = Field(None, description="tokens the step's LLM calls read and wrote, where they report it")
 
 
 class ToolStep(_Frozen):
@@ -59,6 +61,18 @@ class ToolStep(_Frozen):
     name: str
     args: dict
     result: str = Field(description="what the tool gave back, in short")
+
+
+class Spent(_Frozen):
+    """What the checks and repairs after the first answer cost, against the agent's budget
+    (``agent.budget_seconds``, ``agent.budget_tokens``)."""
+
+    seconds: float
+    tokens: int
+    budget_seconds: float | None
+    budget_tokens: int | None
+    exhausted: str | None = Field(None, description="what the budget stopped (a repair, a check), and why; "
+                                                    "None when it was enough")
 
 
 class Trace(_Frozen):
@@ -73,6 +87,10 @@ class Trace(_Frozen):
     timings: list[Timing]
     unrepaired: list[str] = Field(default_factory=list, description="checks still failing after every repair")
     tool_calls: list[ToolStep] = Field(default_factory=list, description="the tool-calling agent's calls, in order")
+    spent: Spent | None = Field(None, description="what the checks and repairs cost, and whether the budget ran out")
+    notes: list[str] = Field(default_factory=list, description="what retrieval noted: a language code that names "
+                                                             "none, detected instead; a store or channel not "
+                                                             "searched")
 
     @model_validator(mode="before")
     @classmethod

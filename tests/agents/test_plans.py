@@ -50,14 +50,18 @@ def test_bad_agent_settings_fail_in_one_line(agent, message):
 
 
 def test_repairs_run_in_the_documented_order():
-    assert plan_repair(["language", "citations"], [], 2) is Repair.REGENERATE_LANGUAGE
-    assert plan_repair(["language", "citations"], [Repair.REGENERATE_LANGUAGE], 1) is Repair.TRANSLATE
+    assert plan_repair(["language", "citations"], [], 2) is Repair.QUOTE
+    assert plan_repair(["language", "citations"], [], 0) is Repair.QUOTE  # no model: free of the budget
+    # a quoted answer line is kept: what is still in another language is translated, not asked again
+    assert plan_repair(["language"], [Repair.QUOTE], 2) is Repair.TRANSLATE
+    assert plan_repair(["language", "citations"], [], 2, quotable=False) is Repair.REGENERATE_LANGUAGE
+    assert plan_repair(["language", "citations"], [Repair.REGENERATE_LANGUAGE], 1, quotable=False) is Repair.TRANSLATE
     assert plan_repair(["citations"], [Repair.REGENERATE_LANGUAGE, Repair.TRANSLATE], 0) is Repair.POST_HOC
     assert plan_repair(["citations"], [], 2) is Repair.RECITE
     assert plan_repair(["attribution"], [Repair.RECITE], 1) is Repair.POST_HOC
-    assert plan_repair(["language"], [Repair.REGENERATE_LANGUAGE, Repair.TRANSLATE], 0) is None
+    assert plan_repair(["language"], [Repair.REGENERATE_LANGUAGE, Repair.TRANSLATE], 0, quotable=False) is None
     # no budget: the language stays as it is, the citations still get the free fallback
-    assert plan_repair(["language", "citations"], [], 0) is Repair.POST_HOC
+    assert plan_repair(["language", "citations"], [], 0, quotable=False) is Repair.POST_HOC
 
 
 @given(failures=st.lists(st.sets(st.sampled_from(CHECKS)), min_size=1, max_size=12),
@@ -81,12 +85,18 @@ def test_every_plan_ends_and_post_hoc_is_always_reached(failures, budget):
 @pytest.mark.parametrize("check", ["non_answer", "unsupported", "refusal"])
 def test_an_answer_without_substance_is_asked_again_extractively_first(check):
     assert plan_repair([check, "language", "citations"], [], 2) is Repair.EXTRACT
-    # once extracted, a reply in the passage's language is translated, not regenerated
-    assert plan_repair([check, "language"], [Repair.EXTRACT], 1) is Repair.TRANSLATE
-    assert plan_repair(["language"], [Repair.EXTRACT], 1) is Repair.TRANSLATE
-    # still without substance and nothing else failing: nothing left to try, it is flagged
-    assert plan_repair([check], [Repair.EXTRACT], 1) is None
-    assert plan_repair([check], [], 0) is None
+    # once extracted, a reply in the passage's language is quoted from a passage in the user's
+    # language, or translated, not regenerated
+    assert plan_repair([check, "language"], [Repair.EXTRACT], 1) is Repair.QUOTE
+    assert plan_repair([check, "language"], [Repair.EXTRACT], 1, quotable=False) is Repair.TRANSLATE
+    assert plan_repair(["language"], [Repair.EXTRACT, Repair.QUOTE], 1) is Repair.TRANSLATE
+    # still without substance: a passage's sentence is quoted, when there is one to quote
+    assert plan_repair([check], [Repair.EXTRACT], 1) is Repair.QUOTE
+    # and nothing else failing: nothing left to try, it is flagged
+    assert plan_repair([check], [Repair.EXTRACT], 1, quotable=False) is None
+    assert plan_repair([check], [Repair.EXTRACT, Repair.QUOTE], 1) is None
+    assert plan_repair([check], [], 0) is Repair.QUOTE  # no budget: the free repair only
+    assert plan_repair([check], [], 0, quotable=False) is None
 
 
 def test_every_check_the_plan_reads_is_a_trace_check():

@@ -295,7 +295,9 @@ def test_a_bare_reply_is_an_answer_not_a_document_list(retriever, hits):
 @pytest.mark.parametrize(("metadata", "cut"), [
     ({"finish_reason": "stop"}, False),  # the provider says it finished: no full stop needed
     ({"finish_reason": "length"}, True),  # it says the budget ran out, however complete it reads
-    ({}, True),  # it says nothing: the text's last character decides ("119" is not an ending)
+    # it says nothing: the answer line is whole, and an explanation ending on "119" is no sign of a cut
+    # (issue 51: the text's last character flagged short complete answers)
+    ({}, False),
 ])
 def test_the_providers_word_on_how_a_reply_ended_decides_truncated(retriever, hits, metadata, cut):
     from xlrag.chains.profiles import ProviderProfile
@@ -304,3 +306,21 @@ def test_the_providers_word_on_how_a_reply_ended_decides_truncated(retriever, hi
     a = finalize(state(retriever, hits).model_copy(update={"message": AIMessage(out, response_metadata=metadata)}),
                  None, ProviderProfile())
     assert ("truncated" in a.flags) is cut
+
+
+@pytest.mark.parametrize(("out", "cut"), [
+    # issue 51: a correct, short answer with no full stop, from a provider that does not say how it ended
+    ("Cited Documents: <doc0>\nAnswer: Nicholas E. Golovin", False),
+    ("Cited Documents: <doc0>\nAnswer: Nicholas E. Golovin\nExplanation: Seaman named him <doc0>", False),
+    ("Nicholas E. Golovin", False),  # a bare reply
+    # the answer line itself unfinished: the reply ends inside it
+    ("Cited Documents: <doc0>\nAnswer: Police 999, Ambulance", False),
+    ("Cited Documents: <doc0>\nAnswer: Police 999, Ambulance 998,", True),
+    ("Cited Documents: <doc0>\nAnswer: Police 999 <do", True),
+    ("Cited Documents: <doc0>\nAnswer: (Police", True),
+])
+def test_truncated_only_when_the_answer_line_itself_is_unfinished(retriever, hits, out, cut):
+    from xlrag.chains.profiles import ProviderProfile
+
+    a = finalize(state(retriever, hits).model_copy(update={"message": AIMessage(out)}), None, ProviderProfile())
+    assert ("truncated" in a.flags) is cut, a.flags

@@ -55,10 +55,10 @@ def test_tool_calls_round_trip_through_the_openai_sdk(vendor_replay: Any, retrie
     answer, trace = out["answer"], out["trace"]
 
     first, second, *checks = (r.body for r in replay.requests)
-    assert len(checks) == 2  # the answer and its question, each translated once
-    for check in checks:
-        assert "into English" in check["messages"][-1]["content"] or "inglés" in check["messages"][-1]["content"]
-    assert any(QUESTION in c["messages"][-1]["content"] for c in checks)
+    # the Spanish answer's number is in the English <doc3>'s sentence about the question (its
+    # "Panthers" locates it): supported with no translation (#51; before, its words were looked
+    # up anywhere and missed, and the answer and its question were each translated once)
+    assert checks == []
     assert [t["function"]["name"] for t in first["tools"]] == ["search", "translate"]
     assert first["tools"][0]["function"]["parameters"]["required"] == ["query"]
     tool_msg = next(m for m in second["messages"] if m["role"] == "tool")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import re
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from xlrag.checks.substance import (
     non_answer,
     refusal_cues,
     refusal_despite_evidence,
+    restates_question,
     unsupported,
 )
 from xlrag.prompts import PromptLibrary
@@ -104,7 +107,10 @@ def test_on_every_vendored_question_gold_answers_pass_and_echoes_fail():
 
 
 def test_support_is_found_in_the_gold_passage_and_not_in_another():
-    """Known truth: a gold span is in its passage; another article's gold span, mostly, is not."""
+    """Known truth: a gold span is in its passage; another article's gold span, mostly, is not.
+    Support by a sentence about the question (#51) costs right answers whose question the passage
+    rephrases (0.981 → 0.928) and rejects more wrong ones (0.928 → 0.975);
+    benchmarks/checks_testbed.py measures both rules in one run."""
     rng = random.Random(0)
     supported = wrong = 0
     for q in QUERIES:
@@ -112,8 +118,86 @@ def test_support_is_found_in_the_gold_passage_and_not_in_another():
         supported += unsupported(q["answers"][0], q["question"], [gold], q["lang"]).passed
         other = rng.choice([x for x in QUERIES if x["lang"] == q["lang"] and x["parallel_id"] != q["parallel_id"]])
         wrong += not unsupported(other["answers"][0], q["question"], [gold], q["lang"]).passed
-    assert supported / len(QUERIES) >= 0.97, supported
-    assert wrong / len(QUERIES) >= 0.80, wrong
+    assert supported / len(QUERIES) >= 0.92, supported
+    assert wrong / len(QUERIES) >= 0.95, wrong
+
+
+def _same_passage_items() -> list[tuple[dict, str]]:
+    """Each XQuAD question with another question's gold span taken from another sentence of
+    the same passage: the issue's "1900", a number the cited passage holds in a sentence about
+    something else. Known wrong."""
+    from xlrag.checks.sentences import split_sentences
+
+    items = []
+    for q in QUERIES:
+        text, gold = PASSAGES[q["gold_doc_id"]], q["answers"][0]
+        gold_sentences = [x for x in split_sentences(text, q["lang"]) if gold in x]
+        for o in QUERIES:
+            span = o["answers"][0]
+            if (o is q or o["gold_doc_id"] != q["gold_doc_id"] or span not in text or gold in span or span in gold
+                    or any(span in x for x in gold_sentences)):
+                continue
+            items.append((q, span))
+    return items
+
+
+def test_an_answer_from_another_sentence_of_its_passage_is_unsupported():
+    """268 known-wrong answers the passage holds, but not where it speaks of the question: the
+    check before #51 passed 0.985 of them (it looked the words up anywhere in the passage)."""
+    items = _same_passage_items()
+    caught = sum(not unsupported(span, q["question"], [PASSAGES[q["gold_doc_id"]]], q["lang"]).passed
+                 for q, span in items)
+    assert len(items) == 268
+    assert caught / len(items) >= 0.65, caught
+
+
+TESLA_EN = ("Tesla was granted a patent for a wireless transmitter in 1900. In 1915 he was proposed for the Nobel "
+            "Prize in Physics together with Edison.")
+TESLA_TH = ("เทสลาได้รับสิทธิบัตรเครื่องส่งสัญญาณไร้สายในปี 1900 "
+            "ในปี 1915 เขาได้รับการเสนอชื่อเข้าชิงรางวัลโนเบลสาขาฟิสิกส์ร่วมกับเอดิสัน")
+
+
+@pytest.mark.parametrize(("question", "passage", "lang"), [
+    ("When was Tesla proposed for the Nobel Prize?", TESLA_EN, "en"),
+    # the issue's language: Thai writes no full stop, so its sentences are its clauses
+    ("เทสลาได้รับการเสนอชื่อเข้าชิงรางวัลโนเบลเมื่อใด", TESLA_TH, "th"),
+])
+def test_a_number_from_a_sentence_about_something_else_is_unsupported(question, passage, lang):
+    # issue 51: "1900" was shown as verified: the number is in the cited passage, in a sentence about a patent
+    wrong = unsupported("1900", question, [passage], lang)
+    assert not wrong.passed and "about the question" in wrong.reason
+    assert unsupported("1915", question, [passage], lang).passed
+
+
+def _testbed_support() -> dict[str, list[tuple[bool, bool]]]:
+    from xlrag.evals import testbed
+    from xlrag.schema import Passage
+
+    docs = {d.id: d for d in testbed.documents()}
+    out: dict[str, list[tuple[bool, bool]]] = {}
+    for q in testbed.questions():
+        d = docs[testbed.gold_doc(q)]
+        page = Passage(id=d.id, doc_id=d.id, text=f"{d.title}\n{d.text}", lang=d.lang, title=d.title)
+        other = testbed.numbers(q.country)["park" if q.fact == "emergency" else "emergency"]
+        asked = re.sub(r"[?？؟;;՞።\s]+$", "", q.question)  # the question's words, then the number
+        for right, wrong in ((q.answer, other), (f"{asked} {q.answer}", f"{asked} {other}")):
+            out.setdefault(q.lang, []).append((unsupported(right, q.question, [page], q.lang).passed,
+                                               not unsupported(wrong, q.question, [page], q.lang).passed))
+    return out
+
+
+def test_in_every_language_of_the_test_bed_the_right_number_is_supported_and_the_other_is_not():
+    """Each page holds its two numbers in different sentences: the question's number is
+    supported, the other, cited from the same page, is not (bare, and after the question's
+    words). Before #51 every other number passed."""
+    from xlrag.evals import testbed
+
+    found = _testbed_support()
+    assert sorted(found) == testbed.languages() and len(found) >= 50
+    for lang, pairs in found.items():
+        assert all(right for right, _ in pairs), lang
+        assert sum(wrong for _, wrong in pairs) / len(pairs) >= 0.9, lang
+    assert sum(w for pairs in found.values() for _, w in pairs) / sum(map(len, found.values())) >= 0.99
 
 
 def test_an_answer_from_a_passage_in_another_language_is_supported_through_its_translation():
@@ -166,7 +250,9 @@ def test_support_through_translations_on_parallel_items_of_known_truth():
     another article's gold answer is not supported. Answers come bare (the span) and restated
     (the question's words, then the span, as a small model writes them). Subtracting the
     translated question's words took the restated wrong answers rejected from 0.26 to 0.89 and
-    the restated right ones from 0.95 to 0.98; bare spans 0.98 / 0.88 → 0.97 / 0.90."""
+    the restated right ones from 0.95 to 0.98; bare spans 0.98 / 0.88 → 0.97 / 0.90. Support by a
+    sentence about the question (#51): 0.90 right, 0.97 wrong, bare or restated alike (the
+    question's words are the question's, however placed)."""
     def restated(q: dict, span: str) -> str:
         return f"{q['question'].rstrip('?？؟ ')} {span}"
 
@@ -176,15 +262,15 @@ def test_support_through_translations_on_parallel_items_of_known_truth():
         passage = [PASSAGES[qb["gold_doc_id"]]]
         for form, say in (("bare", lambda x, _q: x["answers"][0]), ("restated", lambda x, q_: restated(q_, x["answers"][0]))):
             right = unsupported(say(q, q), q["question"], passage, q["lang"],
-                                renderings=[Rendering(answer=say(qb, qb), question=qb["question"])])
+                                renderings=[Rendering(answer=say(qb, qb), question=qb["question"], lang=qb["lang"])])
             wrong = unsupported(say(other, q), q["question"], passage, q["lang"],
-                                renderings=[Rendering(answer=say(ob, qb), question=qb["question"])])
+                                renderings=[Rendering(answer=say(ob, qb), question=qb["question"], lang=qb["lang"])])
             tally[f"{form}_right"] += right.passed
             tally[f"{form}_wrong"] += not wrong.passed
     rate = {k: v / len(items) for k, v in tally.items()}
     assert len(items) == 2850
-    assert rate["restated_right"] >= 0.97 and rate["restated_wrong"] >= 0.88, rate
-    assert rate["bare_right"] >= 0.95 and rate["bare_wrong"] >= 0.88, rate
+    assert rate["restated_right"] >= 0.90 and rate["restated_wrong"] >= 0.96, rate
+    assert rate["bare_right"] >= 0.90 and rate["bare_wrong"] >= 0.96, rate
 
 
 def test_no_cited_passage_is_unsupported():
@@ -323,3 +409,47 @@ def test_on_the_committed_answer_benchmark_the_lead_in_rule_flags_no_right_answe
     right = [r for r in rows if r["panel"] == "correct"]
     assert len(right) > 600
     assert not [r["answer"] for r in right if "announces" in non_answer(r["answer"], r["question"], r["lang"]).reason]
+
+
+@pytest.mark.parametrize(("explanation", "question", "lang"), [
+    # the issue's Hindi reply: an explanation that says the question again, and nothing it found
+    ("इस्लाम के प्रगतिशील नरमपंथी जो अलग करना चाहते हैं <doc0>",
+     "इस्लाम के प्रगतिशील नरमपंथी क्या अलग करना चाहते हैं?", "hi"),
+    # seen from the default model (benchmarks/results/answers.json)
+    ("Die Zeitenachse in der vierten Skala wird in genauer detailliert dargestellt.",
+     "Welche Zeitachse wird in der vierten Skala genauer detailliert dargestellt?", "de"),
+    ("منذ متى دخلت البكتيريا الزرقاء خلية؟", "منذ متى دخلت البكتيريا الزرقاء خلية؟", "ar"),
+])
+def test_an_explanation_that_restates_the_question_is_a_non_answer(explanation, question, lang):
+    assert restates_question(explanation, question, lang)
+    f = non_answer("308", question, lang, explanation=explanation)
+    assert not f.passed and "explanation only restates the question" in f.reason
+    assert non_answer("308", question, lang).passed  # the answer line alone says something
+
+
+@pytest.mark.parametrize(("explanation", "question", "lang"), [
+    ("The emergency number in Kuwait is 112.", "What is the emergency number in Kuwait?", "en"),  # adds the number
+    ("No, the UAE licence is not recognised in Latvia.", "Can I use my UAE driving license in Latvia?", "en"),
+    ("The West Side of Fresno is also known as Southwest Fresno.", "What is another name for the west side of Fresno?",
+     "en"),
+])
+def test_an_explanation_that_adds_what_it_found_is_not_a_restatement(explanation, question, lang):
+    assert not restates_question(explanation, question, lang)
+    assert non_answer("x y", question, lang, explanation=explanation).passed
+
+
+def test_on_the_committed_answer_benchmark_a_restating_explanation_is_mostly_a_wrong_answers_one():
+    """Known truth: the committed answer benchmark's 1,078 distinct explanations, each answer read
+    by the calibrated judge. The rule flags 12: 10 of answers judged wrong, 2 of answers judged
+    right (an Arabic yes-type answer, "health care is available in the Marshall Islands", and an
+    English list whose explanation only says where the list is)."""
+    path = Path(__file__).parents[2] / "benchmarks" / "results" / "answers.json"
+    seen, flagged = set(), Counter()
+    for r in json.loads(path.read_text("utf-8"))["rows"]:
+        key = (r.get("explanation"), r["question"], r["answer"])
+        if not r.get("explanation") or key in seen:
+            continue
+        seen.add(key)
+        if restates_question(r["explanation"], r["question"], r["lang"]):
+            flagged[r["panel_final"]] += 1
+    assert flagged == {"incorrect": 10, "correct": 2}, flagged

@@ -46,7 +46,8 @@ def test_answers_that_disagree_are_flagged_with_both_sides_and_their_citations(v
     assert [c.langs for c in out.consensus] == [["en", "es"]]
     _valid_sides(out)
     assert out.costs.model_dump() == {"answers": 3, "repairs": 0, "lexical_comparisons": 3, "judge_calls": 0}
-    assert llm.calls == {"answer": 3}
+    # the Russian side's support check translates the question and its answer into Russian (#51)
+    assert llm.calls == {"answer": 3, "other": 2}
 
 
 def test_answers_that_agree_are_a_consensus_with_no_false_flag(view):
@@ -59,7 +60,7 @@ def test_answers_that_agree_are_a_consensus_with_no_false_flag(view):
     assert consensus.chosen.lang == "en" and consensus.chosen.answer == "308 points."
     assert "user's language" in consensus.why_chosen
     _valid_sides(out)
-    assert out.costs.judge_calls == 0 and llm.calls == {"answer": 3}
+    assert out.costs.judge_calls == 0 and llm.calls == {"answer": 3, "other": 2}  # 2: Russian support
 
 
 def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
@@ -74,7 +75,7 @@ def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
         assert by_pair[pair].reason.startswith("the judge: the response holds the gold answer")
         assert "different numbers" in by_pair[pair].reason and by_pair[pair].score == 1.0
     # the default panel is the lexical judge: no model call for it
-    assert out.costs.judge_calls == 2 and llm.calls == {"answer": 3} and out.costs.lexical_comparisons == 3
+    assert out.costs.judge_calls == 2 and llm.calls == {"answer": 3, "other": 2} and out.costs.lexical_comparisons == 3
     assert out.status == "consensus"
 
 
@@ -104,7 +105,8 @@ def test_async_gives_what_sync_gives(view):
     out = asyncio.run(persp2.ainvoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]}))
     assert out.status == sync.status and out.pairs == sync.pairs
     assert [p.said for p in out.perspectives] == [p.said for p in sync.perspectives]
-    assert llm.calls == {"answer": 3}
+    # the Russian side's support check translates the question and its answer into Russian (#51)
+    assert llm.calls == {"answer": 3, "other": 2}
 
 
 def test_one_language_is_a_single_perspective_that_says_why(view):
@@ -113,7 +115,7 @@ def test_one_language_is_a_single_perspective_that_says_why(view):
     assert out.status == "single" and [p.lang for p in out.perspectives] == ["ru"]
     assert "one language was chosen" in out.note and "nothing to compare" in out.note
     assert out.pairs == [] and out.consensus == [] and out.disagreements == []
-    assert out.costs.answers == 1 and out.costs.lexical_comparisons == 0 and llm.calls == {"answer": 1}
+    assert out.costs.answers == 1 and out.costs.lexical_comparisons == 0 and llm.calls == {"answer": 1, "other": 2}
 
 
 def test_the_languages_come_from_a_rule_with_the_users_language_first(view):
@@ -164,7 +166,7 @@ def test_a_store_with_no_passage_for_the_question_says_so_and_asks_no_model(tmp_
     out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
     es = out.perspective("es")
     assert es.status == "no_passages" and es.answer is None and es.note.startswith("no passages")
-    assert llm.calls == {"answer": 2} and out.costs.answers == 2
+    assert llm.calls == {"answer": 2, "other": 2} and out.costs.answers == 2  # 2: Russian support (#51)
     assert [(p.a, p.b) for p in out.pairs] == [("en", "ru")] and out.status == "disagreement"
     assert out.note == "not compared: es (no passages)"
 

@@ -86,9 +86,12 @@ def test_sessions_are_compacted_and_the_least_recently_used_dropped(serve):
 
 
 def test_after_a_repair_the_answer_event_is_the_repaired_answer(serve):
-    # the first answer is English without citations: the agent regenerates, and both
-    # attempts stream; the answer event carries the checked, Spanish one
-    client = serve(scripted(ENGLISH, SPANISH))
+    # the first answer is English without citations: the agent regenerates (no quote: that
+    # repair calls no model, and this test follows the streamed attempts), and both attempts
+    # stream; the answer event carries the checked, Spanish one
+    from tests.server.conftest import config
+
+    client = serve(scripted(ENGLISH, SPANISH), cfg=config(quote=False))
     with client.stream("POST", "/v1/chat", json={"question": QUESTION}) as response:
         events = sse_events(response)
     tokens = [data for name, data in events if name == "token"]

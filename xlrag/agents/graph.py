@@ -4,16 +4,21 @@
                                                    ↑                          │ failed
                                                    └──────── repair ←─────────┘
 
-``verify`` checks the response language (lingua, markers stripped), the citations (at
-least one valid model-made citation, no invalid one), the substance of the answer
-(:mod:`xlrag.checks.substance`: not the question or the template repeated, its words in a
-cited passage or in the answer's translation into that passage's language, no refusal
+``verify`` (:mod:`xlrag.agents.checking`) checks the response language (lingua, markers
+stripped; the answer line and the explanation each on its own), the citations (at least one
+valid model-made citation, no invalid one), the substance of the answer
+(:mod:`xlrag.checks.substance`: not the question or the template repeated, nor an explanation
+that only restates the question; the answer and what the question asks about in one sentence
+of a cited passage, or of the answer's translation into that passage's language; no refusal
 while the top passage holds the answer) and, with ``answer.attribution_check``, that a cited
-passage supports the answer (:mod:`xlrag.checks.attribution`). ``repair``
-runs the next step of :func:`xlrag.agents.repair.plan_repair`. The loop is bounded twice:
-each repair runs at most once and LLM repairs spend ``agent.max_repairs``; LangGraph's
-``recursion_limit`` caps the steps anyway. Every node has a sync and an async body, so
-``invoke`` and ``ainvoke`` both work and the async path awaits the model.
+passage supports the answer (:mod:`xlrag.checks.attribution`). ``repair`` runs the next step
+of :func:`xlrag.agents.repair.plan_repair`. The loop is bounded three times: each repair runs
+at most once and LLM repairs spend ``agent.max_repairs``; the checks and repairs after the
+first answer share ``agent.budget_seconds`` and ``agent.budget_tokens``
+(:mod:`xlrag.agents.budget`: once spent, no model is called again and the best answer so far
+is shown, flagged ``over_budget``); LangGraph's ``recursion_limit`` caps the steps anyway.
+Every node has a sync and an async body, so ``invoke`` and ``ainvoke`` both work and the
+async path awaits the model.
 
 Only the answering model streams (``stream_mode="messages"``): translation and
 attribution calls carry LangGraph's ``nostream`` tag.
@@ -30,7 +35,8 @@ from typing import Annotated, Any, Required, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 
-from xlrag.agents.repair import LLM_REPAIRS, plan_repair
+from xlrag.agents.budget import OVER_BUDGET, Tally, over_budget, spent, tallying
+from xlrag.agents.checking import AnswerChecks, attribution_detail
 from xlrag.agents.routing import ModeChoice, choose_mode
 from xlrag.agents.view_route import (
     NODE,
@@ -40,18 +46,16 @@ from xlrag.agents.view_route import (
     view_input,
     why_contested,
 )
-from xlrag.chains.parsing import strip_markers
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.postprocess import POST_HOC
 from xlrag.chains.state import ChainInput, ChainState
 from xlrag.checks import substance
 from xlrag.config import AgentConfig
-from xlrag.errors import TranslationCutOffError
 from xlrag.languages import native_name
 from xlrag.perspectives.models import Perspectives
-from xlrag.schema import Citation, GroundedAnswer, Hit, Query, Retrieval
+from xlrag.schema import Citation, GroundedAnswer, Query, Retrieval
 from xlrag.steps import Call, Steps, arun, run
-from xlrag.trace import CheckResult, Repair, RepairStep, Timing, ToolStep, Trace
+from xlrag.trace import CheckResult, Repair, RepairStep, Spent, Timing, ToolStep, Trace
 
 __all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
 
@@ -96,12 +100,9 @@ class AgentState(AgentInput, total=False):
     trace: Trace
     perspectives: Perspectives
     contested: str | None  # why the question has perspectives to compare (view: perspectives)
-
-
-def _attribution_detail(result: Any) -> str:
-    invalid = sum(v.verdict == "invalid" for v in result.votes)
-    return (f"{len(result.supporting)} of {len(result.votes)} cited passages support the answer"
-            + (f" ({invalid} verdicts invalid)" if invalid else ""))
+    stopped: Annotated[list[str], operator.add]  # what the budget stopped: checks not run, repairs not made
+    best: GroundedAnswer  # the answer that failed fewest checks so far (the latest of equals)
+    best_failed: list[str]  # and the checks it failed
 
 
 _ASK_AGAIN = (Repair.EXTRACT, Repair.REGENERATE_LANGUAGE, Repair.RECITE)  # a follow-up turn to the model
@@ -111,7 +112,7 @@ def _answering(config: RunnableConfig | None) -> RunnableConfig:
     return {**(config or {}), "tags": [*(config or {}).get("tags", []), ANSWER_TAG]}
 
 
-class XlragAgent:
+class XlragAgent(AnswerChecks):
     """The nodes of the graph: the pipeline's steps (its retriever, LLM, prompts, profile and
     postprocessors) plus verify and repair. ``translator`` defaults to the pipeline's."""
 
@@ -212,128 +213,54 @@ class XlragAgent:
 
     # no post-hoc citations after the parse: they are the last repair, and must show as one
     def generate(self, s: AgentState, config: RunnableConfig) -> dict:
-        return run(self._generate(s, config))
+        with tallying() as tally:
+            return run(self._generate(s, config, tally))
 
     async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
-        return await arun(self._generate(s, config))
+        with tallying() as tally:
+            return await arun(self._generate(s, config, tally))
 
     def _llm(self, request: ChainState, config: RunnableConfig) -> Call:
         return Call(self.pipeline.generate, (request, _answering(config)), self.pipeline.agenerate)
 
-    def _generate(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
+    def _generate(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         state = yield self._llm((yield Call(self._request, (s,))), config)
         return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
-                "timings": [Timing(step="generate", seconds=time.perf_counter() - t0)]}
+                "timings": [Timing(step="generate", seconds=time.perf_counter() - t0, tokens=tally.tokens)]}
 
     # -- verify ---------------------------------------------------------------------------
-    def _checks(self, s: AgentState, attributable: bool | None, why: str,
-                renderings: dict[str, substance.Rendering] | None = None) -> dict:
-        from xlrag.checks.language import foreign_script, judge_language, response_text
-
-        answer, attempt = s["answer"], len(s.get("tried", []))
-        lang = s["query"].lang or answer.lang or "en"
-        verdict = judge_language(response_text(answer), lang)
-        detail = f"{verdict.status}: detected {verdict.detected or '-'}, expected {lang}"
-        # the answer line is what a reader takes away: lingua reading it with a longer explanation
-        # in the right language passes an answer line copied from a passage in another script
-        script = foreign_script(answer.answer or "", lang) if verdict.status != "wrong" else None
-        if script is not None:
-            detail = f"wrong: the answer line is in {script.lower()} script, expected {lang}"
-        checks = [CheckResult(check="language", passed=verdict.status != "wrong" and script is None,
-                              attempt=attempt, detail=detail)]
-        if answer.passages:
-            valid = [c for c in answer.citations if c.valid and c.source != "post_hoc"]
-            post = [c for c in answer.citations if c.valid and c.source == "post_hoc"]
-            invalid = [c.marker for c in answer.citations if not c.valid]
-            # post-hoc citations are xlrag's guess by similarity, not the model's grounding: they
-            # are shown (flagged) but never pass, so an answer they alone support stays unrepaired
-            ok = bool(valid) and not invalid
-            detail = (f"{len(valid)} valid model citation(s), {len(post)} post hoc"
-                      + (" (attributed by similarity afterwards: they do not count)" if post and not valid else "")
-                      + (f", invalid markers {invalid}" if invalid else ""))
-            checks.append(CheckResult(check="citations", passed=ok, attempt=attempt, detail=detail))
-        checks += [CheckResult(check=f.check, passed=f.passed, attempt=attempt, detail=f.reason)
-                   for f in self._substance(s, renderings or {})]
-        if attributable is not None or why:
-            checks.append(CheckResult(check="attribution", passed=attributable is not False, attempt=attempt,
-                                      detail=why))
-        failed = [c.check for c in checks if not c.passed]
-        budget = self.config.max_repairs - sum(r in LLM_REPAIRS for r in s.get("tried", []))
-        nxt = plan_repair(failed, s.get("tried", []), budget) if failed else None
-        return {"checks": checks, "failed": failed, "next_repair": nxt}
-
-    @staticmethod
-    def _said(answer: GroundedAnswer) -> str:
-        """What the answer says: its answer line, or the whole reply when none was parsed."""
-        from xlrag.checks.language import response_text
-
-        return answer.answer if answer.answered else response_text(answer)
-
-    def _substance(self, s: AgentState, renderings: dict[str, substance.Rendering]) -> list[substance.Finding]:
-        answer, question = s["answer"], s["query"].question
-        lang, said = s["query"].lang, self._said(s["answer"])
-        found = [substance.non_answer(said, question, lang, templates=[s.get("templates", "")])]
-        if found[0].passed and answer.passages:
-            found.append(substance.refusal_despite_evidence(said, question, answer.passages[0].passage.text, lang))
-            cited = [h.passage.text for h in answer.cited_passages]
-            if cited and not substance.is_refusal(said, lang):
-                found.append(substance.unsupported(said, question, cited, lang,
-                                                   renderings=list(renderings.values())))
-        return found
-
-    def _to_translate(self, s: AgentState) -> list[str]:
-        """The cited passages' other languages, when the answer's own words are not in them:
-        the answer is translated into each (a few words, cheaper than the passages)."""
-        answer, lang = s["answer"], s["query"].lang
-        if self.translator is None or not answer.answered or not answer.cited_passages:
-            return []
-        said = self._said(answer)
-        cited = [h.passage.text for h in answer.cited_passages]
-        if substance.unsupported(said, s["query"].question, cited, lang).passed:
-            return []
-        return sorted({h.lang for h in answer.cited_passages if h.lang != lang})[:2]
-
-    def _renderings(self, s: AgentState, langs: list[str]) -> dict[str, substance.Rendering]:
-        """The answer and its question in each language: what the translated answer shares
-        with the translated question is the question's, not the answer's own."""
-        out: dict[str, substance.Rendering] = {}
-        said = strip_markers(self._said(s["answer"])).strip()
-        source = s["query"].lang or "en"
-        for target in langs:
-            try:
-                out[target] = substance.Rendering(
-                    answer=self.translator.translate(said, source, target),
-                    question=self.translator.translate(s["query"].question, source, target))
-            except TranslationCutOffError:
-                continue  # half a translation proves nothing either way: the lexical verdict stands
-        return out
-
-    def _attribution_inputs(self, s: AgentState) -> tuple[str, list[Hit]] | None:
-        answer = s["answer"]
-        # the stack hands the agent a checker only when answer.attribution_check is on
-        if self.attribution is None or not answer.answer:
-            return None
-        cited = answer.cited_passages
-        return (answer.answer, cited) if cited else None
-
     def verify(self, s: AgentState) -> dict:
-        return run(self._verify(s))
+        with tallying() as tally:
+            return run(self._verify(s, tally))
 
     async def averify(self, s: AgentState) -> dict:
-        return await arun(self._verify(s))
+        with tallying() as tally:
+            return await arun(self._verify(s, tally))
 
-    def _verify(self, s: AgentState) -> Steps[dict]:
+    def _over(self, s: AgentState, t0: float, tally: Tally) -> str | None:
+        """Why no model may be called now (the budget is spent), or None."""
+        seconds, tokens = spent(s.get("timings", []))
+        return over_budget(self.config, seconds + time.perf_counter() - t0, tokens + tally.tokens)
+
+    def _verify(self, s: AgentState, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
-        attributable, why = None, ""
+        attributable, why, stopped = None, "", []
         if (args := self._attribution_inputs(s)) is not None:
-            result = yield Call(self.attribution.check, (s["query"].question, *args, s["query"].lang or "en"),
-                                self.attribution.acheck)
-            attributable, why = result.attributable, _attribution_detail(result)
+            if (over := self._over(s, t0, tally)) is None:
+                result = yield Call(self.attribution.check, (s["query"].question, *args, s["query"].lang or "en"),
+                                    self.attribution.acheck)
+                attributable, why = result.attributable, attribution_detail(result)
+            else:
+                stopped.append(f"the attribution check was not run: {over}")
         langs = yield Call(self._to_translate, (s,))
-        renderings = (yield Call(self._renderings, (s, langs))) if langs else {}
-        out = yield Call(self._checks, (s, attributable, why, renderings))
-        return {**out, "timings": [Timing(step="verify", seconds=time.perf_counter() - t0)]}
+        renderings: dict[str, substance.Rendering] = {}
+        if langs:
+            renderings, not_made = yield Call(self._renderings, (s, langs, lambda: self._over(s, t0, tally)))
+            stopped += not_made
+        out = yield Call(self._checks, (s, attributable, why, renderings, self._over(s, t0, tally)))
+        return {**out, "stopped": [*stopped, *out["stopped"]],
+                "timings": [Timing(step="verify", seconds=time.perf_counter() - t0, tokens=tally.tokens)]}
 
     @staticmethod
     def after_verify(s: AgentState) -> str:
@@ -346,27 +273,6 @@ class XlragAgent:
             repair, "citation_repair")
         instruction = self.pipeline.prompts.render(role, lang, language=native_name(lang))
         return [("assistant", s["answer"].raw_output or "-"), ("user", instruction)]
-
-    def _translate(self, s: AgentState) -> tuple[GroundedAnswer, str | None]:
-        from xlrag.checks.language import judge_language
-
-        answer = s["answer"]
-        lang = s["query"].lang or "en"
-        source = judge_language(answer.answer or answer.raw_output, lang).detected or "en"
-        update: dict[str, Any] = {"flags": [*answer.flags, "translated"]}
-        for field in ("answer", "explanation"):
-            text = getattr(answer, field)
-            if text:
-                try:
-                    # markers are not words to translate; the citations stay as the model made them
-                    update[field] = self.translator.translate(strip_markers(text).strip(), source, lang)
-                except TranslationCutOffError as e:
-                    # half a translation would read as the whole answer: the whole one, untranslated, stays
-                    return answer, f"not translated: {e}"
-        if answer.explanation and answer.citations:
-            markers = " ".join(f"<doc{c.marker}>" for c in answer.citations if c.valid)
-            update["explanation"] = f"{update['explanation']} {markers}".strip()
-        return answer.model_copy(update=update), None
 
     def _post_hoc(self, s: AgentState) -> GroundedAnswer:
         answer = s["answer"]
@@ -385,6 +291,11 @@ class XlragAgent:
         detail = failure or {Repair.EXTRACT: "asked again for a short answer taken from the passage that holds it",
                              Repair.REGENERATE_LANGUAGE: "answered again with the language instruction repeated",
                              Repair.TRANSLATE: f"translated into {s['query'].lang}, citations kept",
+                             Repair.QUOTE: (f"the answer line quoted from <doc{answer.citations[0].marker}>, "
+                                           f"a passage in {s['query'].lang}"
+                                           + (" (the model gave none: its sentence most about the question)"
+                                              if substance.QUOTED_ONLY in answer.flags else ""))
+                                          if answer.citations else "",
                              Repair.RECITE: "asked again for <docN> citations",
                              Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
         if s["answer"].answered and not answer.answered:
@@ -406,10 +317,16 @@ class XlragAgent:
                 "timings": [Timing(step=f"repair:{repair.value}", seconds=seconds)]}
 
     def repair(self, s: AgentState, config: RunnableConfig) -> dict:
-        return run(self._repair(s, config))
+        with tallying() as tally:
+            return self._tallied(run(self._repair(s, config)), tally)
 
     async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
-        return await arun(self._repair(s, config))
+        with tallying() as tally:
+            return self._tallied(await arun(self._repair(s, config)), tally)
+
+    @staticmethod
+    def _tallied(out: dict, tally: Tally) -> dict:
+        return {**out, "timings": [t.model_copy(update={"tokens": tally.tokens}) for t in out["timings"]]}
 
     def _repair(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
@@ -418,20 +335,35 @@ class XlragAgent:
             answer = self.pipeline.parse((yield self._llm(request, config)))
         elif repair is Repair.TRANSLATE:
             answer, failure = yield Call(self._translate, (s,))
+        elif repair is Repair.QUOTE:
+            answer, failure = yield Call(self._quote, (s,))
         else:
             answer = yield Call(self._post_hoc, (s,))
         return self._repaired(s, repair, answer, t0, failure)
 
     # -- finish ---------------------------------------------------------------------------
     def finish(self, s: AgentState) -> dict:
+        answer, failed = self._shown(s)
         # the pipeline's postprocessors but post-hoc citations, which were the last repair
-        return self._finished(s, self.pipeline.postprocess(s["answer"], skip=[POST_HOC]))
+        return self._finished(s, self.pipeline.postprocess(answer, skip=[POST_HOC]), failed)
 
     async def afinish(self, s: AgentState) -> dict:
-        return self._finished(s, await self.pipeline.apostprocess(s["answer"], skip=[POST_HOC]))
+        answer, failed = self._shown(s)
+        return self._finished(s, await self.pipeline.apostprocess(answer, skip=[POST_HOC]), failed)
 
-    def _finished(self, s: AgentState, answer: GroundedAnswer) -> dict:
-        failed = s.get("failed", [])
+    @staticmethod
+    def _shown(s: AgentState) -> tuple[GroundedAnswer, list[str]]:
+        """The answer to show and the checks it failed: the one that failed fewest checks (a
+        repair's answer may be worse: a regenerated reply after a quoted answer line), the latest
+        of equals."""
+        answer, failed = s["answer"], s.get("failed", [])
+        if "best" in s and len(s["best_failed"]) < len(failed):
+            return s["best"], s["best_failed"]
+        return answer, failed
+
+    def _finished(self, s: AgentState, answer: GroundedAnswer, failed: list[str]) -> dict:
+        if s.get("stopped"):
+            answer = answer.model_copy(update={"flags": [*answer.flags, OVER_BUDGET]})
         # the agent's own checks decide the substance flags (the chain's lexical ones included):
         # what a reader must see first is that the answer says nothing, or nothing the passages hold
         shown = [substance.FLAGS[c] for c in failed if c in substance.FLAGS]
@@ -443,8 +375,15 @@ class XlragAgent:
                       lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
                       retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
                       checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
-                      unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])))
+                      unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])), spent=self._spent(s),
+                      notes=list(s["hits"].notes) if isinstance(s.get("hits"), Retrieval) else [])
         return {"answer": answer, "trace": trace}
+
+    def _spent(self, s: AgentState) -> Spent:
+        seconds, tokens = spent(s.get("timings", []))
+        stopped = s.get("stopped", [])
+        return Spent(seconds=round(seconds, 3), tokens=tokens, budget_seconds=self.config.budget_seconds,
+                     budget_tokens=self.config.budget_tokens, exhausted="; ".join(stopped) or None)
 
     # -- the graph ------------------------------------------------------------------------
     state_schema: Any = AgentState

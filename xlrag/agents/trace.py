@@ -7,4 +7,4 @@ from __future__ import annotations
 from xlrag._lazy import moved
 
 __getattr__ = moved(__name__, dict.fromkeys(
-    ["CHECKS", "CheckResult", "Repair", "RepairStep", "Timing", "ToolStep", "Trace"], "xlrag.trace"))
+    ["CHECKS", "CheckResult", "Repair", "RepairStep", "Spent", "Timing", "ToolStep", "Trace"], "xlrag.trace"))

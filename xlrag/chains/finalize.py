@@ -50,12 +50,13 @@ def message_usage(message: Any) -> AnswerUsage | None:
     return AnswerUsage(**fields) if any(v is not None for v in fields.values()) else None
 
 
-def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str) -> bool:
+def _says_nothing(said: str, query: Query, hits: list[Hit], templates: str, explanation: str | None = None) -> bool:
     """The lexical substance checks any answer gets, with no model call: the question or the
-    template repeated, or a refusal while the top passage holds the question's words. (Support
-    by the cited passages needs a translation across languages: the agent checks that.)"""
+    template repeated, an explanation that only restates the question, or a refusal while the
+    top passage holds the question's words. (Support by the cited passages needs a translation
+    across languages: the agent checks that.)"""
     lang = query.lang
-    if not non_answer(said, query.question, lang, templates=[templates]).passed:
+    if not non_answer(said, query.question, lang, templates=[templates], explanation=explanation).passed:
         return True
     top = hits[0].passage.text if hits else None
     return not refusal_despite_evidence(said, query.question, top, lang).passed
@@ -102,10 +103,10 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
         parsed = _citation_reply(cleaned, len(hits), options)
         if parsed.status == "unparseable":
             flags.append("unparseable")
-        # the provider's word on how the reply ended beats reading its last character: an
-        # explanation ending on "119" with no full stop is finished when llama.cpp says "stop"
-        reported = profile.reported_cut_off(message) if profile is not None else None
-        if parsed.truncated if reported is None else reported:
+        # the reply was cut when the provider says so (max_tokens), or when its answer line itself
+        # is unfinished; not for what a last character suggests: an explanation ending on "119",
+        # or a short answer with no full stop ("Nicholas E. Golovin"), is finished
+        if (profile is not None and profile.reported_cut_off(message)) or parsed.answer_cut:
             flags.append("truncated")
         answer, explanation = parsed.answer, parsed.explanation
         citations = resolve_markers([*parsed.cited, *parsed.inline], hits)
@@ -125,7 +126,8 @@ def parse_reply(state: ChainState, profile: ProviderProfile | None = None) -> Gr
         flags.append("invalid_citation")
     if hits and fmt is not AnswerFormat.MC and not any(c.valid for c in citations):
         flags.append("no_citations")
-    if fmt is not AnswerFormat.MC and _says_nothing(answer or cleaned, query, hits, state.echo_reference):
+    if fmt is not AnswerFormat.MC and _says_nothing(answer or cleaned, query, hits, state.echo_reference,
+                                                    explanation if answer else None):
         flags.insert(0, FLAGS["non_answer"])
     return GroundedAnswer(question=query.question, lang=query.lang or "", format=fmt, mode=state.mode,
                           model=state.model, passages=hits, raw_output=raw, answer=answer,

@@ -292,7 +292,9 @@ class Pipeline(BaseModel):
         """The retriever as a LangChain retriever, and its call's arguments for ``query``."""
         from xlrag.indexes.langchain import XlragLangChainRetriever
 
-        args = {"k": self.k, "mode": mode, "lang": query.lang, "relevant_langs": query.relevant_langs or None,
+        # a code that names no language goes on as given: the retriever detects again and notes it
+        args = {"k": self.k, "mode": mode, "lang": query.unknown_lang or query.lang,
+                "relevant_langs": query.relevant_langs or None,
                 "target_lang": query.target_lang}
         return XlragLangChainRetriever(retriever=self.retriever), args
 

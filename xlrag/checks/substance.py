@@ -27,18 +27,30 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
+from math import log
 from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.language import visible_text
-from xlrag.checks.lexical import char_ngrams, has_no_space_script, normalize_answer, tokenize
+from xlrag.checks.lexical import (
+    ASKED_SHARE,
+    added_tokens,
+    asked_by,
+    char_ngrams,
+    has_no_space_script,
+    normalize_answer,
+    tokenize,
+)
 from xlrag.checks.polarity import contradicts_itself, glued_negation, polarity_words
+from xlrag.checks.sentences import sentences
+from xlrag.schema import Passage
 
 __all__ = [
     "FLAGS",
     "POST_HOC_ONLY",
+    "QUOTED_ONLY",
     "SUBSTANCE_CHECKS",
     "UNCITED",
     "UNVERIFIED_REASONS",
@@ -50,6 +62,7 @@ __all__ = [
     "polarity_words",
     "refusal_cues",
     "refusal_despite_evidence",
+    "restates_question",
     "unsupported",
     "unverified",
 ]
@@ -63,9 +76,12 @@ FLAGS: dict[str, str] = {"non_answer": "not_an_answer", "unsupported": "unsuppor
 # Why an answer over passages may be grounded in none of them: it cites none that was shown
 # (an obeyed injection's "<doc7>", say), or only post-hoc citations, xlrag's guess by similarity.
 UNCITED, POST_HOC_ONLY = "uncited", "post_hoc_only"
+# The model gave no answer line, and the one shown is the sentence of a passage most about the
+# question, quoted by the agent (xlrag.checks.quote.best_sentence): grounded, not the model's answer.
+QUOTED_ONLY = "quoted_only"
 #: Every reason an answer is not shown as verified (the CLI has words for each, the server's
 #: ``verified`` is false for each).
-UNVERIFIED_REASONS: tuple[str, ...] = (*dict.fromkeys(FLAGS.values()), UNCITED, POST_HOC_ONLY)
+UNVERIFIED_REASONS: tuple[str, ...] = (*dict.fromkeys(FLAGS.values()), UNCITED, POST_HOC_ONLY, QUOTED_ONLY)
 
 
 def unverified(answer: Any) -> list[str]:
@@ -75,6 +91,8 @@ def unverified(answer: Any) -> list[str]:
     reasons = [f for f in dict.fromkeys(FLAGS.values()) if f in answer.flags]
     if answer.passages and not answer.model_citations:
         reasons.append(POST_HOC_ONLY if answer.post_hoc_only else UNCITED)
+    if QUOTED_ONLY in answer.flags:
+        reasons.append(QUOTED_ONLY)
     return reasons
 
 # An answer inside the question: most of its n-grams are the question's (ECHO_INSIDE) and it
@@ -84,13 +102,37 @@ ECHO_COVER = 0.5
 # A reply that ends in a question mark and shares this much with the question asks it back.
 QUESTION_BACK = 0.6
 _QUESTION_MARKS = ("?", "؟", "？", ";", "՞")  # Greek writes its question mark as ";"
-# Share of the answer's own n-grams (those not in the question) that a cited passage must hold.
+# An explanation restating the question: it holds this share of the question's words, and at most
+# this share of its own words are not the question's (the committed answer benchmark's 1,080
+# distinct explanations: 9 judged wrong and 2 judged right are caught; at 0.35, 15 and 9)
+RESTATE_COVER = 0.5
+RESTATE_ADDS = 0.25
+# Share of the answer's own words (those the question does not ask about) that a cited passage
+# must hold, in its sentences about the question.
 SUPPORT = 0.5
+# A sentence is about the question when it, with its headings, holds this weighted share of the
+# question's words its passage holds, or this share of the best sentence's (NEAR_BEST); a word's
+# weight is how few sentences hold it, and its length up to CONTENT_LETTERS. Chosen on items of
+# known truth (benchmarks/checks_testbed.py): XQuAD's gold answers in their passages, another
+# question's answer from another sentence of the same passage, and the test bed's two numbers.
+TOPIC = 0.5
+NEAR_BEST = 0.6
+CONTENT_LETTERS = 5
+# A passage holding less than this share of the question's words (weighed as above) cannot say
+# where it speaks of the question: a name an Arabic passage writes in Latin letters is not where
+# an English question's topic is. The answer is then looked up in a translation, or anywhere.
+LOCATED = 0.3
+# An answer of more own words than this makes many claims, each from wherever its passage makes
+# it: looked up in the whole passage, as before #51 (the answer benchmark's right answers
+# supported 0.93 → 0.96 on XQuAD, 0.53 → 0.65 on Travel; its wrong ones caught fall 0.43 → 0.33
+# on Travel, as XQuAD's 0.53; the known-truth items barely move: XQuAD right 0.925 → 0.926).
+LONG_ANSWER = 8
 # With no gold: the top passage holds this share of the question's n-grams.
 EVIDENCE = 0.6
 
 _HAS_WORD = re.compile(r"[^\W_]")
 _NUMBER = re.compile(r"\d")
+_DIGITS = re.compile(r"\d+")
 # A last clause ending in a colon announces what comes next ("العطل الرسمية في جزر كوك هي:",
 # "The answer is:"); when nothing comes, the clause said nothing. A clause with a number in it
 # is a list cut short ("Ambulance 911, Police:"), which said something.
@@ -120,6 +162,7 @@ class Rendering(BaseModel):
 
     answer: str
     question: str
+    lang: str | None = None  # the language translated into: how its words are spelled and split
 
 
 def _spelled(text: str, lang: str | None) -> str:
@@ -165,10 +208,31 @@ def _adds_content(answer: str, question: str, lang: str | None) -> bool:
     return False
 
 
+def restates_question(text: str | None, question: str, lang: str | None = None) -> bool:
+    """Whether ``text`` (an explanation) only says the question again: it holds
+    :data:`RESTATE_COVER` of the question's words and adds few of its own (at most
+    :data:`RESTATE_ADDS` of its words), none a number, a yes or a no. "The emergency numbers in
+    Senegal are provided in <doc0> and <doc1>." explains nothing; "The emergency number in Kuwait
+    is 112." does."""
+    text, question = _spelled(visible_text(text or ""), lang), _spelled(question, lang)
+    words = tokenize(text, lang)
+    if not words:
+        return False
+    added = added_tokens(text, question, lang)
+    if any(_NUMBER.search(t) or t in polarity_words(lang) for t in added):
+        return False
+    asked = dict.fromkeys(tokenize(question, lang))
+    in_text = asked_by(text, lang)
+    cover = sum(t in words or in_text(t) for t in asked) / len(asked) if asked else 0.0
+    return cover >= RESTATE_COVER and len(added) <= RESTATE_ADDS * len(words)
+
+
 def non_answer(answer: str | None, question: str, lang: str | None = None,
-               templates: Sequence[str] = ()) -> Finding:
+               templates: Sequence[str] = (), explanation: str | None = None) -> Finding:
     """Whether ``answer`` says nothing: ``passed`` is False for an empty reply, markers only,
-    the question repeated, or a line of the prompt's template (``templates``) repeated."""
+    the question repeated, or a line of the prompt's template (``templates``) repeated; or, given
+    the reply's ``explanation``, when the explanation only restates the question
+    (:func:`restates_question`): a reply that cannot say why has not understood what it answers."""
     text, question = _spelled(visible_text(answer or ""), lang), _spelled(question, lang)
     if not text:
         return Finding(check="non_answer", passed=False, reason="the answer is empty (or only <docN> markers)")
@@ -199,38 +263,178 @@ def non_answer(answer: str | None, question: str, lang: str | None = None,
         if inside >= ECHO_INSIDE and cover >= ECHO_COVER:
             return Finding(check="non_answer", passed=False, score=inside,
                            reason=f"the answer repeats the prompt's template: {line.strip()[:80]!r}")
+    if explanation and restates_question(explanation, question, lang):
+        return Finding(check="non_answer", passed=False,
+                       reason="the explanation only restates the question: it explains nothing")
     return Finding(check="non_answer", passed=True, reason="the answer says something of its own")
 
 
-def unsupported(answer: str | None, question: str, passages: Sequence[str], lang: str | None = None,
-                renderings: Sequence[Rendering] = ()) -> Finding:
-    """Whether the answer's own words occur in a cited passage: ``passed`` is False when no
-    passage holds :data:`SUPPORT` of them. ``renderings``: the answer and its question
-    translated into the cited passages' languages, checked the same way (a Spanish answer
-    from a German passage). An answer with no words beyond the question's is left to
-    :func:`non_answer`."""
+def _texts(passage: str | Passage) -> tuple[str, str | None, str | None]:
+    if isinstance(passage, str):
+        return passage, None, None
+    return passage.text, passage.title, passage.lang
+
+
+def _units(text: str) -> set[str]:
+    """What a sentence holds that an answer's word may be: its tokens, its numbers whole ("941" is
+    not in "1949"), and its character n-grams at both sizes (a word with another ending; a Chinese
+    answer's pairs in a Latin sentence, a Latin answer's 3-grams in a Japanese one)."""
+    letters = _DIGITS.sub(" ", text)
+    numbers = {f"#{d}" for d in _DIGITS.findall(normalize_answer(text))}
+    return set(tokenize(text)) | numbers | char_ngrams(letters, None, 2) | char_ngrams(letters, None, 3)
+
+
+class _Sentences:
+    """One passage's sentences, each as its n-grams and as the question's words it holds (with
+    the headings above it), each word weighted by how few of the passage's sentences hold it: a
+    name on every line of a page says little about which line is meant, a word one line holds
+    says much."""
+
+    def __init__(self, passage: str | Passage, lang: str | None):
+        text, title, plang = _texts(passage)
+        units = sentences(_spelled(text, lang), _spelled(title, lang) if title else None, plang or lang)
+        self.units = [_units(u.text) for u in units]
+        # the sentences as written, for a quote (folding may have cased or stripped them)
+        raw = sentences(text, title, plang or lang)
+        self.texts = [u.text for u in (raw if len(raw) == len(units) else units)]
+        self.words = [_units(" ".join(u.context)) | g for u, g in zip(units, self.units, strict=True)]
+
+    def about(self, question: str, lang: str | None) -> list[float]:
+        """For each sentence, the weighted share of the question's words this passage holds that
+        the sentence, or a heading above it, holds (a word with another ending counts:
+        :data:`~xlrag.checks.lexical.ASKED_SHARE` of its 3-grams)."""
+        held = {t: [_holds(t, w) for w in self.words] for t in _words(question, lang)}
+        n = len(self.words)
+        asked = sum(_content(t) for t in held)
+        if not asked or sum(_content(t) for t, h in held.items() if any(h)) < LOCATED * asked:
+            return [0.0] * n  # too little of the question here to tell where the passage speaks of it
+        weight = {t: log(1 + n / sum(h)) * _content(t) for t, h in held.items() if any(h)}
+        total = sum(weight.values())
+        if not total:
+            return [0.0] * n
+        return [sum(w for t, w in weight.items() if held[t][i]) / total for i in range(n)]
+
+    def support(self, said: list[str], question: str, lang: str | None) -> float | None:
+        """The share of the answer's own words (``said``, each weighed by :func:`_content`) the
+        sentences about ``question`` hold together: those at :data:`TOPIC` or more, and those at
+        :data:`NEAR_BEST` of the best one's score or more (a question whose words the passage
+        rephrases leaves every sentence low). An answer of more than :data:`LONG_ANSWER` own
+        words is looked up in the whole passage. None when the passage holds none of the
+        question's words (another language's, untranslated)."""
+        if len(said) > LONG_ANSWER:
+            # many claims, each from wherever the passage makes it: looked up in the whole passage
+            held = set().union(*self.units)
+        else:
+            scores = self.about(question, lang)
+            if not any(scores):
+                return None  # the passage holds none of the question's words: where it speaks of it is unknown
+            floor = min(TOPIC, NEAR_BEST * max(scores))
+            held = set().union(*(u for u, score in zip(self.units, scores, strict=True) if score and score >= floor))
+        # each word weighed as the question's are: "is", "for", "and" say little of what it claims
+        return self.share(said, held)
+
+    def share(self, said: list[str], held: set[str] | None = None) -> float:
+        """The share of ``said`` (weighed by :func:`_content`) in ``held`` (default: anywhere in
+        the passage)."""
+        held = set().union(*self.units) if held is None else held
+        return sum(_content(t) for t in said if _holds(t, held)) / sum(_content(t) for t in said)
+
+
+def _words(question: str, lang: str | None) -> dict[str, None]:
+    """The question's words, in order, each once; in a script written without spaces its
+    character pairs (a Thai letter or a Chinese character alone says little)."""
+    out: dict[str, None] = {}
+    for word in normalize_answer(_spelled(question, lang), lang).split():
+        if has_no_space_script(word):
+            out.update(dict.fromkeys(char_ngrams(word, None, 2)))
+        else:
+            out[word] = None
+    return out
+
+
+def _own_words(answer: str, questions: Sequence[str], lang: str | None) -> list[str]:
+    """The answer's words that none of ``questions`` asks about (:func:`_words`), but a yes or a
+    no (its language's or English): no passage says "yes", and whether it answers the question
+    both ways is :func:`~xlrag.checks.polarity.contradicts_itself`'s to tell."""
+    asked = [asked_by(_spelled(q, lang), lang) for q in questions]
+    pairs = set().union(*(_words(q, lang) for q in questions))
+    verdicts = polarity_words(lang) | polarity_words("en")
+    return [w for w in _words(visible_text(answer), lang)
+            if w not in pairs and w not in verdicts and not any(is_asked(w) for is_asked in asked)]
+
+
+def _content(word: str) -> float:
+    """How much a word may say about what a question asks or an answer claims, by its length:
+    "was", "for", "في" little, "Nobel" fully (:data:`CONTENT_LETTERS`; a Hangul syllable counts two letters, a
+    character pair of a script without spaces and a number fully)."""
+    if has_no_space_script(word) or _NUMBER.search(word):
+        return 1.0
+    letters = sum(2 if "\uac00" <= ch <= "\ud7a3" else 1 for ch in word)
+    return min(1.0, letters / CONTENT_LETTERS)
+
+
+def _holds(token: str, units: set[str]) -> bool:
+    """Whether a sentence's ``units`` hold ``token``: as it is, or, a word longer than three
+    letters, with another ending (:data:`~xlrag.checks.lexical.ASKED_SHARE` of its 3-grams); a
+    token with a number, when the sentence holds its numbers whole."""
+    if token in units:
+        return True
+    if _NUMBER.search(token):
+        # its numbers, whole ("1983년" in "1983년에"): what is glued to a number is its unit or a particle
+        return all(f"#{d}" in units for d in _DIGITS.findall(token))
+    mine = char_ngrams(token, None, 3)
+    return len(token) > 3 and len(mine & units) >= ASKED_SHARE * len(mine)
+
+
+def unsupported(answer: str | None, question: str, passages: Sequence[str | Passage], lang: str | None = None,
+                renderings: Sequence[Rendering] = (), anywhere: bool = True) -> Finding:
+    """Whether the answer and what the question asks about meet in a sentence of a cited passage:
+    ``passed`` is False unless the sentences of one passage that are about the question (they,
+    or the headings above them, hold :data:`TOPIC` of the question's words that passage holds)
+    together hold :data:`SUPPORT` of the answer's own words (those the question does not ask
+    about, :func:`~xlrag.checks.lexical.asked_by`; a number whole, a word with any ending). A number
+    the passage holds in a sentence about something else ("1900" for "when was Tesla proposed
+    for the Nobel Prize?", from a sentence about a patent) is not supported.
+
+    ``passages``: texts, or :class:`~xlrag.schema.Passage` (whose title line is then left out,
+    and whose language picks ICU's abbreviations). ``renderings``: the answer
+    and its question translated into the cited passages' languages, checked the same way (a
+    Spanish answer from a German passage). A passage in which neither the question nor any
+    rendering of it has a word (another language's, untranslated) cannot say where it speaks of
+    the question: with ``anywhere``, the answer's words are looked up anywhere in it (the check
+    before #51), and the reason says so; without, it supports nothing (the agent translates
+    then). An answer with no words beyond the question's is left to :func:`non_answer`."""
     if not passages:
         return Finding(check="unsupported", passed=False, reason="the answer cites no passage")
-    asked = char_ngrams(_spelled(question, lang), lang)
-    held = [char_ngrams(_spelled(p, lang), None) for p in passages]
-    best, found_any = 0.0, False
+    read: dict[str | None, list[_Sentences]] = {}
+    located: dict[int, float] = {}  # passage -> best share where a text located the question in it
+    loose: dict[int, float] = {}  # passage -> best share anywhere in it, where no text could
+    found_any = False
     # a translation may keep a name as the original question spells it, so its words count as asked too
-    for text, also_asked in ((answer or "", set()),
-                             *((r.answer, char_ngrams(_spelled(r.question, lang), lang)) for r in renderings)):
-        own = char_ngrams(_spelled(visible_text(text), lang), None) - asked - also_asked
+    for text, question_text, here in ((answer or "", question, lang),
+                                      *((r.answer, r.question, r.lang or lang) for r in renderings)):
+        own = _own_words(text, (question, question_text), here)
         if not own:
             continue
         found_any = True
-        for grams in held:
-            best = max(best, _share(own, grams))
+        # the passages read as the language of the text compared with them spells its words
+        for i, passage in enumerate(read.setdefault(here, [_Sentences(p, here) for p in passages])):
+            share = passage.support(own, question_text, here)
+            if share is None:
+                loose[i] = max(loose.get(i, 0.0), passage.share(own))
+            else:
+                located[i] = max(located.get(i, 0.0), share)
     if not found_any:
         return Finding(check="unsupported", passed=True, score=None,
                        reason="nothing beyond the question's words to look up")
-    verdict = best >= SUPPORT
+    unplaced = [v for i, v in loose.items() if i not in located] if anywhere else []
+    best = max([*located.values(), *unplaced, 0.0])
     via = " (with its translation)" if renderings else ""
-    return Finding(check="unsupported", passed=verdict, score=best,
-                   reason=f"{best:.0%} of the answer's own words{via} occur in its best cited passage"
-                          f" (needs {SUPPORT:.0%})")
+    where = ("anywhere in its best cited passage, which holds none of the question's words"
+             if unplaced and best > max(located.values(), default=0.0)
+             else "the sentences of its best cited passage that are about the question")
+    return Finding(check="unsupported", passed=best >= SUPPORT, score=best,
+                   reason=f"{best:.0%} of the answer's own words{via} occur in {where} (needs {SUPPORT:.0%})")
 
 
 @cache

@@ -43,7 +43,9 @@ _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repe
                "unsupported": "says things that none of its cited passages holds",
                "uncited": "cites none of the passages it was shown",
                "post_hoc_only": "cites no passage itself: its citations were attributed afterwards by "
-                                "similarity, and may not support it"}
+                                "similarity, and may not support it",
+               "quoted_only": "is not the model's: it gave no answer, and this is the sentence of a passage "
+                              "in your language most about the question"}
 
 
 @app.command()

@@ -1,8 +1,8 @@
 """Localized prompts as data: one YAML file per language, the language a parameter.
 
 Example: ``PromptLibrary().render("answer_language", "sw")`` starts with
-``'Jibu kwa Kiswahili.'``; for a language without a file, such as Bengali, the
-English template names the language natively (``'Answer in বাংলা, ...'``).
+``'Jibu kwa Kiswahili.'``; for a language without a file, such as Basque, the
+English template names the language natively (``'Answer in euskara, ...'``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 ``xlrag/prompts/<lang>.yaml`` maps each role to a ``str.format`` template. A
 language without a file gets the English template with ``{language}`` filled in
 with the language's *native* name, so even the fallback tells the model which
-language to write in the way that language's own speakers name it.
+language to write in the way that language's own speakers name it. A code that names no
+language (``"xx"``, ``"und"``) gets the English templates too, asking for the question's own
+language: a bad code costs the user a note (:meth:`PromptLibrary.note`), never an answer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from xlrag.formats import (
     document_line,
     parse_format,
 )
-from xlrag.languages import native_name, normalize_code
+from xlrag.languages import display_name, native_name, normalize_code
 from xlrag.text import first_line
 
 __all__ = [
@@ -40,11 +42,13 @@ __all__ = [
     "FALLBACK_LANGUAGE",
     "LABEL_ROLES",
     "ROLES",
+    "UNKNOWN_LANGUAGE",
     "PromptLibrary",
     "format_documents",
     "format_options",
     "join_parts",
     "label_words",
+    "language_name",
     "placeholders",
 ]
 
@@ -67,6 +71,9 @@ ROLES: tuple[str, ...] = (
     "answer_label",
 )
 FALLBACK_LANGUAGE = "en"
+#: What ``{language}`` says for a code that names no language: the English templates then ask
+#: for the question's own language instead of naming one.
+UNKNOWN_LANGUAGE = "the language of the question"
 
 
 _PACKAGE = "xlrag.prompts"
@@ -91,6 +98,20 @@ def placeholders(template: str) -> set[str]:
             f"write literal braces as '{{{{' and '}}}}'"
         ) from None
     return names
+
+
+def _code(lang: str) -> str | None:
+    """``lang`` normalised (``'EN'`` → ``'en'``), or None for a code that names no language."""
+    try:
+        return normalize_code(lang)
+    except UnknownLanguageError:
+        return None
+
+
+def language_name(lang: str) -> str:
+    """What ``{language}`` says for ``lang``: its native name (the script kept: ``'zh-Hant'``
+    → ``'中文（繁體）'``), or :data:`UNKNOWN_LANGUAGE` for a code that names no language."""
+    return native_name(lang) if _code(lang) is not None else UNKNOWN_LANGUAGE
 
 
 def format_options(options: Sequence[str]) -> str:
@@ -149,7 +170,20 @@ class PromptLibrary:
         return list(self._shipped)
 
     def has_translation(self, lang: str) -> bool:
-        return normalize_code(lang) in self.languages()
+        return _code(lang) in self.languages()
+
+    def note(self, lang: str) -> str | None:
+        """What a trace says when ``lang`` has no prompts of its own (None when it has a file or
+        an override): the English templates are sent, asking for it by its native name, or for
+        the question's language when the code names none."""
+        code = _code(lang)
+        if code is None:
+            return (f"no prompts for the code {lang!r}, which names no language: English prompts, "
+                    f"asking for an answer in {UNKNOWN_LANGUAGE}")
+        if code == FALLBACK_LANGUAGE or code in self.languages() or code in self._overrides:
+            return None
+        return (f"no prompts written in {display_name(code)} ({code}): English prompts, asking for an "
+                f"answer in {language_name(lang)}")
 
     def _file(self, code: str) -> dict[str, str]:
         if code not in self._files:
@@ -246,12 +280,13 @@ class PromptLibrary:
 
     def _lookup(self, role: str, lang: str) -> tuple[str, str]:
         self._check_role(role)
-        code = normalize_code(lang)
-        if role in self._overrides.get(code, {}):
-            return "override", self._overrides[code][role]
-        shipped = self._file(code)
-        if role in shipped:
-            return f"file:{code}", shipped[role]
+        code = _code(lang)
+        if code is not None:
+            if role in self._overrides.get(code, {}):
+                return "override", self._overrides[code][role]
+            shipped = self._file(code)
+            if role in shipped:
+                return f"file:{code}", shipped[role]
         # An English override also reaches the languages that fall back to English.
         english = self._overrides.get(FALLBACK_LANGUAGE, {}).get(role)
         if english is None:
@@ -278,12 +313,12 @@ class PromptLibrary:
         template = self.get(role, lang)
         if "language" not in values:
             # The raw code, not the normalised one, so 'zh-Hant' asks for Traditional script.
-            values["language"] = native_name(lang)
+            values["language"] = language_name(lang)
         missing = sorted(placeholders(template) - values.keys())
         if missing:
             shown = ", ".join(f"{name}=..." for name in missing)
             raise ConfigError(
-                f"prompt {role!r} for {normalize_code(lang)!r} needs a value for "
+                f"prompt {role!r} for {_code(lang) or lang!r} needs a value for "
                 f"{', '.join('{' + m + '}' for m in missing)}; pass render({role!r}, "
                 f"{lang!r}, {shown})"
             )
@@ -291,7 +326,7 @@ class PromptLibrary:
             return template.format(**values)
         except (AttributeError, IndexError, KeyError, ValueError) as exc:
             raise ConfigError(
-                f"prompt {role!r} for {normalize_code(lang)!r} could not be filled in ({exc}); "
+                f"prompt {role!r} for {_code(lang) or lang!r} could not be filled in ({exc}); "
                 f"check the template's placeholders"
             ) from None
 

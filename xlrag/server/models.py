@@ -154,7 +154,7 @@ class AnswerOut(_Out):
                                        "afterwards, not by the model)")
     unverified: list[str] = Field(default_factory=list, description=(
         "why verified is false, each a code of xlrag.checks.substance.UNVERIFIED_REASONS (not_an_answer, "
-        "unsupported, uncited, post_hoc_only); empty when verified"))
+        "unsupported, uncited, post_hoc_only, quoted_only); empty when verified"))
     complete: bool = Field(description=GroundedAnswer.model_fields["complete"].description)
     notes: list[str] = Field(description=GroundedAnswer.model_fields["notes"].description)
     index_complete: bool = Field(description="complete's old name, kept for one release", deprecated=True)

@@ -81,11 +81,11 @@ def test_the_opener_is_a_languages_own_or_none() -> None:
     lib = PromptLibrary()
     assert lib.own("explanation_opener", "ar") == "لأن"
     # English has none, and so none reaches the languages without a file of their own
-    assert lib.own("explanation_opener", "en") == "" and lib.own("explanation_opener", "bn") is None
-    assert PromptLibrary(overrides={"bn": {"explanation_opener": "কারণ"}}).own("explanation_opener", "bn") == "কারণ"
-    # an English override would reach Bengali through get(); the opener reads own(), so it does not
+    assert lib.own("explanation_opener", "en") == "" and lib.own("explanation_opener", "eu") is None
+    assert PromptLibrary(overrides={"eu": {"explanation_opener": "Zeren"}}).own("explanation_opener", "eu") == "Zeren"
+    # an English override would reach Basque through get(); the opener reads own(), so it does not
     english = PromptLibrary(overrides={"en": {"explanation_opener": "Because"}})
-    assert english.get("explanation_opener", "bn") == "Because" and english.own("explanation_opener", "bn") is None
+    assert english.get("explanation_opener", "eu") == "Because" and english.own("explanation_opener", "eu") is None
 
 
 def test_every_default_of_the_setting_is_the_configs() -> None:

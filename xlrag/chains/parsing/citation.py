@@ -59,6 +59,9 @@ _HEADER_INLINE_RE = re.compile(
     rf"|(?P<explanation>{re.escape(Section.EXPLANATION)}))(?:\*\*)?:(?:\*\*)?"
 )
 _FENCE_RE = re.compile(r"^[ \t]*```[\w-]*[ \t]*$\n?", re.MULTILINE)
+# what no finished answer line ends with: a list's separator, "and", an opened bracket or quote
+# (a bracket opened and never closed anywhere in it is unfinished too)
+_UNFINISHED_RE = re.compile(r"(?:[,;、，،&(\[{«“‘„]|\band)\s*$", re.IGNORECASE)
 _LIST_LIKE_RE = re.compile(
     r"(?:[\s\d,;、，،&/+().\[\]<>#*_\-]|\b(?:and|y|et|e|und|и|和|及|و)\b)*", re.IGNORECASE
 )
@@ -255,6 +258,14 @@ def parse_citation(
         spans = [s for s in sentences_with_markers(text) if s[0]]
         truncated = len(spans) > 1 and not _ends_complete(text)
 
+    # the answer line itself unfinished: the reply ends inside it, on what no finished answer ends
+    # with (a short answer with no full stop, "Nicholas E. Golovin", is finished)
+    answer_cut = False
+    if "answer" in by_kind and reaches_end and max(chosen, key=lambda s: s.value_start).kind == "answer":
+        tail = value("answer").strip()
+        opened = any(tail.count(a) > tail.count(b) for a, b in ("()", "[]", "{}", "«»", "“”", "（）"))
+        answer_cut = bool(dangling and not echo_cut) or not tail or opened or bool(_UNFINISHED_RE.search(tail))
+
     if answer is None and explanation is None and not cited and not inline:
         status: Literal["ok", "partial", "unparseable"] = "unparseable"
     elif missing or truncated:
@@ -268,6 +279,7 @@ def parse_citation(
         explanation=explanation,
         invalid=invalid,
         truncated=truncated,
+        answer_cut=answer_cut,
         missing=missing,
         status=status,
     )

@@ -31,6 +31,7 @@ class CitationParse(BaseModel):
     answer: str | None = None
     explanation: str | None = None
     invalid: list[int] = Field(default_factory=list)
-    truncated: bool = False
+    truncated: bool = False  # the reply reads as cut off anywhere (its last section unfinished)
+    answer_cut: bool = False  # the reply ends inside the answer line, unfinished ("<do", "Police 999,")
     missing: list[str] = Field(default_factory=list)
     status: Literal["ok", "partial", "unparseable"]
