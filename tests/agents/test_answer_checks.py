@@ -89,3 +89,17 @@ def test_the_chain_reads_a_restating_explanation_as_the_agent_does(retriever):
     fine = GroundedChain.from_config(cfg, llm=scripted(SPANISH), retriever=retriever).invoke(
         {"question": QUESTION})
     assert "not_an_answer" not in fine.flags
+
+
+@pytest.mark.parametrize(("out", "why"), [
+    ("The Panthers defense allowed 308 points.", "untranslated"),
+    ("Cited Documents: <doc0>", "has no words"),
+    ("I apologize, but I can't assist with that request.", "is not in es"),
+    ("La defensa de los Panthers permitió 308 puntos.", None),
+])
+def test_a_translation_is_checked_before_it_replaces_the_answer(out, why):
+    # the default model once gave "I apologize, ..." as the Shona translation of an answer, and it was shown
+    from xlrag.agents.checking import _not_a_translation
+
+    said = _not_a_translation("The Panthers defense allowed 308 points.", out, "es")
+    assert (said is None) if why is None else (why in said), said

@@ -50,7 +50,10 @@ def test_ask_streams_tokens_then_the_answer_then_done(serve):
 
 
 def test_ask_streams_a_repairs_reply_as_the_next_attempt(serve):
-    client = serve(scripted(ENGLISH, SPANISH))
+    from tests.server.conftest import config
+
+    # the model's own repair, streamed (agent.quote off: the quote repair calls no model)
+    client = serve(scripted(ENGLISH, SPANISH), cfg=config(quote=False))
     with client.stream("POST", "/v1/ask", json={"question": QUESTION, "stream": True}) as response:
         events = sse_events(response)
     tokens = [data for name, data in events if name == "token"]

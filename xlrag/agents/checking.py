@@ -219,11 +219,13 @@ class AnswerChecks:
 
 def _not_a_translation(source: str, out: str, lang: str) -> str | None:
     """Why ``out`` is not a translation of ``source`` into ``lang`` (a sentence), or None: the
-    source given back, a refusal, or a reply in another language."""
-    from xlrag.checks.language import judge_language
+    source given back, no words (a format label), a refusal, or a reply in another language."""
+    from xlrag.checks.language import judge_language, visible_text
 
     if out.strip() == source.strip():
         return "is the text untranslated"
+    if not any(ch.isalpha() for ch in visible_text(out)):
+        return f"has no words ({out[:60]!r})"  # a format label or a marker the model copied
     if substance.is_refusal(out, "en") or substance.is_refusal(out, lang):
         return f"is a refusal ({out[:60]!r})"
     verdict = judge_language(out, lang)
