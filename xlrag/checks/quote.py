@@ -17,22 +17,14 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from xlrag.checks.language import visible_text
+from xlrag.checks.language import _code, visible_text
 from xlrag.checks.substance import TOPIC, _content, _holds, _own_words, _Sentences
-from xlrag.languages import normalize_code
 from xlrag.schema import Passage
 
 __all__ = ["Quote", "best_sentence", "quote"]
 
 NAMING = 1.0  # the least content (substance._content) a held word needs: a number or a 5-letter word
 COVER_TIE = 0.05  # passages this close to the best coverage of the question's words are as much about it
-
-
-def _code(lang: str) -> str:
-    try:
-        return normalize_code(lang)
-    except ValueError:
-        return lang
 
 
 class Quote(BaseModel):

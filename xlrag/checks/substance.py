@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from math import log
 from typing import Any, Literal, get_args
@@ -294,10 +294,15 @@ class _Sentences:
         text, title, plang = _texts(passage)
         units = sentences(_spelled(text, lang), _spelled(title, lang) if title else None, plang or lang)
         self.units = [_units(u.text) for u in units]
-        # the sentences as written, for a quote (folding may have cased or stripped them)
-        raw = sentences(text, title, plang or lang)
-        self.texts = [u.text for u in (raw if len(raw) == len(units) else units)]
+        self._raw, self._spelled_units = (text, title, plang or lang), units
         self.words = [_units(" ".join(u.context)) | g for u, g in zip(units, self.units, strict=True)]
+
+    @cached_property
+    def texts(self) -> list[str]:
+        """The sentences as written, for a quote (folding may have cased or stripped them); split
+        only when a quote asks, not on every support check."""
+        raw = sentences(*self._raw)
+        return [u.text for u in (raw if len(raw) == len(self._spelled_units) else self._spelled_units)]
 
     def about(self, question: str, lang: str | None) -> list[float]:
         """For each sentence, the weighted share of the question's words this passage holds that
