@@ -12,8 +12,10 @@ Per language, through xlrag's own retriever, scored by xlrag.evals:
 Arms: dense alone, lexical alone, and the hybrid (dense + lexical fused inside each store, the
 default) with each of ``FUSIONS``: the lexical tie tolerance (:func:`xlrag.indexes.fusion.tier_ranks`
 and the lexical cut, :meth:`xlrag.indexes.lexical.LexicalIndex.rank`; 0.0 is exact ties only), and
-whether tied stores are ordered by the places the question names (``positional`` is the fusion
-before either existed), plus the
+whether tied stores are ordered by the places the question names, and whether a store's lexical
+evidence comes only from its passages that name the places the question names (its subject;
+:meth:`xlrag.indexes.lexical.LexicalIndex.holding`). ``positional`` is the fusion before any of
+them existed. Plus the
 default with and without balanced's share margin on Travel and XQuAD. A second section counts,
 for every test bed question asked ``balanced`` over every store, the stores the share margin
 leaves out: each holds the question's gold page, so every one left out is a wrong exclusion.
@@ -57,14 +59,17 @@ from xlrag.validate import DEFAULT_K
 # what a user gets: retrieval.k passages (5), a balanced 5 (not the first 5 of a balanced 20)
 K = DEFAULT_K
 SECTIONS = ("testbed", "travel", "xquad", "margin")
-# (lexical tie tolerance, whether tied stores are ordered by the places the question names);
-# "positional" is the fusion before either (lexical ranks by position, ties between stores by raw score)
-FUSIONS: dict[str, tuple[float | str, bool]] = {
-    "positional": ("positional", False),
-    "tie=0": (0.0, True),
-    "tie=0.1/unordered": (0.1, False),
-    "tie=0.1": (0.1, True),
-    "tie=0.2": (0.2, True),
+# (lexical tie tolerance, whether tied stores are ordered by the places the question names,
+# whether a store's lexical evidence comes from the passages naming the question's places: its
+# subject); "positional" is the fusion before any of them (lexical ranks by position, ties
+# between stores by raw score, every passage sharing a word)
+FUSIONS: dict[str, tuple[float | str, bool, bool]] = {
+    "positional": ("positional", False, False),
+    "tie=0": (0.0, True, True),
+    "tie=0.1/unordered": (0.1, False, True),
+    "tie=0.1/no_subject": (0.1, True, False),
+    "tie=0.1": (0.1, True, True),
+    "tie=0.2": (0.2, True, True),
 }
 HYBRID = {"channels": ["dense", "lexical"], "lexical_translation": "names", "fusion": "rrf"}
 ARMS: dict[str, dict[str, Any]] = {
@@ -85,9 +90,12 @@ def _positional(store, query_text, dense, lexical, n, hybrid):
 @contextlib.contextmanager
 def fusion_rules(name: str | None) -> Iterator[None]:
     """The retriever's channel fusion and store order as ``FUSIONS[name]`` says, for one arm."""
-    saved = retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE
+    saved = retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE, \
+        retriever_module.subjects_in
     if name is not None:
-        tie, ordered = FUSIONS[name]
+        tie, ordered, subject = FUSIONS[name]
+        if not subject:
+            retriever_module.subjects_in = lambda text, lang: []
         retriever_module.fuse_channels = _positional if tie == "positional" else \
             functools.partial(fuse_channels, tie=float(tie))
         fusion_module.LEXICAL_TIE = 0.0 if tie == "positional" else float(tie)  # the lexical cut's ties
@@ -96,7 +104,8 @@ def fusion_rules(name: str | None) -> Iterator[None]:
     try:
         yield
     finally:
-        retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE = saved
+        (retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE,
+         retriever_module.subjects_in) = saved
 
 
 def arm_run(stores, embedder, queries: list[Query], qrels, inventory, mode: str, arm: dict[str, Any],

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.indexes.lexical import LexicalStores
-from xlrag.indexes.names import names_in, names_of
+from xlrag.indexes.names import names_of, subjects_in
 from xlrag.indexes.policies import RetrievalPlan
 from xlrag.schema import Query
 
@@ -19,7 +19,7 @@ __all__ = ["named_stores", "prefer"]
 
 
 def named_stores(lexical: LexicalStores, q: Query, plan: RetrievalPlan) -> frozenset[str] | None:
-    """The planned stores whose passages hold a place the question names, in the store's
+    """The planned stores whose passages hold a country the question names (:func:`subjects_in`), in the store's
     language (CLDR's name, each word of it in the store's lexical vocabulary by one of its terms): stores that
     hold the subject of the question. Balanced's share margin never leaves them out
     (:meth:`RetrievalPlan.gated_shares`), and where two stores' passages tie in the merged
@@ -28,7 +28,7 @@ def named_stores(lexical: LexicalStores, q: Query, plan: RetrievalPlan) -> froze
     when the question names no place xlrag knows: then no store is told from another by it."""
     if len(plan.searches) < 2 or not q.lang:
         return frozenset()
-    codes = names_in(q.question, q.lang)
+    codes = subjects_in(q.question, q.lang)
     if not codes:
         return None
     out = set()

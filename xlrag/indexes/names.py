@@ -23,7 +23,7 @@ from xlrag.errors import UnknownLanguageError
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.languages import normalize_code
 
-__all__ = ["NameTranslator", "name_of", "names_in", "names_of"]
+__all__ = ["NameTranslator", "name_of", "names_in", "names_of", "subjects_in"]
 
 _MAX_NAME_TERMS = 6
 # CLDR's territory names are keyed by ISO 3166 code ("KM") or UN M49 region ("002"); the same
@@ -192,6 +192,14 @@ def names_in(text: str, lang: str) -> list[str]:
         else:
             i += 1
     return found
+
+
+def subjects_in(text: str, lang: str) -> list[str]:
+    """The countries and territories ``text`` names (:func:`names_in` less the UN M49 regions):
+    what a question can be about, page by page. A region names a class of countries that many
+    passages mention in passing, and its names meet adjectives and compass words ("American"
+    the Americas, German "West Side" Westasien: benchmarks/languages.py, XQuAD)."""
+    return [code for code in names_in(text, lang) if not code.isdigit()]
 
 
 class NameTranslator:

@@ -28,7 +28,7 @@ from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, norm
 from xlrag.indexes.lexical import LexicalStores
 from xlrag.indexes.named import named_stores
 from xlrag.indexes.named import prefer as _prefer
-from xlrag.indexes.names import NameTranslator
+from xlrag.indexes.names import NameTranslator, names_of, subjects_in
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
@@ -285,6 +285,11 @@ class CrossLingualRetriever:
         texts: dict[str, str] = {}
         if "lexical" in channels:
             t0 = time.perf_counter()
+            # Where the question names a country, a store's lexical evidence comes from the passages
+            # that name it: otherwise a page about another country that shares the question's other
+            # words ("credit card", "cash limit") outranks the one it asks about, and fusion lifts
+            # it over the dense channel's first (benchmarks/languages.py, "subject" arms).
+            places = subjects_in(q.question, q.lang) if q.lang else []
             for i, s in enumerate(searches):
                 index, why = self.lexical.index(s.store)
                 if index is None:
@@ -295,7 +300,8 @@ class CrossLingualRetriever:
                 t1 = time.perf_counter()
                 text = self._lexical_text(q, s.store, s.text, notes)
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
-                ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE)
+                ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE,
+                                     within=index.holding([n for c in places for n in names_of(c, s.store)]))
                 if text != q.question:
                     texts[s.store] = text  # "" when nothing of the question carries over by name
                 if not ranking.tokens:
