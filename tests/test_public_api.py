@@ -75,7 +75,9 @@ def test_module_all_lists_resolve():
 
     for module in (xlrag.languages, xlrag.registry):
         for name in module.__all__:
-            assert callable(getattr(module, name)) or name == "Kind", (module.__name__, name)
+            assert callable(getattr(module, name)) or name in ("Kind", "PLUGIN_GROUP"), (module.__name__, name)
+    assert xlrag.registry.__all__ == ["PLUGIN_GROUP", "Kind", "api_key", "available", "create", "get", "known",
+                                      "plugins", "profile", "profiled", "register", "require", "set_profile"]
 
 
 def test_retrieval_eval_names_are_pinned_and_exported():

@@ -27,6 +27,7 @@ __all__ = [
     "MissingAPIKeyError",
     "MissingDependencyError",
     "OutputPathError",
+    "PluginWarning",
     "PolicyError",
     "ProviderError",
     "QuestionTooLongError",
@@ -46,6 +47,11 @@ class XlragError(Exception):
 
 class XlragWarning(UserWarning):
     """Something xlrag did on the user's behalf that they should know about (e.g. truncation)."""
+
+
+class PluginWarning(XlragWarning):
+    """A third-party plugin (``xlrag.plugins`` entry point) was skipped: it failed to import, or
+    registered a name already taken. The message names its package."""
 
 
 class XlragDeprecationWarning(XlragWarning, FutureWarning):
@@ -75,7 +81,8 @@ class UnknownProviderError(ConfigError):
         self.kind, self.name, self.known = kind, name, known
         super().__init__(
             f"unknown {kind} {capped(name)}; choose one of: {', '.join(sorted(known))} "
-            f"(or register your own with xlrag.registry.register({kind!r}, name))"
+            f"(or install the plugin package that provides it: an 'xlrag.plugins' entry point whose module "
+            f"calls xlrag.registry.register({kind!r}, name))"
         )
 
 

@@ -3,6 +3,16 @@
 Built-in providers register themselves when their module is imported; the
 registry imports those modules on first lookup so that ``import xlrag`` stays
 light and vendor SDKs load only when configured.
+
+Third-party providers come by entry point, as simonw/llm's plugins do: a package declares
+
+    [project.entry-points."xlrag.plugins"]
+    mine = "my_package.xlrag_plugin"
+
+and the module it names registers with :func:`register` when imported. Plugins are imported
+once, on the first lookup of any kind, after the built-ins: a plugin that fails to import, or
+registers a name that is already taken, is a one-line warning naming its package, and xlrag
+goes on without it.
 """
 
 from __future__ import annotations
@@ -10,12 +20,19 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any, Literal
 
-from xlrag.errors import MissingAPIKeyError, MissingDependencyError, UnknownProviderError
+from xlrag.errors import (
+    MissingAPIKeyError,
+    MissingDependencyError,
+    PluginWarning,
+    UnknownProviderError,
+)
 
-__all__ = ["Kind", "api_key", "available", "create", "get", "profile", "profiled", "register", "require"]
+__all__ = ["PLUGIN_GROUP", "Kind", "api_key", "available", "create", "get", "known", "plugins", "profile", "profiled",
+           "register", "require", "set_profile"]
 
 Kind = Literal["embedder", "reranker", "llm", "translator", "fusion"]
 
@@ -31,12 +48,28 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
 _PROFILES: dict[tuple[str, str], Any] = {}
 _loaded: set[str] = set()
 
+PLUGIN_GROUP = "xlrag.plugins"
+# what plugins registered, held apart until their kind's built-ins are loaded (so that a plugin
+# never takes a built-in's name, and looking up a fusion method does not import every LLM SDK)
+_PLUGIN_FACTORIES: dict[tuple[str, str], tuple[Callable[..., Any], Any, str]] = {}
+_merged: set[str] = set()
+_plugin: str | None = None  # the package whose plugin module is being imported
+_plugins: dict[str, list[tuple[str, str]]] = {}  # package -> the (kind, name) it registered
+_plugins_loaded = False
+
 
 def register(kind: Kind, name: str, *, profile: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: ``@register("embedder", "mine")`` on a factory ``(config) -> provider``;
     ``profile``: how the chain drives what the factory builds (LLMs)."""
 
     def deco(factory: Callable[..., Any]) -> Callable[..., Any]:
+        # xlrag's own modules may first be imported by a plugin's import: theirs stay built-ins
+        if _plugin is not None and not factory.__module__.startswith("xlrag."):
+            if (kind, name) in _PLUGIN_FACTORIES:
+                _taken(_plugin, kind, name, f"plugin package {_PLUGIN_FACTORIES[(kind, name)][2]!r}")
+            else:
+                _PLUGIN_FACTORIES[(kind, name)] = (factory, profile, _plugin)
+            return factory
         _FACTORIES[(kind, name)] = factory
         if profile is not None:
             _PROFILES[(kind, name)] = profile
@@ -64,11 +97,58 @@ def profiled(kind: Kind) -> list[str]:
 
 
 def _load_builtins(kind: str) -> None:
-    if kind in _loaded:
-        return
-    for mod in _BUILTIN_MODULES.get(kind, ()):
-        importlib.import_module(mod)
-    _loaded.add(kind)
+    if kind not in _loaded:
+        for mod in _BUILTIN_MODULES.get(kind, ()):
+            importlib.import_module(mod)
+        _loaded.add(kind)
+    if not _plugins_loaded:
+        _load_plugins()
+    if kind not in _merged:
+        _merged.add(kind)
+        for (k, name), (factory, prof, package) in _PLUGIN_FACTORIES.items():
+            if k != kind:
+                continue
+            if (k, name) in _FACTORIES:
+                _taken(package, k, name, "xlrag")
+                continue
+            _FACTORIES[(k, name)] = factory
+            if prof is not None:
+                _PROFILES[(k, name)] = prof
+            _plugins[package].append((k, name))
+
+
+def _taken(package: str, kind: str, name: str, owner: str) -> None:
+    warnings.warn(f"xlrag plugin package {package!r} registers the {kind} {name!r}, which {owner} already has: "
+                  f"ignored (rename it in {package})", PluginWarning, stacklevel=4)
+
+
+def _load_plugins() -> None:
+    """Import every ``xlrag.plugins`` entry point once; what they register joins a kind when that
+    kind's built-ins are loaded (:func:`_load_builtins`)."""
+    global _plugin, _plugins_loaded
+    from importlib.metadata import entry_points
+
+    _plugins_loaded = True
+    for ep in entry_points(group=PLUGIN_GROUP):
+        package = ep.dist.name if ep.dist is not None else ep.value.split(":")[0]
+        _plugins.setdefault(package, [])
+        _plugin = package
+        try:
+            ep.load()
+        except Exception as e:  # a plugin's import may raise anything; xlrag starts without it
+            warnings.warn(f"xlrag plugin {ep.name!r} of package {package!r} failed to load "
+                          f"({type(e).__name__}: {str(e)[:160]}): skipped; fix or uninstall {package}",
+                          PluginWarning, stacklevel=3)
+        finally:
+            _plugin = None
+
+
+def plugins() -> dict[str, list[tuple[str, str]]]:
+    """The installed plugin packages and the ``(kind, name)`` each registered (every kind's
+    built-ins are loaded to tell which names a plugin could not take)."""
+    for kind in _BUILTIN_MODULES:
+        _load_builtins(kind)
+    return {package: list(names) for package, names in _plugins.items()}
 
 
 def available(kind: Kind) -> list[str]:
