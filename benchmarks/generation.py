@@ -20,8 +20,7 @@ retrieving with ``qlang_en`` (k=3) from an index of the vendored XQuAD corpus.
 Prints a table and writes benchmarks/results/generation.json. The defaults take about
 ten minutes on 2 CPU cores.
 
-The comparison of every local catalogue entry is benchmarks/generation_models.py
-(``generation.py models ...`` still runs it).
+The comparison of every local catalogue entry is benchmarks/generation_models.py.
 """
 
 from __future__ import annotations
@@ -436,9 +435,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["models"]:  # the catalogue comparison moved to its own script
-        from generation_models import main as models_main
-
-        models_main(sys.argv[2:])
-    else:
-        main()
+    main()

@@ -150,6 +150,29 @@ def test_no_import_circles():
     assert _cycles(_graph()) == []
 
 
+def _script_graph(folder: Path) -> dict[str, set[str]]:
+    """Script -> the scripts of ``folder`` it imports (they import each other by bare name, with
+    the folder on ``sys.path``), at any depth in the file."""
+    mods = {f.stem for f in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m in mods:
+        for node in ast.walk(ast.parse((folder / f"{m}.py").read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found = [node.module.split(".")[0]]
+            elif isinstance(node, ast.Import):
+                found = [a.name.split(".")[0] for a in node.names]
+            else:
+                continue
+            graph[m].update(t for t in found if t in mods and t != m)
+    return graph
+
+
+def test_no_import_circles_among_the_benchmarks():
+    graph = _script_graph(ROOT.parent / "benchmarks")
+    assert "channels" in graph["languages"]  # the finder reads their bare-name imports
+    assert _cycles(graph) == []
+
+
 def test_the_ground_floor_imports_nothing_above_it():
     graph = _graph()
     assert GROUND <= set(graph)
