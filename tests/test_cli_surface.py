@@ -82,6 +82,19 @@ def test_each_group_help_names_its_commands_and_no_other():
             assert not stray, f"xlrag {' '.join(path)} help names {sorted(stray)}, not its commands"
 
 
+def test_a_switch_shows_no_value_and_an_option_its_type():
+    switches = 0
+    for path, cmd in _tree():
+        if _is_group(cmd):
+            continue
+        out = run(*path, "--help").output
+        assert "Usage:" in out and "No such command" not in out, out
+        assert "<bool>" not in out, f"xlrag {' '.join(path)} --help"
+        switches += sum(1 for o in _options(cmd) if o.is_flag and not o.hidden)
+    assert switches > 20
+    assert re.search(r"--index-dir\s+-i\s+<path>", run("retrieve", "--help").output)
+
+
 _FROM_CONFIG = re.compile(r"\(default: ([\w.]+) from config, ([^)]*)\)")
 # the options filled from the config when left out
 _CONFIG_FILLED = {"--index-dir", "--mode", "--top-k", "--depth", "--fusion", "--embedder", "--llm", "--chunk-size"}

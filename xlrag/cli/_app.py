@@ -22,6 +22,16 @@ ROOT_HELP = ("Cross-lingual RAG: index a corpus into language stores (info, chec
              "retrieve passages, ask and chat for cited answers in the question's language, serve them over "
              "HTTP, eval retrieval and answers; demo builds a sample index and answers over it; models and "
              "prompts list the local models and the prompt templates.")
+
+def _flag_has_no_type(self: Any, ctx: Any) -> str | None:
+    # typer 0.29 labels every option with its type, switches too ("--json <bool>"), which reads as
+    # if the switch took a value; a switch shows none, an option with a value keeps its label
+    return None if self.is_flag else _typed(self, ctx)
+
+
+_typed = typer.core.TyperOption.display_type_rich
+typer.core.TyperOption.display_type_rich = _flag_has_no_type  # type: ignore[method-assign]
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
                   help=ROOT_HELP)
 
