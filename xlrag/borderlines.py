@@ -197,6 +197,8 @@ def read_upstream(src: str | Path, names: Iterable[str] | None = None) -> tuple[
                 if c not in queries[key].claimants:
                     queries[key] = queries[key].model_copy(update={"claimants": [*queries[key].claimants, c]})
                 continue
+            if found is None:  # English, whose query was made above
+                continue
             question, choices = found
             queries[key] = MCQuery(question=question, choices=choices, lang=lang, script=script,
                                    upstream_code=code, query_id=f"{base_id}_{code}", claimants=[c])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Literal
 
 from xlrag.errors import CacheDamagedError
 
@@ -16,7 +17,7 @@ __all__ = ["open_cache"]
 
 
 def open_cache(path: str | Path, what: str, *schema: str, timeout: float = 5.0,
-               isolation_level: str | None = "") -> sqlite3.Connection:
+               isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = "DEFERRED") -> sqlite3.Connection:
     """A connection to the cache at ``path`` (created if absent) with ``schema`` applied;
     ``what`` names the cache in the error a damaged file raises."""
     path = Path(path)

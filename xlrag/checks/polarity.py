@@ -73,7 +73,7 @@ def polarity_words(lang: str | None) -> frozenset[str]:
     return frozenset(" ".join(_WORDS.get(lang or "", ())).split())
 
 
-def glued_negation(token: str, asked: set[str], lang: str | None) -> bool:
+def glued_negation(token: str, asked: frozenset[str] | set[str], lang: str | None) -> bool:
     """Whether ``token`` is a negation glued to one of the question's words (``asked``)."""
     if lang != "ar" or len(token) < 4 or not token.startswith(_AR_NEGATION_PREFIXES):
         return False
@@ -81,7 +81,7 @@ def glued_negation(token: str, asked: set[str], lang: str | None) -> bool:
     return any(rest == t or t.endswith(rest) or rest.endswith(t[1:]) for t in asked if len(t) >= 3)
 
 
-def negated(text: str, lang: str | None, asked: set[str] = frozenset()) -> bool:
+def negated(text: str, lang: str | None, asked: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether ``text`` holds a negation of ``lang``. ``asked``: the question's tokens, against
     which an Arabic "لا" glued to a question's verb is read as a negation."""
     if lang == "en" and _EN_CONTRACTED.search(text):

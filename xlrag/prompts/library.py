@@ -249,8 +249,8 @@ class PromptLibrary:
         """
         self._set(role, lang, template, where="PromptLibrary.set")
 
-    def _set(self, role: object, lang: str, template: object, where: str) -> None:
-        self._check_role(role)
+    def _set(self, given_role: object, lang: str, template: object, where: str) -> None:
+        role = self._check_role(given_role)
         code = normalize_code(lang)
         if not isinstance(template, str):
             raise ConfigError(
@@ -274,9 +274,10 @@ class PromptLibrary:
     # -- lookup --------------------------------------------------------------
 
     @staticmethod
-    def _check_role(role: object) -> None:
-        if role not in ROLES:
+    def _check_role(role: object) -> str:
+        if not isinstance(role, str) or role not in ROLES:
             raise ConfigError(f"unknown prompt role {role!r}; choose one of: {', '.join(ROLES)}")
+        return role
 
     def _lookup(self, role: str, lang: str) -> tuple[str, str]:
         self._check_role(role)
