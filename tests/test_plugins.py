@@ -56,6 +56,20 @@ def _toy(cfg):
 @register("fusion", "toy-first")
 def _first(scores):
     return [1.0 / r for r in range(1, len(scores) + 1)]
+
+
+@register("mode", "toy_last_store")
+class LastStore:
+    """Only the store whose language comes last in the alphabet."""
+
+    name = "toy_last_store"
+
+    def plan(self, query, query_lang, available, k):
+        from xlrag.indexes.policies import RetrievalPlan, StoreQuery
+
+        last = sorted(available)[-1:]
+        return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k,
+                             searches=[StoreQuery(store=s, text=query.question, quota=k) for s in last])
 '''
 
 BROKEN = "raise ImportError('the toy vendor SDK is missing')\n"
@@ -114,7 +128,8 @@ def test_an_installed_plugin_is_seen_without_an_import_and_bad_ones_are_one_line
     run = subprocess.run([sys.executable, "-c", code], env=_env(site), capture_output=True, text=True, check=True)
     out = json.loads(run.stdout)
     assert "toy-hash" in out["embedder"]
-    assert out["plugins"]["xlrag-toy-plugin"] == [["embedder", "toy-hash"], ["fusion", "toy-first"]]
+    assert sorted(out["plugins"]["xlrag-toy-plugin"]) == [["embedder", "toy-hash"], ["fusion", "toy-first"],
+                                                          ["mode", "toy_last_store"]]
     assert out["plugins"]["xlrag-broken-plugin"] == [] and out["plugins"]["xlrag-taker-plugin"] == []
     assert out["rrf"] == "xlrag.indexes.fusion"  # a plugin cannot take a built-in's name
     broken = [w for w in out["warnings"] if "xlrag-broken-plugin" in w]
@@ -136,8 +151,12 @@ def test_the_cli_indexes_and_retrieves_with_a_plugins_embedder_and_fusion(site, 
                           "--mode", "all", "--fusion", "toy-first", "--channels", "dense", "--json"],
                          env=env, capture_output=True, text=True, check=True)
     hits = json.loads(run.stdout)
-    hits = hits["hits"] if isinstance(hits, dict) else hits
     assert hits[0]["doc_id"] == "kenya"
+    # the plugin's IR mode, by name, from the CLI: only the last store ("en") is searched
+    run = subprocess.run([XLRAG, "retrieve", "Japans Notrufnummer", "-i", index, "--embedder", "toy-hash",
+                          "--mode", "toy_last_store", "--channels", "dense", "--json"],
+                         env=env, capture_output=True, text=True, check=True)
+    assert {h["store"] for h in json.loads(run.stdout)} == {"en"}
     # without the plugin installed the name is unknown, in one line
     bare = subprocess.run([XLRAG, "retrieve", "Kenya", "-i", index, "--embedder", "toy-hash", "--channels", "dense"],
                           env=_env(tmp_path / "nothing"), capture_output=True, text=True)

@@ -5,7 +5,9 @@ equal to it).
 A mode field is typed :data:`Mode` (an IR mode) or :data:`AgentMode` (an IR mode or
 ``auto``, the agent's rules); pydantic then validates it once, with one message that names
 the nearest mode. Code outside pydantic calls :func:`parse_mode`. ``IRMode`` is a ``StrEnum``:
-``IRMode.NO_IR == "no_ir"``, and it serialises as the plain name.
+``IRMode.NO_IR == "no_ir"``, and it serialises as the plain name. A plugin's mode (a policy
+class registered with ``xlrag.registry.register("mode", name)``, see :mod:`xlrag.registry`)
+is valid wherever a built-in one is, as its plain name.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator
+from pydantic import BeforeValidator, Field
 
 from xlrag.text import capped
 
@@ -43,19 +45,29 @@ SHARE_MARGIN = 0.03
 AUTO: Literal["auto"] = "auto"
 
 
-def parse_mode(value: object, *, allow_auto: bool = False) -> IRMode | Literal["auto"]:
-    """``value`` as an :class:`IRMode` (or ``"auto"`` when allowed); ValueError naming the
-    nearest mode otherwise."""
+def parse_mode(value: object, *, allow_auto: bool = False) -> IRMode | str:
+    """``value`` as an :class:`IRMode`, a plugin's mode name, or ``"auto"`` when allowed;
+    ValueError naming the nearest mode otherwise."""
     if isinstance(value, IRMode):
         return value
-    known = [m.value for m in IRMode] + ([AUTO] if allow_auto else [])
-    if isinstance(value, str) and value in known:
-        return AUTO if value == AUTO else IRMode(value)
+    builtin = [m.value for m in IRMode]
+    if isinstance(value, str) and value in builtin:
+        return IRMode(value)
+    if allow_auto and value == AUTO:
+        return AUTO
+    from xlrag.registry import available
+
+    plugins = [m for m in available("mode") if m not in builtin]
+    if isinstance(value, str) and value in plugins:
+        return value
+    known = builtin + plugins + ([AUTO] if allow_auto else [])
     from xlrag.validate import did_you_mean
 
     hint = did_you_mean(value, known) if isinstance(value, str) else ""
     raise ValueError(f"unknown IR mode {capped(value)}{hint}; use one of: {', '.join(known)}")
 
 
-Mode = Annotated[IRMode, BeforeValidator(parse_mode)]
-AgentMode = Annotated[IRMode | Literal["auto"], BeforeValidator(lambda v: parse_mode(v, allow_auto=True))]
+# IRMode, or the name of a plugin's mode (a str); union_mode="left_to_right" keeps a built-in an IRMode
+Mode = Annotated[IRMode | str, Field(union_mode="left_to_right"), BeforeValidator(parse_mode)]
+AgentMode = Annotated[IRMode | str, Field(union_mode="left_to_right"),
+                      BeforeValidator(lambda v: parse_mode(v, allow_auto=True))]

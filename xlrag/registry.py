@@ -34,7 +34,7 @@ from xlrag.errors import (
 __all__ = ["PLUGIN_GROUP", "Kind", "api_key", "available", "create", "get", "known", "plugins", "profile", "profiled",
            "register", "require", "set_profile"]
 
-Kind = Literal["embedder", "reranker", "llm", "translator", "fusion"]
+Kind = Literal["embedder", "reranker", "llm", "translator", "fusion", "mode"]
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
@@ -43,6 +43,7 @@ _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "llm": ("xlrag.chains.llms",),
     "translator": ("xlrag.chains.translator",),
     "fusion": ("xlrag.indexes.fusion",),
+    "mode": ("xlrag.indexes.policies",),
 }
 # per-provider behaviour beside the factory (an LLM's chains.profiles.ProviderProfile)
 _PROFILES: dict[tuple[str, str], Any] = {}

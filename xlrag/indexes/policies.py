@@ -17,6 +17,7 @@ from xlrag.errors import PolicyError
 from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
 from xlrag.modes import SHARE_MARGIN, IRMode, parse_mode
+from xlrag.registry import register
 from xlrag.schema import Query
 
 __all__ = [
@@ -315,20 +316,31 @@ MODES: dict[IRMode, type] = {
     IRMode(cls.name): cls
     for cls in (NoIR, QLang, QLangEn, EnOnly, RelLangs, SwapDocs, All, Balanced, Translate, OracleLang)
 }
+# the registry is where a mode is looked up: a plugin's policy class registers as register("mode", name)
+for _mode, _cls in MODES.items():
+    register("mode", _mode.value)(_cls)
+
+
+def _policy_class(mode: str) -> Any:
+    from xlrag.registry import get
+
+    try:
+        return get("mode", str(parse_mode(mode)))
+    except ValueError as e:
+        raise PolicyError(str(e)) from None
 
 
 def plans_language_shares(mode: str) -> bool:
     """Whether ``mode`` plans a fixed share of the final list per language, so that its
     list for a smaller k is not the first k of its list for a larger one."""
-    return getattr(MODES.get(mode), "language_shares", False)
+    try:
+        return bool(getattr(_policy_class(mode), "language_shares", False))
+    except PolicyError:
+        return False
 
 
 def make_policy(mode: str | RetrievalPolicy, **kwargs: Any) -> RetrievalPolicy:
-    """A policy from its mode name (``"qlang_en"``) and that mode's own arguments."""
+    """A policy from its mode name (``"qlang_en"``, or a plugin's) and that mode's own arguments."""
     if not isinstance(mode, str):
         return mode
-    try:
-        cls = MODES[parse_mode(mode)]
-    except ValueError as e:
-        raise PolicyError(str(e)) from None
-    return cls(**kwargs)
+    return _policy_class(mode)(**kwargs)
