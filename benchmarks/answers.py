@@ -20,7 +20,7 @@ non-answer rate (:func:`xlrag.checks.substance.non_answer`, refusals included); 
 *presented as verified* (no ``not_an_answer`` flag); char 3-gram recall and token F1 of the
 answer against gold (and char 3-gram recall of answer + explanation, since Travel's gold is
 a whole sentence); the calibrated panel's accuracy (``--judge``, the default panel of
-:func:`xlrag.evals.judges.default_panel`, with its calibration beside it); valid model-made
+:func:`xlrag.judges.panel.default_panel`, with its calibration beside it); valid model-made
 citations; template copies (``prompt_echo``); seconds; prompt tokens, prompt tokens evaluated
 (not restored from the prefix cache), completion tokens and time to first token (the rows made
 before #33 have none).
@@ -248,7 +248,7 @@ async def judge_rows(rows: list[dict], again: bool = False) -> None:
     """The calibrated default panel's verdict on every row not judged yet (cached calls); with
     ``again``, on every row: a judge that changed need not make the answers again."""
     from xlrag.evals.cache import SQLiteLLMCache
-    from xlrag.evals.judges import JudgePanel, default_panel
+    from xlrag.judges.panel import JudgePanel, default_panel
 
     panel = JudgePanel(default_panel())
     cache = SQLiteLLMCache(RUN / "judge_calls.sqlite")

@@ -1,7 +1,7 @@
 """The lexical judge's cross-lingual threshold, fixed on answers no calibration item uses.
 
 A response in another language than the gold answers is judged by the cosine of their
-multilingual-e5 embeddings (:mod:`xlrag.evals.lexical_judge`). This sweeps that cosine on
+multilingual-e5 embeddings (:mod:`xlrag.judges.lexical`). This sweeps that cosine on
 XQuAD parallel answers, leaving out every (gold, response) pair a calibration item
 (:func:`build_items`) holds: positives are a question's gold in language A against its
 parallel gold in language B; negatives are the gold of another question on the same passage,
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, read_jsonl, write_json
 
 from xlrag.evals.calibration_items import build_items
-from xlrag.evals.lexical_judge import DEFAULT_SIMILARITY, _Similarity, in_other_language
+from xlrag.judges.lexical import DEFAULT_SIMILARITY, _Similarity, in_other_language
 
 
 def pairs() -> list[tuple[str, str, str, bool]]:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, bootstrap_ci, read_jsonl, write_json
 
 from xlrag.evals.agreement import cohen_kappa
-from xlrag.evals.lexical_judge import LexicalJudge, LexicalJudgeConfig
+from xlrag.judges.lexical import LexicalJudge, LexicalJudgeConfig
 
 LABELS = HERE / "data" / "travel" / "answer_labels.jsonl"
 

@@ -19,9 +19,9 @@ import sys
 from pathlib import Path
 
 from xlrag.evals.experiment import load_experiment
-from xlrag.evals.judges import JudgePanel
 from xlrag.evals.run_folder import RECORDS
 from xlrag.evals.studies import write_reports
+from xlrag.judges.panel import JudgePanel
 
 
 async def rejudge(run_dir: Path) -> tuple[int, int]:

@@ -90,10 +90,10 @@ def main() -> None:
     from xlrag.config import LLMConfig, XlragConfig
     from xlrag.demo import demo_embedder
     from xlrag.evals.cache import SQLiteLLMCache
-    from xlrag.evals.judges import JudgePanel, default_panel
     from xlrag.evals.scoring import score_answer
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
+    from xlrag.judges.panel import JudgePanel, default_panel
 
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     index = CACHE / "agent-index"  # the answer benchmark's index (answers.py builds it)

@@ -84,7 +84,7 @@ def test_k_retrieve_is_the_old_name_of_retrieve_k(retriever):
 def test_retries_is_the_old_name_of_max_retries():
     from xlrag.config import LLMConfig
     from xlrag.errors import XlragDeprecationWarning
-    from xlrag.evals.judges import JudgeConfig
+    from xlrag.judges.panel import JudgeConfig
 
     with pytest.warns(XlragDeprecationWarning, match="llm: 'retries' is now called 'max_retries'"):
         assert LLMConfig(retries=5).max_retries == 5

@@ -35,17 +35,18 @@ GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect"
 # do: the circle test keeps them apart)
 FLOORS: list[tuple[str, set[str]]] = [
     ("command line", {"cli"}),
+    ("evaluation harness", {"evals"}),
     ("server", {"server"}),
     ("package door (lazy names)", {"xlrag"}),
     ("drivers", {"agents"}),
     ("views", {"perspectives"}),
-    ("evaluation", {"evals"}),
+    ("judges", {"judges"}),
     ("the pipeline", {"chains"}),
     ("the answer's record, the retrieval demo", {"trace", "demo"}),
     ("runtime checks", {"checks"}),
     ("retrieval and indexing", {"indexes"}),
     ("prompts", {"prompts"}),
-    ("data and tools", {"borderlines", "locking", "steps"}),
+    ("data and tools", {"borderlines", "locking", "pages", "steps"}),
     ("ground", {m.removeprefix("xlrag.") for m in GROUND}),
 ]
 
@@ -172,6 +173,14 @@ def test_no_import_circles_among_the_benchmarks():
     graph = _script_graph(ROOT.parent / "benchmarks")
     assert "channels" in graph["languages"]  # the finder reads their bare-name imports
     assert _cycles(graph) == []
+
+
+def test_the_harness_is_on_top():
+    # the product (the perspectives view, the server, the agent) stands without the evaluation harness
+    for names in (False, True):
+        users = {s for s, targets in _graph(names=names).items() for t in targets
+                 if room(t) == "evals" and room(s) not in ("evals", "cli")}
+        assert users == set(), users
 
 
 def test_the_ground_floor_imports_nothing_above_it():

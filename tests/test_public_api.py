@@ -126,7 +126,7 @@ def test_evaluation_suite_names_are_exported():
                             "visible_text"],
         "evals.agreement": ["cohen_kappa", "fleiss_kappa", "fleiss_table"],
         "evals.citations": ["citation_summary", "citation_vs_inclusion"],
-        "evals.judges": ["VERDICTS", "JudgeConfig", "JudgePanel", "JudgeReply", "JudgeVote", "PanelConfig",
+        "judges.panel": ["VERDICTS", "JudgeConfig", "JudgePanel", "JudgeReply", "JudgeVote", "PanelConfig",
                          "PanelVerdict", "default_panel", "judge_reply_schema", "model_family", "parse_judge_reply"],
         "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
         "evals.runner": ["ExperimentRunner"],

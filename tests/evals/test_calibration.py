@@ -31,15 +31,15 @@ from xlrag.evals.calibration_items import (
     vendored_langs,
 )
 from xlrag.evals.experiment import load_experiment
-from xlrag.evals.judges import JudgeConfig, PanelConfig, default_panel
-from xlrag.evals.lexical_judge import (
+from xlrag.evals.run_folder import read_records
+from xlrag.judges.lexical import (
     LexicalJudge,
     LexicalJudgeConfig,
     answer_in_gold,
     gold_recall,
     in_other_language,
 )
-from xlrag.evals.run_folder import read_records
+from xlrag.judges.panel import JudgeConfig, PanelConfig, default_panel
 from xlrag.prompts import PromptLibrary
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tests.clitools import error_line, run
-from xlrag.evals.judges import default_panel
+from xlrag.judges.panel import default_panel
 
 ROWS = [
     {"id": "q1", "question": "How many points did the Panthers defense surrender?", "lang": "en",

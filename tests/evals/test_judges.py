@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from xlrag.config import LLMConfig
-from xlrag.evals.judges import (
+from xlrag.judges.panel import (
     VERDICTS,
     JudgePanel,
     JudgeVote,

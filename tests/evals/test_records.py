@@ -9,9 +9,9 @@ import json
 import pytest
 
 from xlrag.errors import XlragError
-from xlrag.evals.judges import PanelVerdict
 from xlrag.evals.records import GridRecord, JudgesRecord
 from xlrag.evals.run_folder import RunFolder, read_records
+from xlrag.judges.panel import PanelVerdict
 
 IDENTITY = {"dataset": "travel", "mode": "qlang", "llm": None, "variant": "default", "query_id": "q1",
             "lang": "en", "question": "?", "golds": []}

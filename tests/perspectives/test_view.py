@@ -80,7 +80,7 @@ def test_the_judge_is_asked_only_for_pairs_the_words_leave_unsure(view):
 
 
 def test_a_panel_without_a_verdict_leaves_the_pair_unsure():
-    from xlrag.evals.judges import JudgeVote, PanelVerdict
+    from xlrag.judges.panel import JudgeVote, PanelVerdict
     from xlrag.perspectives.compare import AgreementJudge
 
     invalid = PanelVerdict(verdict="invalid", votes=[JudgeVote(judge="qwen", verdict="invalid", raw="",

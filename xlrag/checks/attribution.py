@@ -2,7 +2,7 @@
 
 Each passage is checked separately (the ``attribution`` prompt role): the model writes a
 one-sentence justification and then its verdict as JSON, ``attributable`` or
-``not_attributable``. As with the judges (:mod:`xlrag.evals.judges`), providers that can hold
+``not_attributable``. As with the judges (:mod:`xlrag.judges.panel`), providers that can hold
 a reply to a JSON schema are asked to (a grammar for llama.cpp, ``response_format`` for
 OpenAI-compatible servers), the reply is parsed strictly either way, and one that does not
 parse is an ``invalid`` vote with its raw text and reason: kept, never guessed.

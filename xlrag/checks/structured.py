@@ -5,7 +5,7 @@ OpenAI-compatible servers, a grammar for llama.cpp; nothing for the others, wher
 prompt alone asks for JSON). Either way the reply is parsed strictly: a JSON object that
 validates, found alone, in a code fence or after free text; never a keyword guess.
 
-Used by the attribution check, the judge panel (:mod:`xlrag.evals.judges`) and the Ragas
+Used by the attribution check, the judge panel (:mod:`xlrag.judges.panel`) and the Ragas
 adapter (:mod:`xlrag.evals.ragas_adapter`). Holding a model to a schema is the provider's
 business, so it lives with the profiles (:func:`xlrag.chains.profiles.structured_runnable`):
 a check is handed its runnable and only parses here (checks stand below chains).

@@ -152,8 +152,8 @@ def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str 
         raise ConfigError(f"--perspectives searches one language's store per answer; drop {given[0]} "
                           f"(choose the languages with --relevant-langs)")
     if html is not None:
-        from xlrag.evals.pages import HTML_PAGE
         from xlrag.outputs import check_output
+        from xlrag.pages import HTML_PAGE
 
         check_output(html, "--html", HTML_PAGE)
 

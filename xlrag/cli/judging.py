@@ -16,7 +16,7 @@ from xlrag.outputs import Kind, check_output, document_kind, jsonl_kind
 
 PanelOpt = Annotated[Path | None, typer.Option(
     "--panel", help="YAML with a judges: section (a panel, or an experiment holding one); default: the "
-                    "calibrated offline panel (xlrag.evals.judges.default_panel)")]
+                    "calibrated offline panel (xlrag.judges.panel.default_panel)")]
 
 
 def _progress():
@@ -45,7 +45,7 @@ def eval_judge(
 ) -> None:
     """Judge every row with the panel; rerun the same command to resume after a kill."""
     from xlrag.evals.judge_items import VERDICT_FILE, judge_file, load_panel, read_items
-    from xlrag.evals.judges import default_panel
+    from xlrag.judges.panel import default_panel
 
     try:
         # both files before the progress bar and the panel: judge_file checks them again, for the API
@@ -77,7 +77,7 @@ def eval_judge(
 def _candidates(panel: Path | None, judges: list[str], threads: int | None) -> Any:
     from xlrag.evals.calibration import candidate_judges
     from xlrag.evals.judge_items import load_panel
-    from xlrag.evals.judges import PanelConfig
+    from xlrag.judges.panel import PanelConfig
 
     cfg = load_panel(panel) if panel is not None else candidate_judges(threads)
     if not judges:

@@ -5,8 +5,8 @@ vendored language. Every candidate judge votes on every item, one judge at a tim
 go through an on-disk cache, so a rerun costs nothing); accuracy (an invalid vote counts as
 wrong), Cohen's kappa against the truth and the invalid-vote rate come per judge, per
 language and per kind with 95% bootstrap intervals, and the same for every panel (majority
-vote, :func:`xlrag.evals.judges.majority`) that can be made from the candidates. The panel
-:func:`choose_panel` ranks first is the one :func:`xlrag.evals.judges.default_panel` holds.
+vote, :func:`xlrag.judges.panel.majority`) that can be made from the candidates. The panel
+:func:`choose_panel` ranks first is the one :func:`xlrag.judges.panel.default_panel` holds.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.evals.calibration_items import KINDS, CalibrationItem
-from xlrag.evals.judges import VERDICTS, JudgeConfig, JudgePanel, JudgeVote, PanelConfig, majority
+from xlrag.judges.panel import VERDICTS, JudgeConfig, JudgePanel, JudgeVote, PanelConfig, majority
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -275,7 +275,7 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
 def _sweep(items: Sequence[CalibrationItem]) -> dict[str, float]:
     """The lexical judge's accuracy at other thresholds (for the record; the default was fixed
     before the calibration ran)."""
-    from xlrag.evals.lexical_judge import LexicalJudge, LexicalJudgeConfig
+    from xlrag.judges.lexical import LexicalJudge, LexicalJudgeConfig
 
     out = {}
     for t in (0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0):

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.lexical import dominant_script, tokenize
 from xlrag.errors import ConfigError
-from xlrag.evals.lexical_judge import SENTENCE_GOLD_TOKENS
+from xlrag.judges.lexical import SENTENCE_GOLD_TOKENS
 
 __all__ = [
     "CORRECT_KINDS",

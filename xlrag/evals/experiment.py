@@ -49,8 +49,8 @@ from xlrag.config import (
     RetrievalConfig,
 )
 from xlrag.errors import ConfigError
-from xlrag.evals.judges import PanelConfig
 from xlrag.formats import AnswerFormat
+from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode, Mode
 from xlrag.validate import moved_keys, renamed
 

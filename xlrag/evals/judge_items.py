@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from xlrag.errors import ConfigError, CorpusError, CorpusRowError, UnknownLanguageError
-from xlrag.evals.judges import JudgePanel, PanelConfig, PanelVerdict
+from xlrag.judges.panel import JudgePanel, PanelConfig, PanelVerdict
 from xlrag.locking import FolderLock
 from xlrag.outputs import check_output, jsonl_kind, read_appended
 from xlrag.text import capped

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.language import LanguageVerdict
-from xlrag.evals.judges import JudgeVote, Vote
+from xlrag.judges.panel import JudgeVote, Vote
 from xlrag.schema import Citation
 
 __all__ = ["AnswerMetrics", "CitationRecord", "GridRecord", "JudgesRecord", "LanguageRecord", "PassageRecord",
@@ -65,7 +65,7 @@ class VoteRecord(JudgeVote):
 
 
 class JudgesRecord(_Forbid):
-    """:class:`~xlrag.evals.judges.PanelVerdict` dumped, plus ``final``: wrong language = incorrect (XRAG's rule).
+    """:class:`~xlrag.judges.panel.PanelVerdict` dumped, plus ``final``: wrong language = incorrect (XRAG's rule).
     Not a subclass: ``final`` is PanelVerdict's method (a test holds the fields equal)."""
 
     verdict: Vote

@@ -20,11 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
 from xlrag.evals.experiment import ExperimentConfig, Published
-from xlrag.evals.judges import VERDICTS
-from xlrag.evals.pages import citation_inclusion_figure, html_document, png, pyplot
 from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
+from xlrag.judges.panel import VERDICTS
+from xlrag.pages import citation_inclusion_figure, html_document, png, pyplot
 
 __all__ = ["GridInputs", "build_report", "grid_report", "read_inputs"]
 
@@ -189,7 +189,7 @@ def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) 
         "published": cfg.published.model_dump() if cfg.published else None,
     }
     if cfg.judges is not None:
-        from xlrag.evals.judges import JudgePanel
+        from xlrag.judges.panel import JudgePanel
 
         report["notes"] += JudgePanel(cfg.judges, generator=cfg.llms[0] if cfg.llms else None).notes
         report["judge_calibration"] = _calibration(cfg.judges, inputs.calibration)

@@ -91,7 +91,7 @@ class ExperimentRunner(StudyRun):
 
     def panel(self):
         if self._panel is None and self.config.judges is not None:
-            from xlrag.evals.judges import JudgePanel
+            from xlrag.judges.panel import JudgePanel
 
             gen = self.config.llms[0] if self.config.llms else None
             self._panel = JudgePanel(self.config.judges, generator=gen)

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict
 
 from xlrag.checks.language import judge_language, response_text
 from xlrag.evals.answers import char3_recall, exact_match, token_f1
-from xlrag.evals.judges import JudgePanel
 from xlrag.evals.records import AnswerMetrics, JudgesRecord, LanguageRecord
+from xlrag.judges.panel import JudgePanel
 from xlrag.schema import GroundedAnswer
 
 __all__ = ["AnswerScore", "score_answer", "scored_text"]

@@ -28,8 +28,8 @@ from collections.abc import Sequence
 
 from xlrag.checks.lexical import added_tokens, char_ngrams, dominant_script, has_no_space_script
 from xlrag.checks.substance import polarity_words
-from xlrag.evals.judges import JudgePanel, PanelVerdict, default_panel
-from xlrag.evals.lexical_judge import DEFAULT_THRESHOLD
+from xlrag.judges.lexical import DEFAULT_THRESHOLD
+from xlrag.judges.panel import JudgePanel, PanelVerdict, default_panel
 from xlrag.perspectives.models import (
     Consensus,
     Disagreement,
@@ -96,7 +96,7 @@ class AgreementJudge:
     answer as the reference, the second as the response, which is the question the panel
     answers in every evaluation (does this response say what the reference says?).
 
-    ``panel`` defaults to :func:`~xlrag.evals.judges.default_panel`, the one ``xlrag eval
+    ``panel`` defaults to :func:`~xlrag.judges.panel.default_panel`, the one ``xlrag eval
     calibrate`` chose offline: the lexical judge, which compares answers in two scripts by
     multilingual embedding. On the calibration items the words leave unsure it is right on
     0.79 (``validation`` in benchmarks/results/perspectives.json); the default local model

@@ -1,5 +1,5 @@
 """The perspectives view as Markdown and as a self-contained HTML page (the eval reports'
-style, :func:`xlrag.evals.pages.html_document`). The per-language answers come first; the
+style, :func:`xlrag.pages.html_document`). The per-language answers come first; the
 verdict follows them, never alone.
 
 Everything in the view that came from the corpus, the model or the user (the question, answers,
@@ -89,6 +89,6 @@ def to_markdown(view: Perspectives) -> str:
 def to_html(view: Perspectives) -> str:
     """The view as one self-contained HTML page: the report's text in a ``<pre>``, escaped for
     HTML (so without Markdown's backslashes)."""
-    from xlrag.evals.pages import html_document
+    from xlrag.pages import html_document
 
     return html_document(f"Perspectives: {_plain(view.question)}", _render(view, _plain), {})

@@ -98,8 +98,8 @@ def make_runner(config: Any, out: str | Path, progress: Progress | None = None) 
 def write_reports(run_dir: str | Path) -> dict[str, Path]:
     """report.json, report.md and report.html (figures embedded) from a run folder: its inputs
     are read here, the report computed from them."""
-    from xlrag.evals.pages import html_document
     from xlrag.evals.run_folder import RunFolder
+    from xlrag.pages import html_document
 
     folder = RunFolder(run_dir)
     cfg = load_run_config(folder.config_path)

@@ -337,7 +337,7 @@ def attribution_markdown(report: dict[str, Any]) -> str:
 
 
 def attribution_figures(report: dict[str, Any]) -> dict[str, bytes]:
-    from xlrag.evals.pages import grouped_bars, pyplot
+    from xlrag.pages import grouped_bars, pyplot
 
     if pyplot() is None or not report["settings"]:
         return {}

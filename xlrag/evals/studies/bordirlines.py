@@ -365,7 +365,7 @@ def bordirlines_markdown(report: dict[str, Any]) -> str:
 
 def bordirlines_figures(report: dict[str, Any]) -> dict[str, bytes]:
     """CS by mode (bars), and citation rate against inclusion rate per language."""
-    from xlrag.evals.pages import citation_inclusion_figure, grouped_bars, pyplot
+    from xlrag.pages import citation_inclusion_figure, grouped_bars, pyplot
 
     modes = list(report["modes"])
     if pyplot() is None or not modes:

@@ -29,10 +29,10 @@ from pydantic import BaseModel, Field
 
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
-from xlrag.evals.judges import PanelConfig
 from xlrag.evals.records import AnswerMetrics, JudgesRecord, LanguageRecord, PassageRecord, Record
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
+from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode
 
 __all__ = ["ABLATIONS", "SETTINGS", "Context", "XRAGConfig", "XRAGRunner", "contexts", "xrag_figures",
@@ -129,7 +129,7 @@ class XRAGRunner(StudyRun):
         self.english = {q["id"]: by_id[q["id"].rsplit("-", 1)[0] + "-en"] for q in self.questions}
         self.panel = None
         if config.judges is not None:
-            from xlrag.evals.judges import JudgePanel
+            from xlrag.judges.panel import JudgePanel
 
             self.panel = JudgePanel(config.judges, generator=config.llm)  # models load on their first call
             for m in self.panel.models():
@@ -220,7 +220,7 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
         table[cond] = row
     notes = []
     if config.judges is not None:
-        from xlrag.evals.judges import JudgePanel
+        from xlrag.judges.panel import JudgePanel
 
         notes = JudgePanel(config.judges, generator=config.llm).notes
     return {"study": "xrag", "experiment": config.name, "llm": llm_label(config.llm),
@@ -274,7 +274,7 @@ def xrag_markdown(report: dict[str, Any]) -> str:
 
 
 def xrag_figures(report: dict[str, Any]) -> dict[str, bytes]:
-    from xlrag.evals.pages import grouped_bars, pyplot
+    from xlrag.pages import grouped_bars, pyplot
 
     if pyplot() is None:
         return {}

@@ -7,7 +7,7 @@ provider's profile says how: ``response_format`` for OpenAI-compatible servers, 
 grammar for llama.cpp); the reply is parsed strictly either way. A reply that does not
 parse is an ``invalid`` vote with its raw text: it is kept, never dropped, never guessed.
 
-A panel may also hold the reference-based lexical judge (:mod:`xlrag.evals.lexical_judge`),
+A panel may also hold the reference-based lexical judge (:mod:`xlrag.judges.lexical`),
 which calls no model: ``{kind: lexical}`` beside the LLM judges' ``{provider: ...}``.
 :func:`default_panel` is the offline panel the calibration chose
 (:mod:`xlrag.evals.calibration`, ``benchmarks/results/judges.json``).
@@ -30,7 +30,7 @@ from xlrag.chains.profiles import structured_runnable
 from xlrag.checks.attribution import _SENTENCE_END
 from xlrag.checks.structured import message_text, parse_verdict
 from xlrag.config import LLMConfig
-from xlrag.evals.lexical_judge import LEXICAL_KIND, LexicalJudge, LexicalJudgeConfig
+from xlrag.judges.lexical import LEXICAL_KIND, LexicalJudge, LexicalJudgeConfig
 from xlrag.prompts import PromptLibrary
 from xlrag.steps import Call, Steps, Together, arun, run
 
