@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xlrag-installed
 
-.PHONY: install demo test docs lint bench clean browser screenshots
+.PHONY: install demo test check docs lint bench clean browser screenshots
 
 DEMO_STAMP := $(VENV)/.xlrag-demo-installed
 
@@ -51,6 +51,17 @@ test: $(STAMP) docs browser
 # the docs' pictures of the web page (docs/how-to/img/ui-*.png), from the browser tests' views
 screenshots: $(STAMP) browser
 	$(PY) scripts/screenshots.py
+
+# the inner loop (about 1.5 minutes of CPU): lint and the tests that load no model, no index, no
+# server; `make test` is what CI runs
+CHECK_TESTS := tests/test_layers.py tests/test_public_api.py tests/test_config.py tests/test_modes.py \
+	tests/test_validation.py tests/test_vocabulary.py tests/test_jsonl.py tests/test_names.py tests/test_languages.py \
+	tests/test_formats.py tests/indexes/test_policies.py tests/indexes/test_fusion.py tests/indexes/test_analyzers.py \
+	tests/indexes/test_names.py tests/checks tests/prompts tests/evals/test_retrieval_metrics.py \
+	tests/evals/test_stats.py tests/evals/test_agreement.py tests/evals/test_answers.py
+check: $(STAMP)
+	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -m "not slow" $(CHECK_TESTS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
