@@ -17,8 +17,8 @@ at most once and LLM repairs spend ``agent.max_repairs``; the checks and repairs
 first answer share ``agent.budget_seconds`` and ``agent.budget_tokens``
 (:mod:`xlrag.agents.budget`: once spent, no model is called again and the best answer so far
 is shown, flagged ``over_budget``); LangGraph's ``recursion_limit`` caps the steps anyway.
-Every node has a sync and an async body, so ``invoke`` and ``ainvoke`` both work and the
-async path awaits the model.
+Every node is one procedure (:func:`steps_node`, :mod:`xlrag.steps`), run blocking under
+``invoke`` and awaited under ``ainvoke``, so the async path awaits the model.
 
 Only the answering model streams (``stream_mode="messages"``): translation and
 attribution calls carry LangGraph's ``nostream`` tag.
@@ -26,11 +26,11 @@ attribution calls carry LangGraph's ``nostream`` tag.
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, Required, TypedDict
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -57,7 +57,7 @@ from xlrag.schema import Citation, GroundedAnswer, Query, Retrieval
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.trace import CheckResult, Repair, RepairStep, Spent, Timing, ToolStep, Trace
 
-__all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent"]
+__all__ = ["ANSWER_TAG", "AgentInput", "AgentOutput", "AgentState", "XlragAgent", "steps_node"]
 
 ANSWER_TAG = "xlrag:answer"  # the answering model's calls: what a UI streams
 
@@ -108,6 +108,25 @@ class AgentState(AgentInput, total=False):
 _ASK_AGAIN = (Repair.EXTRACT, Repair.REGENERATE_LANGUAGE, Repair.RECITE)  # a follow-up turn to the model
 
 
+Procedure = Callable[[Any, RunnableConfig, Tally], Steps[dict]]
+
+
+def steps_node(name: str, procedure: Procedure) -> RunnableLambda:
+    """A graph node from one procedure (``state, config, tally`` -> steps): run blocking under
+    ``invoke``, awaited under ``ainvoke``; every model call it makes reports its tokens to
+    ``tally`` (the agent's budget)."""
+
+    def blocking(s: Any, config: RunnableConfig) -> dict:
+        with tallying() as tally:
+            return run(procedure(s, config, tally))
+
+    async def awaited(s: Any, config: RunnableConfig) -> dict:
+        with tallying() as tally:
+            return await arun(procedure(s, config, tally))
+
+    return RunnableLambda(blocking, afunc=awaited, name=name)
+
+
 def _answering(config: RunnableConfig | None) -> RunnableConfig:
     return {**(config or {}), "tags": [*(config or {}).get("tags", []), ANSWER_TAG]}
 
@@ -151,9 +170,10 @@ class XlragAgent(AnswerChecks):
         return ChainInput(question=s["question"], lang=s.get("lang"), relevant_langs=s.get("relevant_langs"),
                           target_lang=s.get("target_lang"), id=s.get("id"))
 
-    def detect(self, s: AgentState) -> dict:
+    def detect(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
-        query = self.pipeline.query_for(self._input(s))
+        # lingua's detection blocks: on the event loop it runs in a thread
+        query = yield Call(self.pipeline.query_for, (self._input(s),))
         return {"query": query, "timings": [Timing(step="detect", seconds=time.perf_counter() - t0)]}
 
     def route(self, s: AgentState) -> dict:
@@ -181,28 +201,17 @@ class XlragAgent(AnswerChecks):
     def _perspectives_input(self, s: AgentState) -> dict:
         return view_input(s["question"], s["query"].lang, s.get("relevant_langs"))
 
-    # Each node is written once, as steps (xlrag/steps.py): ``x`` runs them blocking, ``ax`` on
-    # the event loop, where only the calls themselves (a model, the retriever) differ.
-    def compare(self, s: AgentState, config: RunnableConfig) -> dict:
-        return run(self._compare(s, config))
-
-    async def acompare(self, s: AgentState, config: RunnableConfig) -> dict:
-        return await arun(self._compare(s, config))
-
-    def _compare(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
+    # Each node is one procedure (s, config, tally) -> steps (xlrag/steps.py); :func:`steps_node`
+    # runs it blocking under invoke and on the event loop under ainvoke, where only the calls
+    # themselves (a model, the retriever) differ.
+    def compare(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         runnable = self.perspectives_view
         view = yield Call(runnable.invoke, (self._perspectives_input(s), config), runnable.ainvoke)
         return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
 
     # config: the node's, so that the retriever run is the node's child in a trace
-    def retrieve(self, s: AgentState, config: RunnableConfig) -> dict:
-        return run(self._retrieve(s, config))
-
-    async def aretrieve(self, s: AgentState, config: RunnableConfig) -> dict:
-        return await arun(self._retrieve(s, config))
-
-    def _retrieve(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
+    def retrieve(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         hits = yield Call(self.pipeline.retrieve, (s["query"], s["choice"].mode, config), self.pipeline.aretrieve)
         return {"hits": hits, "timings": [Timing(step="retrieve", seconds=time.perf_counter() - t0)]}
@@ -211,39 +220,23 @@ class XlragAgent(AnswerChecks):
     def _request(self, s: AgentState, followup: list[tuple[str, str]] | None = None) -> ChainState:
         return self.pipeline.request(self._input(s), s["query"], s["hits"], mode=s["choice"].mode, followup=followup)
 
-    # no post-hoc citations after the parse: they are the last repair, and must show as one
-    def generate(self, s: AgentState, config: RunnableConfig) -> dict:
-        with tallying() as tally:
-            return run(self._generate(s, config, tally))
-
-    async def agenerate(self, s: AgentState, config: RunnableConfig) -> dict:
-        with tallying() as tally:
-            return await arun(self._generate(s, config, tally))
-
     def _llm(self, request: ChainState, config: RunnableConfig) -> Call:
         return Call(self.pipeline.generate, (request, _answering(config)), self.pipeline.agenerate)
 
-    def _generate(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
+    # no post-hoc citations after the parse: they are the last repair, and must show as one
+    def generate(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         state = yield self._llm((yield Call(self._request, (s,))), config)
         return {"answer": self.pipeline.parse(state), "templates": state.echo_reference,
                 "timings": [Timing(step="generate", seconds=time.perf_counter() - t0, tokens=tally.tokens)]}
 
     # -- verify ---------------------------------------------------------------------------
-    def verify(self, s: AgentState) -> dict:
-        with tallying() as tally:
-            return run(self._verify(s, tally))
-
-    async def averify(self, s: AgentState) -> dict:
-        with tallying() as tally:
-            return await arun(self._verify(s, tally))
-
     def _over(self, s: AgentState, t0: float, tally: Tally) -> str | None:
         """Why no model may be called now (the budget is spent), or None."""
         seconds, tokens = spent(s.get("timings", []))
         return over_budget(self.config, seconds + time.perf_counter() - t0, tokens + tally.tokens)
 
-    def _verify(self, s: AgentState, tally: Tally) -> Steps[dict]:
+    def verify(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         attributable, why, stopped = None, "", []
         if (args := self._attribution_inputs(s)) is not None:
@@ -316,19 +309,7 @@ class XlragAgent(AnswerChecks):
                                        seconds=seconds)],
                 "timings": [Timing(step=f"repair:{repair.value}", seconds=seconds)]}
 
-    def repair(self, s: AgentState, config: RunnableConfig) -> dict:
-        with tallying() as tally:
-            return self._tallied(run(self._repair(s, config)), tally)
-
-    async def arepair(self, s: AgentState, config: RunnableConfig) -> dict:
-        with tallying() as tally:
-            return self._tallied(await arun(self._repair(s, config)), tally)
-
-    @staticmethod
-    def _tallied(out: dict, tally: Tally) -> dict:
-        return {**out, "timings": [t.model_copy(update={"tokens": tally.tokens}) for t in out["timings"]]}
-
-    def _repair(self, s: AgentState, config: RunnableConfig) -> Steps[dict]:
+    def repair(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
         if repair in _ASK_AGAIN:
             request = yield Call(self._request, (s, self._followup(s, repair)))
@@ -339,17 +320,16 @@ class XlragAgent(AnswerChecks):
             answer, failure = yield Call(self._quote, (s,))
         else:
             answer = yield Call(self._post_hoc, (s,))
-        return self._repaired(s, repair, answer, t0, failure)
+        out = self._repaired(s, repair, answer, t0, failure)
+        return {**out, "timings": [t.model_copy(update={"tokens": tally.tokens}) for t in out["timings"]]}
 
     # -- finish ---------------------------------------------------------------------------
-    def finish(self, s: AgentState) -> dict:
+    def finish(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         answer, failed = self._shown(s)
         # the pipeline's postprocessors but post-hoc citations, which were the last repair
-        return self._finished(s, self.pipeline.postprocess(answer, skip=[POST_HOC]), failed)
-
-    async def afinish(self, s: AgentState) -> dict:
-        answer, failed = self._shown(s)
-        return self._finished(s, await self.pipeline.apostprocess(answer, skip=[POST_HOC]), failed)
+        answer = yield Call(partial(self.pipeline.postprocess, skip=[POST_HOC]), (answer,),
+                            partial(self.pipeline.apostprocess, skip=[POST_HOC]))
+        return self._finished(s, answer, failed)
 
     @staticmethod
     def _shown(s: AgentState) -> tuple[GroundedAnswer, list[str]]:
@@ -391,7 +371,7 @@ class XlragAgent(AnswerChecks):
 
     def _answer_steps(self, g: Any, node: Any) -> None:
         """The steps from the retrieved passages to an answer for ``verify``: one call here."""
-        node("generate", self.generate, self.agenerate)
+        g.add_node("generate", steps_node("generate", self.generate))
         g.add_edge("retrieve", "generate")
         g.add_edge("generate", "verify")
 
@@ -403,16 +383,10 @@ class XlragAgent(AnswerChecks):
         def node(name: str, sync: Any, asyn: Any = None) -> None:
             g.add_node(name, RunnableLambda(sync, afunc=asyn, name=name))
 
-        async def adetect(s: AgentState) -> dict:
-            return await asyncio.to_thread(self.detect, s)
-
-        node("detect", self.detect, adetect)
+        for name, procedure in (("detect", self.detect), ("retrieve", self.retrieve), ("verify", self.verify),
+                                ("repair", self.repair), ("finish", self.finish), (NODE, self.compare)):
+            g.add_node(name, steps_node(name, procedure))
         node("route", self.route)
-        node("retrieve", self.retrieve, self.aretrieve)
-        node("verify", self.verify, self.averify)
-        node("repair", self.repair, self.arepair)
-        node("finish", self.finish, self.afinish)
-        node(NODE, self.compare, self.acompare)
         g.add_edge(START, "detect")
         g.add_edge("detect", "route")
         g.add_conditional_edges("route", self.after_route, {NODE: NODE, "retrieve": "retrieve"})
