@@ -96,6 +96,19 @@ def test_citation_nodes_keep_only_valid_citations_in_order(retriever):
     assert [n.score for n in nodes] == [hits[2].score, hits[0].score]  # the retrieval score, as LlamaIndex expects
 
 
+def test_close_leaves_a_retriever_it_was_handed_open(xquad_index, retriever):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    llm = FakeListChatModel(responses=["x"])
+    shared = build_query_engine(XlragConfig(**settings(xquad_index)), llm=llm, retriever=retriever)
+    shared.close()
+    assert retriever.retrieve("Wie viele Punkte?", k=1).hits  # still searching
+    own = build_query_engine(XlragConfig(**settings(xquad_index)), llm=llm)
+    own.close()
+    with pytest.raises(RuntimeError):
+        own.chain.retriever.retrieve("Wie viele Punkte?", k=1)
+
+
 def test_config_as_object_path_or_none(xquad_index, tmp_path, monkeypatch):
     path = tmp_path / "app.yaml"
     path.write_text(yaml.safe_dump(settings(xquad_index, mode="balanced")), encoding="utf-8")

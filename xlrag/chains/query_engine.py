@@ -75,12 +75,16 @@ class XlragQueryEngine(BaseQueryEngine):
     """A LlamaIndex query engine over an xlrag :class:`~xlrag.chains.rag.GroundedChain`.
 
     ``query``/``aquery`` return a ``Response`` carrying xlrag's answer and citations;
-    ``retrieve`` returns the passages the model would be shown, as nodes.
+    ``retrieve`` returns the passages the model would be shown, as nodes. ``owns_retriever``:
+    whether :meth:`close` closes the chain's retriever (True when :func:`build_query_engine`
+    built it; a retriever handed in belongs to the caller, who may share it).
     """
 
-    def __init__(self, chain: GroundedChain, callback_manager: CallbackManager | None = None):
+    def __init__(self, chain: GroundedChain, callback_manager: CallbackManager | None = None, *,
+                 owns_retriever: bool = False):
         super().__init__(callback_manager)
         self.chain = chain
+        self.owns_retriever = owns_retriever
 
     def _get_prompt_modules(self) -> PromptMixinType:
         # xlrag's prompts are per language (xlrag.prompts), not LlamaIndex PromptTemplates.
@@ -101,8 +105,9 @@ class XlragQueryEngine(BaseQueryEngine):
         return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp))]
 
     def close(self) -> None:
-        """Stop the retriever's search threads (the engine is unusable afterwards)."""
-        if self.chain.retriever is not None:
+        """Stop the search threads of the retriever this engine built (the engine is unusable
+        afterwards); a retriever the caller handed in is left open."""
+        if self.owns_retriever and self.chain.retriever is not None:
             self.chain.retriever.close()
 
 
@@ -119,4 +124,5 @@ def build_query_engine(config: XlragConfig | str | Path | None = None, *, llm: R
     """
     from xlrag.chains.rag import GroundedChain
 
-    return XlragQueryEngine(GroundedChain.from_config(resolve_config(config), llm=llm, retriever=retriever))
+    return XlragQueryEngine(GroundedChain.from_config(resolve_config(config), llm=llm, retriever=retriever),
+                            owns_retriever=retriever is None)
