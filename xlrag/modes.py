@@ -11,7 +11,7 @@ the nearest mode. Code outside pydantic calls :func:`parse_mode`. ``IRMode`` is 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Literal, overload
 
 from pydantic import BeforeValidator
 
@@ -41,6 +41,12 @@ SHARE_MARGIN = 0.03
 
 # the agent's routing: agent.rules, then agent.default_mode
 AUTO: Literal["auto"] = "auto"
+
+
+@overload
+def parse_mode(value: object, *, allow_auto: Literal[False] = False) -> IRMode: ...
+@overload
+def parse_mode(value: object, *, allow_auto: bool) -> IRMode | Literal["auto"]: ...
 
 
 def parse_mode(value: object, *, allow_auto: bool = False) -> IRMode | Literal["auto"]:

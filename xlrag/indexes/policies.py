@@ -310,8 +310,9 @@ class Translate:
         return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k, searches=searches)
 
 
-# keyed by xlrag.modes.IRMode (a StrEnum: "qlang" finds it too); a test holds the two equal
-MODES: dict[IRMode, type] = {
+# keyed by xlrag.modes.IRMode (a StrEnum: "qlang" finds it too, so it is looked up by str); a
+# test holds the two equal
+MODES: dict[str, type] = {
     IRMode(cls.name): cls
     for cls in (NoIR, QLang, QLangEn, EnOnly, RelLangs, SwapDocs, All, Balanced, Translate, OracleLang)
 }
