@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 Verdict = Literal["correct", "incorrect"]
-VERDICTS: tuple[str, ...] = get_args(Verdict)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 Vote = Literal["correct", "incorrect", "invalid"]
 
 

@@ -32,6 +32,7 @@ from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
+from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
@@ -271,7 +272,7 @@ class BordIRlinesRunner(StudyRun):
                    seconds=round(time.perf_counter() - t0, 3))
         return rec
 
-    async def make_records(self) -> dict[str, int]:
+    async def make_records(self) -> RunSummary:
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
@@ -279,7 +280,7 @@ class BordIRlinesRunner(StudyRun):
         llm = self.llm(self.config.llm)
         modes = self.modes()
         cfg = answering_config(self.config.k)
-        chains = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
+        chains: dict[str, GroundedChain] = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
         return await self.append(self.work(), lambda w: self.key(run_label(w[0], w[1]), w[2], w[3]),
