@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.evals.calibration_items import KINDS, CalibrationItem
-from xlrag.evals.judges import VERDICTS, JudgeConfig, JudgePanel, JudgeVote, PanelConfig, majority
+from xlrag.evals.judges import (
+    VERDICTS,
+    JudgeConfig,
+    JudgePanel,
+    JudgeVote,
+    PanelConfig,
+    TieBreak,
+    majority,
+)
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -148,7 +156,7 @@ def figures(items: Sequence[CalibrationItem], votes: Sequence[str]) -> dict[str,
 
 
 def panel_votes(members: Sequence[str], votes: dict[str, dict[str, JudgeVote]], items: Sequence[CalibrationItem],
-                tie_break: str) -> list[str]:
+                tie_break: TieBreak) -> list[str]:
     """The majority verdict of ``members`` on each item."""
     return [majority([votes[m][i.id] for m in members], tie_break)[0] for i in items]
 

@@ -176,7 +176,7 @@ def _llama_class() -> Any:
     if _LLAMA_CLASS is None:
         from llama_cpp import Llama
 
-        class XlragLlama(Llama):  # type: ignore[misc]
+        class XlragLlama(Llama):
             first_token: _FirstToken | None = None
             evaluated: int = 0
             pinned: PinnedPrefixes | None = None
