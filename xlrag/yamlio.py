@@ -35,7 +35,8 @@ class _StrictLoader(yaml.SafeLoader):
                 raise yaml.composer.ComposerError(
                     None, None, f"lists or mappings nested more than {MAX_DEPTH} levels deep; xlrag's settings "
                     f"need only a few levels, so flatten it", self.peek_event().start_mark)
-            return super().compose_node(parent, index)  # type: ignore[misc]
+            # PyYAML passes None or the key node as ``index`` under a mapping; its stubs say int
+            return super().compose_node(parent, index)  # type: ignore[arg-type]
         finally:
             self._depth -= 1
 

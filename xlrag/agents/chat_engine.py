@@ -44,7 +44,7 @@ from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import strict_kwargs
 
 if TYPE_CHECKING:
-    from langchain_core.runnables import Runnable
+    from langchain_core.runnables import Runnable, RunnableConfig
 
     from xlrag.chains.pipeline import Pipeline
     from xlrag.indexes.retriever import CrossLingualRetriever
@@ -145,7 +145,7 @@ class XlragChatEngine(BaseChatEngine):
         self._thread = uuid.uuid4().hex
 
     @property
-    def _config(self) -> dict[str, Any]:
+    def _config(self) -> RunnableConfig:
         return {"configurable": {"thread_id": self._thread}}
 
     # -- the conversation -------------------------------------------------------------------

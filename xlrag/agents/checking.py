@@ -8,7 +8,7 @@ stays readable; it reads the agent's ``config``, ``pipeline``, ``translator`` an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from xlrag.agents.repair import LLM_REPAIRS, plan_repair
@@ -88,7 +88,7 @@ class AnswerChecks:
         """What the answer says: its answer line, or the whole reply when none was parsed."""
         from xlrag.checks.language import response_text
 
-        return answer.answer if answer.answered else response_text(answer)
+        return answer.answer if answer.answer is not None and answer.answered else response_text(answer)
 
     def _substance(self, s: State, renderings: dict[str, substance.Rendering]) -> list[substance.Finding]:
         answer, question = s["answer"], s["query"].question
@@ -167,7 +167,8 @@ class AnswerChecks:
         for field in wrong:
             text = getattr(answer, field)
             if text:
-                source = judged[field].detected if judged[field] is not None and judged[field].detected else fallback
+                part = judged[field]
+                source = part.detected if part is not None and part.detected else fallback
                 try:
                     # markers are not words to translate; the citations stay as the model made them
                     update[field] = self.translator.translate(strip_markers(text).strip(), source, lang)
@@ -188,7 +189,7 @@ class AnswerChecks:
         that is about the question and says what the answer says (:func:`xlrag.checks.quote.quote`)."""
         return self._quoted(s, s.get("failed", []))
 
-    def _quoted(self, s: State, failed: list[str]) -> tuple[GroundedAnswer, str | None]:
+    def _quoted(self, s: State, failed: Sequence[str]) -> tuple[GroundedAnswer, str | None]:
         from xlrag.checks.language import judge_answer_line
         from xlrag.checks.quote import best_sentence, quote
 

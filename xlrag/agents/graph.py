@@ -208,7 +208,8 @@ class XlragAgent(AnswerChecks):
         t0 = time.perf_counter()
         runnable = self.perspectives_view
         view = yield Call(runnable.invoke, (self._perspectives_input(s), config), runnable.ainvoke)
-        return agent_result(view, self.pipeline.label, s["contested"], time.perf_counter() - t0)
+        # the route enters this node only for a contested question (after_route)
+        return agent_result(view, self.pipeline.label, s.get("contested") or "", time.perf_counter() - t0)
 
     # config: the node's, so that the retriever run is the node's child in a trace
     def retrieve(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
@@ -311,6 +312,8 @@ class XlragAgent(AnswerChecks):
 
     def repair(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0, repair, failure = time.perf_counter(), s["next_repair"], None
+        if repair is None:  # after_verify routes here only with a repair to make
+            return {}
         if repair in _ASK_AGAIN:
             request = yield Call(self._request, (s, self._followup(s, repair)))
             answer = self.pipeline.parse((yield self._llm(request, config)))

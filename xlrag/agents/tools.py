@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import operator
 import time
+from collections.abc import Iterable
 from typing import Annotated, Any
 
-from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,7 +61,7 @@ class Translate(BaseModel):
     language: str
 
 
-TOOLS: dict[str, type[BaseModel]] = {"search": Search, "translate": Translate}
+TOOLS: dict[str, type[Search] | type[Translate]] = {"search": Search, "translate": Translate}
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -75,7 +76,7 @@ class ToolAgentState(AgentState, total=False):
     rounds: int
 
 
-def _numbered(hits: list[Hit], start: int) -> str:
+def _numbered(hits: Iterable[Hit], start: int) -> str:
     return "\n".join(document_line(start + i, strip_markup(h.passage.text)) for i, h in enumerate(hits))
 
 
@@ -128,7 +129,7 @@ class ToolCallingAgent(XlragAgent):
         return "act" if isinstance(last, AIMessage) and last.tool_calls else "answer"
 
     # -- act ------------------------------------------------------------------------------
-    def _call(self, s: ToolAgentState, call: dict, hits: list[Hit], config: RunnableConfig
+    def _call(self, s: ToolAgentState, call: ToolCall, hits: list[Hit], config: RunnableConfig
               ) -> tuple[str, list[Hit]]:
         schema = TOOLS.get(call["name"])
         if schema is None:
@@ -159,7 +160,9 @@ class ToolCallingAgent(XlragAgent):
         t0 = time.perf_counter()
         hits = list(s["hits"])
         messages, steps = [], []
-        for call in s["messages"][-1].tool_calls:
+        last = s["messages"][-1]
+        # after_plan routes here only from an AIMessage with tool calls
+        for call in last.tool_calls if isinstance(last, AIMessage) else []:
             text, found = self._call(s, call, hits, config)
             hits += found
             messages.append(ToolMessage(text, tool_call_id=call["id"]))

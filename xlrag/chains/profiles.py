@@ -53,7 +53,8 @@ GRAMMAR_KEY = "xlrag_grammar"  # LLMConfig.grammar, likewise
 Messages = list[tuple[str, Any]]
 
 
-class Request(BaseModel):
+# pydantic's mypy plugin gives __init__ a **kwargs beside the field named kwargs (pydantic#3125)
+class Request(BaseModel):  # type: ignore[no-redef]
     """The messages and call options actually sent to the model."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)

@@ -39,20 +39,25 @@ def _labels() -> re.Pattern[str]:
     return re.compile(rf"(?:{words_pattern(words)})\s*:", re.IGNORECASE)
 
 
-class LanguageVerdict(BaseModel):
-    """lingua's reading of one reply against the language it should be in."""
+class LanguageReading(BaseModel):
+    """A :class:`LanguageVerdict` without the text it judged (what an evaluation record keeps)."""
 
     expected: str
     detected: str | None
     confidence: float | None = None  # lingua's confidence in ``detected``, 0-1
     status: Literal["correct", "wrong", "undetected", "not_applicable"]
     reason: str | None = None
-    text: str  # what was judged, after stripping
 
     @property
     def correct(self) -> bool | None:
         """True or False when the reply has words; None when it has no language to judge."""
         return None if self.status == "not_applicable" else self.status == "correct"
+
+
+class LanguageVerdict(LanguageReading):
+    """lingua's reading of one reply against the language it should be in."""
+
+    text: str  # what was judged, after stripping
 
 
 def response_text(answer: GroundedAnswer) -> str:
@@ -129,7 +134,9 @@ def _latin_for_another_script(kept: str, expected: str) -> bool:
     from xlrag.checks.lexical import dominant_script
 
     mine = _scripts_of(expected)
-    return dominant_script(kept) == "LATIN" and bool(mine) and "LATIN" not in mine
+    if not mine:
+        return False
+    return dominant_script(kept) == "LATIN" and "LATIN" not in mine
 
 
 @cache

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -25,6 +25,9 @@ from xlrag.cli._app import (
 )
 from xlrag.errors import XlragError
 from xlrag.modes import AUTO
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 HELP = """commands:
   /mode M      retrieve with IR mode M from now on (auto: the agent's rules)
@@ -60,7 +63,7 @@ class _Repl:
         self.last: dict[str, Any] | None = None
 
     @property
-    def config(self) -> dict[str, Any]:
+    def config(self) -> RunnableConfig:
         return {"configurable": {"thread_id": self.thread}}
 
     def command(self, line: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, TypedDict
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,19 @@ from xlrag.cli._app import app, out
 
 models_app = typer.Typer(no_args_is_help=True, help="List the local GGUF models xlrag can use offline.")
 app.add_typer(models_app, name="models")
+
+
+class _Row(TypedDict):
+    name: str
+    size: int
+    licence: str
+    kind: str
+    few_shot: bool
+    installed: bool
+    verified: bool | None
+    default: bool
+    path: str
+    install: str | None
 
 
 def _size(n: int) -> str:
@@ -27,7 +40,7 @@ def models_list(
     from xlrag.chains.local.assembly import status
     from xlrag.chains.local.catalogue import CATALOGUE, DEFAULT_ENTRY
 
-    rows = []
+    rows: list[_Row] = []
     for entry in CATALOGUE.values():
         st = status(entry)
         rows.append({"name": entry.name, "size": entry.size, "licence": entry.licence, "kind": entry.kind,

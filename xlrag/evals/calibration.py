@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.evals.calibration_items import KINDS, CalibrationItem
-from xlrag.judges.panel import VERDICTS, JudgeConfig, JudgePanel, JudgeVote, PanelConfig, majority
+from xlrag.judges.panel import (
+    VERDICTS,
+    JudgeConfig,
+    JudgePanel,
+    JudgeVote,
+    PanelConfig,
+    TieBreak,
+    majority,
+)
 
 __all__ = [
     "CALIBRATION_FILE",
@@ -148,7 +156,7 @@ def figures(items: Sequence[CalibrationItem], votes: Sequence[str]) -> dict[str,
 
 
 def panel_votes(members: Sequence[str], votes: dict[str, dict[str, JudgeVote]], items: Sequence[CalibrationItem],
-                tie_break: str) -> list[str]:
+                tie_break: TieBreak) -> list[str]:
     """The majority verdict of ``members`` on each item."""
     return [majority([votes[m][i.id] for m in members], tie_break)[0] for i in items]
 
@@ -212,6 +220,7 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
     ``all_items``: when the models voted on a stratified part (``items``) of these, the
     model-free judges are also measured on them all (``model_free_all_items``)."""
     labels = candidates.labels
+    every = all_items or items
     per_judge = {}
     for judge in candidates.judges:
         vs = [votes[judge.label]["votes"][i.id].verdict for i in items]
@@ -224,13 +233,13 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
     # a panel of model-free judges costs nothing to run on every item, so it is measured (and
     # chosen) on them all; a panel with a model, on the part the models voted on
     free = [j for j in candidates.judges if not isinstance(j, JudgeConfig)]
-    wide = bool(all_items) and len(all_items) > len(items)
-    free_votes = judge_items(PanelConfig(judges=free), all_items) if wide and free else {}
+    wide = len(every) > len(items)
+    free_votes = judge_items(PanelConfig(judges=free), every) if wide and free else {}
     panels: dict[str, dict[str, Any]] = {}
     for size in range(1, len(labels) + 1):
         for members in combinations(labels, size):
             on_all = wide and all(m in free_votes for m in members)
-            its, vv = (all_items, free_votes) if on_all else (items, votes)
+            its, vv = (every, free_votes) if on_all else (items, votes)
             fig = figures(its, panel_votes(members, {m: vv[m]["votes"] for m in members}, its, candidates.tie_break))
             shared = fig if its is items else figures(
                 items, panel_votes(members, {m: votes[m]["votes"] for m in members}, items, candidates.tie_break))
@@ -244,7 +253,7 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
                          tie_break=candidates.tie_break)
     return {
         "items": len(items),
-        "items_built": len(all_items) if all_items else len(items),
+        "items_built": len(every),
         "seed": seed,
         "langs": sorted({i.lang for i in items}),
         "kinds": {k: sum(i.kind == k for i in items) for k in KINDS},
@@ -257,22 +266,22 @@ def calibrate(candidates: PanelConfig, items: Sequence[CalibrationItem], votes: 
                    for name, p in panels.items()},
         "chosen": {"panel": best, "why": why,
                    "config": {"judges": [_portable(j) for j in chosen.judges], "tie_break": chosen.tie_break}},
-        "lexical_threshold_sweep": _sweep(all_items or items),
-        "model_free_all_items": {j.label: figures(all_items, [free_votes[j.label]["votes"][i.id].verdict
-                                                              for i in all_items]) for j in free} if free_votes
+        "lexical_threshold_sweep": _sweep(every),
+        "model_free_all_items": {j.label: figures(every, [free_votes[j.label]["votes"][i.id].verdict
+                                                          for i in every]) for j in free} if free_votes
         else None,
         "notes": [
             "Accuracy counts an invalid vote (and a panel with no valid vote) as wrong; accuracy_valid_votes "
             "leaves them out. Kappa treats invalid as a category of its own.",
             f"The chosen panel is the best of {len(panels)} on these very items, so its accuracy is an "
             "optimistic estimate; the per-language intervals show how far it can move.",
-            *([f"Panels of model-free judges are measured on all {len(all_items)} items, panels with a model on "
+            *([f"Panels of model-free judges are measured on all {len(every)} items, panels with a model on "
                f"the {len(items)} the models voted on."] if free_votes else []),
         ],
     }
 
 
-def _sweep(items: Sequence[CalibrationItem]) -> dict[str, float]:
+def _sweep(items: Sequence[CalibrationItem]) -> dict[str, float | None]:
     """The lexical judge's accuracy at other thresholds (for the record; the default was fixed
     before the calibration ran)."""
     from xlrag.judges.lexical import LexicalJudge, LexicalJudgeConfig

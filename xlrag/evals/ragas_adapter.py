@@ -75,7 +75,7 @@ def _vertexai_module() -> None:
         return
     module = ModuleType(_VERTEX, "Registered by xlrag: the module left langchain-community, "
                                  "and ragas 0.4.3 still imports it.")
-    module.ChatVertexAI = type("ChatVertexAI", (), {"__module__": _VERTEX, "__doc__":
+    vars(module)["ChatVertexAI"] = type("ChatVertexAI", (), {"__module__": _VERTEX, "__doc__":
                                "Not a model: the class moved to langchain-google-vertexai."})
     sys.modules[_VERTEX] = module
 

@@ -127,10 +127,15 @@ class RagasMetrics:
         from ragas.metrics.collections.context_recall import ContextRecall
         from ragas.metrics.collections.faithfulness import Faithfulness
 
+        def relevancy() -> AnswerRelevancy:
+            if self.embeddings is None:  # made in __init__ whenever answer_relevancy is asked for
+                raise InvalidArgumentError("metrics", "answer_relevancy asked for when the scorer was made",
+                                           list(self.names))
+            return AnswerRelevancy(llm=self.llm, embeddings=self.embeddings, strictness=self.strictness)
+
         make = {
             "faithfulness": lambda: Faithfulness(llm=self.llm),
-            "answer_relevancy": lambda: AnswerRelevancy(llm=self.llm, embeddings=self.embeddings,
-                                                        strictness=self.strictness),
+            "answer_relevancy": relevancy,
             "context_precision": lambda: ContextPrecision(llm=self.llm),
             "context_recall": lambda: ContextRecall(llm=self.llm),
         }
@@ -158,7 +163,7 @@ class RagasMetrics:
                 memory = self.memory(lang)
                 sem = semaphore or asyncio.Semaphore(1)
 
-                async def translate(text: str) -> str:
+                async def translate(text: str) -> str | None:
                     reply, reason, attempts, _ = await _attempt(
                         lambda: self.llm.agenerate(translation_request(text, lang, self.prompts,
                                                                        self.llm.mode == "prompt"), Translation),

@@ -245,7 +245,8 @@ async def adapt_prompt(prompt: Any, language: str, memory: TranslationMemory,
         memory.put(source, clean_translation(source, made))
     table = {s: t if (t := memory.get(s)) is not None and usable(s, t) else s for s in prompt_strings(prompt)}
 
-    adapted = _localized_class(type(prompt))()
+    prompt_class: type = type(prompt)
+    adapted = _localized_class(prompt_class)()
     adapted.instruction = table[prompt.instruction]
     # update_strings replaces exact matches only, so the instruction and framing in the table
     # touch nothing in the examples

@@ -4,15 +4,15 @@ A record is validated when it is written and when it is read (:class:`~xlrag.eva
 so a field renamed in a producer fails the run's tests at once, not a report weeks later.
 The JSON on disk is the producer's dict, unchanged: every section is optional because a
 record that failed holds only its identity and ``error``, and a retrieval-only record no
-answer. The sections derive from the models they dump (``Citation``, ``LanguageVerdict``,
-``JudgeVote``), so the record cannot drift from them.
+answer. The sections derive from the models they dump (``Citation``, ``LanguageReading``: a
+``LanguageVerdict`` less its text, ``JudgeVote``), so the record cannot drift from them.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from xlrag.checks.language import LanguageVerdict
+from xlrag.checks.language import LanguageReading
 from xlrag.judges.panel import JudgeVote, Vote
 from xlrag.schema import Citation
 
@@ -53,7 +53,7 @@ class CitationRecord(Citation):
     model_config = ConfigDict(extra="forbid")
 
 
-class LanguageRecord(LanguageVerdict):
+class LanguageRecord(LanguageReading):
     """The verdict on the reply's language, without the text it judged."""
 
     model_config = ConfigDict(extra="forbid")

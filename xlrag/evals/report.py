@@ -371,7 +371,8 @@ def figures(report: dict[str, Any]) -> dict[str, bytes]:
         fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(langs) + 2), 3))
         width = 0.38
         for i, (key, label) in enumerate((("language_correct", "language correct"), ("char3_recall", "char 3-gram recall"))):
-            means, errs = [], [[], []]
+            means: list[float] = []
+            errs: list[list[float]] = [[], []]
             for x in langs:
                 m = c["per_lang"][x].get(key) or {}
                 mean = m.get("mean") or 0.0

@@ -116,9 +116,9 @@ def concurrence_scores(responses: Iterable[CSResponse | dict[str, Any]],
     claimants, or two answers to one query are errors: each would skew a metric in silence.
     """
     by_name: dict[str, Territory] = {}
-    for t in territories:
-        t = t if isinstance(t, Territory) else Territory.model_validate(t)
-        by_name[t.territory] = t
+    for given in territories:
+        territory = given if isinstance(given, Territory) else Territory.model_validate(given)
+        by_name[territory.territory] = territory
     answers: dict[str, dict[str, str | None]] = {}
     other_langs = 0
     for r in responses:

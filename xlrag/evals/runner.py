@@ -32,9 +32,12 @@ __all__ = ["ExperimentRunner"]
 
 
 def _load_queries(ds: DatasetConfig) -> list[dict]:
-    from xlrag.errors import CorpusRowError
+    from xlrag.errors import ConfigError, CorpusRowError
     from xlrag.jsonl import read_objects
 
+    if ds.queries is None:  # DatasetConfig.resolved fills it in for a built-in dataset; another names it
+        raise ConfigError(f"dataset {ds.name} has no queries path; give one, or read the experiment with "
+                          f"load_experiment(), which fills in a built-in dataset's files")
     rows = []
     for n, q in read_objects(ds.queries, "queries"):
         if not q.get("id") or not q.get("question") or not q.get("lang"):

@@ -201,7 +201,7 @@ class Analyzer:
                 # stems to جامعه, apart from جامعة and الجامعات (جامع). After it, the words Snowball
                 # leaves whole still meet (سنة/سنه); an informal definite form (الجامعه) does not.
                 words = [w.replace("\u0629", "\u0647") for w in words]
-        groups = [(w,) for w in words]
+        groups: list[tuple[str, ...]] = [(w,) for w in words]
         if self.variants and groups:
             more = _VARIANT_FUNCTIONS[self.variants]
             groups = [(g[0], *more(g[0])) for g in groups]

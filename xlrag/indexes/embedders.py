@@ -30,8 +30,11 @@ class Embedder(Protocol):
     searched with vectors from another model) and ``dim``.
     """
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str], role: Role) -> np.ndarray: ...
 

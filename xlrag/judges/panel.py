@@ -49,8 +49,9 @@ __all__ = [
 ]
 
 Verdict = Literal["correct", "incorrect"]
-VERDICTS: tuple[str, ...] = get_args(Verdict)
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
 Vote = Literal["correct", "incorrect", "invalid"]
+TieBreak = Literal["incorrect", "correct", "first"]
 
 
 class JudgeReply(BaseModel):
@@ -116,7 +117,7 @@ class PanelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     judges: list[AnyJudge] = Field(min_length=1)
-    tie_break: Literal["incorrect", "correct", "first"] = Field(
+    tie_break: TieBreak = Field(
         "incorrect", description="a tie is incorrect, correct, or the first valid judge's vote")
 
     @model_validator(mode="after")
@@ -179,7 +180,7 @@ def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
     return parse_verdict(raw, JudgeReply, "verdict")
 
 
-def majority(votes: Sequence[JudgeVote], tie_break: str) -> tuple[Vote, bool]:
+def majority(votes: Sequence[JudgeVote], tie_break: TieBreak) -> tuple[Vote, bool]:
     valid = [v.verdict for v in votes if v.verdict != "invalid"]
     if not valid:
         return "invalid", False
@@ -187,8 +188,8 @@ def majority(votes: Sequence[JudgeVote], tie_break: str) -> tuple[Vote, bool]:
     top = max(counts.values())
     leaders = [v for v in VERDICTS if counts[v] == top]
     if len(leaders) == 1:
-        return leaders[0], False  # type: ignore[return-value]
-    return (valid[0] if tie_break == "first" else tie_break), True  # type: ignore[return-value]
+        return leaders[0], False
+    return (valid[0] if tie_break == "first" else tie_break), True
 
 
 _FAMILIES = (

@@ -16,7 +16,7 @@ import os
 import struct
 import tempfile
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypedDict
 
 from filelock import FileLock
 
@@ -64,7 +64,11 @@ def part_files(entry: CatalogueEntry) -> list[Path]:
         if len(data) != 1:
             raise XlragError(f"package {dist_name} should hold one data/ chunk but has {len(data)}; "
                              f"reinstall it with pip install --force-reinstall {dist_name}=={entry.version}")
-        paths.append(Path(dist.locate_file(data[0])))
+        located = dist.locate_file(data[0])
+        if not isinstance(located, os.PathLike):
+            raise XlragError(f"package {dist_name} is not installed as files on disk; reinstall it with "
+                             f"pip install --force-reinstall {dist_name}=={entry.version}")
+        paths.append(Path(located))
     return paths
 
 
@@ -154,7 +158,13 @@ def assemble(entry: CatalogueEntry, directory: Path | None = None) -> Path:
     return target
 
 
-def status(entry: CatalogueEntry, directory: Path | None = None) -> dict[str, object]:
+class ModelStatus(TypedDict):
+    installed: bool
+    path: str
+    verified: bool | None
+
+
+def status(entry: CatalogueEntry, directory: Path | None = None) -> ModelStatus:
     """Whether ``entry``'s parts are installed, and whether its assembled file is verified
     (None: not assembled yet; it is assembled and verified on first use)."""
     target = (Path(directory) if directory is not None else cache_dir()) / entry.filename

@@ -10,7 +10,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from typing import Any
 
 from xlrag.config_sections import DRAFTS
@@ -176,7 +176,7 @@ def _llama_class() -> Any:
     if _LLAMA_CLASS is None:
         from llama_cpp import Llama
 
-        class XlragLlama(Llama):  # type: ignore[misc]
+        class XlragLlama(Llama):
             first_token: _FirstToken | None = None
             evaluated: int = 0
             pinned: PinnedPrefixes | None = None
@@ -198,7 +198,9 @@ def _llama_class() -> Any:
                 finally:
                     self.scores = scores
 
-            def _init_sampler(self, *, grammar: Any = None, temp: float = 0.8, **settings: Any) -> Any:
+            # the ignore: keyword-only, narrower than the Llama method it overrides (see below)
+            def _init_sampler(  # type: ignore[override]
+                    self, *, grammar: Any = None, temp: float = 0.8, **settings: Any) -> Any:
                 # llama-cpp-python's only caller passes its sampling settings by keyword
                 if grammar is None or temp != 0.0 or not self.grammar_last:
                     return super()._init_sampler(grammar=grammar, temp=temp, **settings)
@@ -210,7 +212,8 @@ def _llama_class() -> Any:
                 self.evaluated += len(tokens)
                 super().eval(tokens)
 
-            def generate(self, tokens: Sequence[int], *args: Any, **kwargs: Any) -> Iterator[int]:
+            def generate(self, tokens: Sequence[int], *args: Any,
+                         **kwargs: Any) -> Generator[int, Sequence[int] | None, None]:
                 self.first_token, self.evaluated = None, 0
                 if self.pinned is not None:
                     self.pinned.prepare(self, tokens)

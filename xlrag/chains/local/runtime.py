@@ -14,9 +14,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from contextlib import closing
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -35,6 +35,9 @@ from xlrag.chains.local.loaded import STREAMS, shared_model, usable_cores
 from xlrag.chains.local.steering import Steer, chat_prompt, continues_chat
 from xlrag.config import LLMConfig
 from xlrag.errors import ProviderError
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 __all__ = ["DEFAULT_STOP", "LocalLlamaChat", "bundled_model_path", "chat_messages", "render_prompt"]
 
@@ -70,24 +73,29 @@ def render_prompt(messages: Sequence[BaseMessage]) -> str:
     return prompt
 
 
-def chat_messages(messages: Sequence[BaseMessage]) -> list[dict[str, str]]:
+def chat_messages(messages: Sequence[BaseMessage]) -> list[ChatCompletionRequestMessage]:
     """LangChain messages as llama.cpp chat-completion messages (system, user, assistant)."""
-    out = []
+    out: list[ChatCompletionRequestMessage] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            role = "system"
+            out.append({"role": "system", "content": message.text})
         elif isinstance(message, HumanMessage):
-            role = "user"
+            out.append({"role": "user", "content": message.text})
         elif isinstance(message, AIMessage):
-            role = "assistant"
+            out.append({"role": "assistant", "content": message.text})
         else:
             raise ProviderError(f"the local model takes system, user and AI messages, not {message.type!r}; "
                                 f"convert it to one of those before calling the model")
-        out.append({"role": role, "content": message.text})
     return out
 
 
-Payload = str | list[dict[str, str]]
+def _content(message: ChatCompletionRequestMessage) -> str:
+    """A message's text as :func:`chat_messages` wrote it (one string)."""
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+Payload: TypeAlias = "str | list[ChatCompletionRequestMessage]"
 
 
 class LocalLlamaChat(BaseChatModel):
@@ -200,7 +208,7 @@ class LocalLlamaChat(BaseChatModel):
             n_prompt = len(llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True))
         else:
             # the template adds a few role tokens per message: an upper bound is enough here
-            n_prompt = sum(len(llama.tokenize(m["content"].encode("utf-8"), add_bos=False, special=False)) + 8
+            n_prompt = sum(len(llama.tokenize(_content(m).encode("utf-8"), add_bos=False, special=False)) + 8
                            for m in prompt)
         budget = self.n_ctx - max_tokens
         if n_prompt > budget:
@@ -271,9 +279,9 @@ class LocalLlamaChat(BaseChatModel):
         if steer is not None:
             # the header is found as the reply is written: a steered reply is always streamed
             chunks = list(self._chunks(prompt, params, n_prompt, steer=steer))
-            last = chunks[-1].message
+            last = chunks[-1].message  # _chunks writes AIMessageChunks; the last one carries the usage
             message = AIMessage(content="".join(c.text for c in chunks), response_metadata=last.response_metadata,
-                                usage_metadata=last.usage_metadata)
+                                usage_metadata=last.usage_metadata if isinstance(last, AIMessageChunk) else None)
             return ChatResult(generations=[ChatGeneration(message=message)], llm_output={"model_name": self.model_name})
         llama, lock = self._load()
         try:
@@ -305,7 +313,7 @@ class LocalLlamaChat(BaseChatModel):
         return steer
 
     @staticmethod
-    def _pieces(stream: Any, cancel: threading.Event | None) -> Iterator[tuple[str, str | None]]:
+    def _pieces(stream: Any, cancel: threading.Event | None) -> Generator[tuple[str, str | None], None, None]:
         """``(text, finish reason)`` of each chunk of a llama.cpp stream, which is closed at the end."""
         try:
             for part in stream:
@@ -318,7 +326,8 @@ class LocalLlamaChat(BaseChatModel):
             stream.close()
 
     def _steered(self, llama: Any, prompt: Payload, params: dict[str, Any], steer: Steer,
-                 cancel: threading.Event | None, first_done: Callable[[], None]) -> Iterator[tuple[str, str | None]]:
+                 cancel: threading.Event | None,
+                 first_done: Callable[[], None]) -> Generator[tuple[str, str | None], None, None]:
         """The reply as :meth:`_pieces` gives it, opened by ``steer``: up to the first of its
         headers as the plain request writes it, then ``steer.write``, then the model again from
         there. The context still holds the prompt and the reply, so only the new words are read.
@@ -362,7 +371,8 @@ class LocalLlamaChat(BaseChatModel):
         yield from self._pieces(llama.create_completion(prompt_for(reply), stream=True, **second), cancel)
 
     def _chunks(self, prompt: Payload, params: dict[str, Any], n_prompt: int,
-                cancel: threading.Event | None = None, steer: Steer | None = None) -> Iterator[ChatGenerationChunk]:
+                cancel: threading.Event | None = None,
+                steer: Steer | None = None) -> Generator[ChatGenerationChunk, None, None]:
         """Stream completion chunks; the model lock is held until the stream ends or is closed."""
         llama, lock = self._load()
         text, finish = "", None

@@ -56,7 +56,8 @@ class GrammarLast:
             sorted=False)
 
     def _allows(self, token: int) -> bool:
-        self._one.id, self._one.logit, self._one.p = token, 1.0, 0.0
+        # a ctypes int field takes and gives a Python int; llama_cpp annotates it as c_int32
+        self._one.id, self._one.logit, self._one.p = token, 1.0, 0.0  # type: ignore[assignment]
         single = self._lib.llama_token_data_array(
             data=ctypes.pointer(self._one), size=1, selected=-1, sorted=False)
         self._lib.llama_sampler_apply(self._grammar, ctypes.byref(single))

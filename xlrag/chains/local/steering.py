@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.errors import ProviderError
+
+if TYPE_CHECKING:
+    from llama_cpp.llama_types import ChatCompletionRequestMessage
 
 __all__ = ["ChatPrompt", "Steer", "chat_prompt", "continues_chat"]
 
@@ -76,7 +79,7 @@ def continues_chat(llama: Any) -> bool:
     return bool(template) and llama.chat_format == "chat_template.default"
 
 
-def chat_prompt(llama: Any, messages: list[dict[str, str]]) -> ChatPrompt:
+def chat_prompt(llama: Any, messages: list[ChatCompletionRequestMessage]) -> ChatPrompt:
     """The prompt ``create_chat_completion`` would give ``llama`` for ``messages``, the
     assistant's turn opened and empty, for a reply to be continued from."""
     if not continues_chat(llama):

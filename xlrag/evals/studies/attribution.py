@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -35,6 +36,7 @@ from xlrag.checks.attribution import Vote as AISVote
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import PassageRecord, Record
+from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import XQUAD, xquad_rows
 from xlrag.schema import CitationSource, GroundedAnswer, Passage
@@ -52,7 +54,9 @@ PUBLISHED = Published(
           "ru": [27.5, 40.9, 39.6], "te": [23.3, 31.7, 30.3], "avg": [25.8, 41.3, 36.8]},
     note="Percent of answers attributed.",
 )
-SETTINGS = ("in_language", "in_english")
+SETTINGS: tuple[Setting, ...] = ("in_language", "in_english")
+_Lang = Literal["ar", "de", "en", "es", "ru", "zh"]
+_LANGS: tuple[_Lang, ...] = ("ar", "de", "es", "ru", "zh")
 
 
 class AttributionConfig(_Strict):
@@ -65,8 +69,7 @@ class AttributionConfig(_Strict):
 
     study: Literal["attribution"] = "attribution"
     name: str
-    langs: list[Literal["ar", "de", "en", "es", "ru", "zh"]] = Field(
-        default_factory=lambda: ["ar", "de", "es", "ru", "zh"], min_length=1)
+    langs: list[_Lang] = Field(default_factory=lambda: list(_LANGS), min_length=1)
     per_lang: int = Field(20, ge=1, le=95)
     seed: int = 0
     mode: str = Field("qlang_en", description="IR mode over the shipped XQuAD corpus")
@@ -205,7 +208,7 @@ class AttributionRunner(StudyRun):
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
 
-    async def make_records(self) -> dict[str, int]:
+    async def make_records(self) -> RunSummary:
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
@@ -294,8 +297,8 @@ def _cell(mine: list[dict], setting: str) -> dict[str, Any]:
     for row in ("ANY", "LANG", "EN"):
         for name, keep in _SUBSETS.items():
             sub = [r for r in mine if keep(r)]
-            cell[f"{row} {name}"] = {"top1": _rate(sub, lambda r, row=row: top1(r, row)),
-                                     "all": _rate(sub, lambda r, row=row: any_of(r, row))}
+            cell[f"{row} {name}"] = {"top1": _rate(sub, partial(top1, row=row)),
+                                     "all": _rate(sub, partial(any_of, row=row))}
     cell["top-cited before rerank"] = _rate(mine, lambda r: cited(r, "cited_before"))
     cell["top-cited after rerank"] = _rate(mine, lambda r: cited(r, "top"))
     # what the reranker did, so a flat before/after reads as "kept" or as "found nothing"

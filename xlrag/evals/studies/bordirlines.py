@@ -32,6 +32,7 @@ from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
+from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
 from xlrag.modes import IRMode, Mode
@@ -67,6 +68,10 @@ PUBLISHED = Published(
 )
 
 
+def _default_modes() -> list[IRMode | str]:
+    return [IRMode.NO_IR, *RAG_MODES]
+
+
 class BordIRlinesConfig(_Strict):
     """``experiments/bordirlines.yaml``. Change ``llm`` to run it with a vendor model."""
 
@@ -80,7 +85,7 @@ class BordIRlinesConfig(_Strict):
     territories: Path | None = Field(None, description="a territories JSONL or an upstream BorderLines folder "
                                                        "(default: the 13 shipped territories)")
     only: list[str] | None = Field(None, description="these territories only")
-    modes: list[Mode] = Field(default_factory=lambda: [IRMode.NO_IR, *RAG_MODES], min_length=1)
+    modes: list[Mode] = Field(default_factory=_default_modes, min_length=1)
     corpus: Path | None = Field(None, description="passages for the RAG modes (an xlrag corpus JSONL)")
     corpus_name: str | None = Field(None, description="how the report names the corpus")
     index_dir: Path | None = Field(None, description="index of the corpus (default: <out>/index)")
@@ -271,7 +276,7 @@ class BordIRlinesRunner(StudyRun):
                    seconds=round(time.perf_counter() - t0, 3))
         return rec
 
-    async def make_records(self) -> dict[str, int]:
+    async def make_records(self) -> RunSummary:
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
@@ -279,7 +284,7 @@ class BordIRlinesRunner(StudyRun):
         llm = self.llm(self.config.llm)
         modes = self.modes()
         cfg = answering_config(self.config.k)
-        chains = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
+        chains: dict[str, GroundedChain] = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
         return await self.append(self.work(), lambda w: self.key(run_label(w[0], w[1]), w[2], w[3]),

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 from xlrag.config import LLMConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import AnswerMetrics, JudgesRecord, LanguageRecord, PassageRecord, Record
+from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
 from xlrag.judges.panel import PanelConfig
@@ -38,9 +39,11 @@ from xlrag.modes import IRMode
 __all__ = ["ABLATIONS", "SETTINGS", "Context", "XRAGConfig", "XRAGRunner", "contexts", "xrag_figures",
            "xrag_markdown", "xrag_report"]
 
-SETTINGS = ("monolingual", "multilingual")
-ABLATIONS = ("+EQ", "+ES", "+ED")  # cumulative, on the multilingual setting
 Condition = Literal["monolingual", "multilingual", "+EQ", "+ES", "+ED"]
+SETTINGS: tuple[Condition, ...] = ("monolingual", "multilingual")
+ABLATIONS: tuple[Condition, ...] = ("+EQ", "+ES", "+ED")  # cumulative, on the multilingual setting
+_Lang = Literal["ar", "de", "es", "ru", "zh"]
+_LANGS: tuple[_Lang, ...] = ("ar", "de", "es", "ru", "zh")
 
 
 class XRAGConfig(_Strict):
@@ -53,8 +56,7 @@ class XRAGConfig(_Strict):
 
     study: Literal["xrag"] = "xrag"
     name: str
-    langs: list[Literal["ar", "de", "es", "ru", "zh"]] = Field(
-        default_factory=lambda: ["ar", "de", "es", "ru", "zh"], min_length=1)
+    langs: list[_Lang] = Field(default_factory=lambda: list(_LANGS), min_length=1)
     per_lang: int = Field(10, ge=1, description="questions per language (from the articles with distractors)")
     seed: int = 0
     distractors: int = Field(2, ge=1, le=4, description="same-article distractor paragraphs per question")
@@ -177,7 +179,7 @@ class XRAGRunner(StudyRun):
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec
 
-    async def make_records(self) -> dict[str, int]:
+    async def make_records(self) -> RunSummary:
         from xlrag.chains.rag import GroundedChain
         from xlrag.evals.experiment import answering_config
 
