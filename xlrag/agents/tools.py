@@ -13,7 +13,6 @@ chooses, from the provider profile and ``agent.tools``.
 
 from __future__ import annotations
 
-import asyncio
 import operator
 import time
 from collections.abc import Iterable
@@ -23,7 +22,8 @@ from langchain_core.messages import AIMessage, AnyMessage, SystemMessage, ToolCa
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.agents.graph import AgentState, XlragAgent, _answering
+from xlrag.agents.budget import Tally
+from xlrag.agents.graph import AgentState, XlragAgent, _answering, steps_node
 from xlrag.chains.echo import strip_markup
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainState
@@ -34,7 +34,7 @@ from xlrag.languages import normalize_code
 from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
 from xlrag.schema import Hit
-from xlrag.steps import Call, Steps, arun, run
+from xlrag.steps import Call, Steps
 from xlrag.trace import Timing, ToolStep
 
 __all__ = ["Search", "ToolAgentState", "ToolCallingAgent", "Translate", "tool_specs"]
@@ -109,13 +109,7 @@ class ToolCallingAgent(XlragAgent):
         # the last round has no tools: the model must answer now
         return (self.pipeline.llm if last_round else self.with_tools), [*messages, *new], bool(new)
 
-    def plan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
-        return run(self._plan(s, config))
-
-    async def aplan(self, s: ToolAgentState, config: RunnableConfig) -> dict:
-        return await arun(self._plan(s, config))
-
-    def _plan(self, s: ToolAgentState, config: RunnableConfig) -> Steps[dict]:
+    def plan(self, s: ToolAgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         model, messages, opened = self._plan_input(s)
         reply = yield Call(model.invoke, (messages, _answering(config)), model.ainvoke)
@@ -156,6 +150,10 @@ class ToolCallingAgent(XlragAgent):
         found = [h for h in self.pipeline.retrieve(query, mode, config) if h.id not in seen]
         return (_numbered(found, len(hits)) or "no new passages"), found
 
+    def acting(self, s: ToolAgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
+        # the tools' own calls (a search, a translation) block: on the event loop, in a thread
+        return (yield Call(self.act, (s, config)))
+
     def act(self, s: ToolAgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
         hits = list(s["hits"])
@@ -171,9 +169,6 @@ class ToolCallingAgent(XlragAgent):
         return {"hits": hits, "messages": messages, "tool_calls": steps,
                 "timings": [Timing(step="act", seconds=time.perf_counter() - t0)]}
 
-    async def aact(self, s: ToolAgentState, config: RunnableConfig) -> dict:
-        return await asyncio.to_thread(self.act, s, config)
-
     # -- answer ---------------------------------------------------------------------------
     def answer(self, s: ToolAgentState) -> dict:
         query = s["query"]
@@ -186,8 +181,8 @@ class ToolCallingAgent(XlragAgent):
     name = "xlrag_tool_agent"
 
     def _answer_steps(self, g: Any, node: Any) -> None:
-        node("plan", self.plan, self.aplan)
-        node("act", self.act, self.aact)
+        g.add_node("plan", steps_node("plan", self.plan))
+        g.add_node("act", steps_node("act", self.acting))
         node("answer", self.answer)
         g.add_edge("retrieve", "plan")
         g.add_conditional_edges("plan", self.after_plan, {"act": "act", "answer": "answer"})
