@@ -75,6 +75,7 @@ class Drain:
         """Returns once the grace period has begun."""
         if self._started is None:
             await asyncio.Event().wait()  # never: an unbound drain never begins
+            return
         await self._started.wait()
 
     def refusal(self) -> ApiError:

@@ -80,7 +80,7 @@ async def with_pings(produce: Callable[[Emit], Awaitable[None]], every: float,
         while True:
             getter = getter or asyncio.ensure_future(queue.get())
             left = drain.remaining() if drain is not None else None
-            if left is not None and left <= 0:
+            if drain is not None and left is not None and left <= 0:
                 yield frame(ERROR, drain.cut())
                 break
             waiting = {getter} if draining is None or draining.done() else {getter, draining}

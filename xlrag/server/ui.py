@@ -126,7 +126,7 @@ def _server(request: Request) -> Any:
 
 Server = Annotated[Any, Depends(_server)]
 router = APIRouter(prefix="/v1")
-_ERR = {401: {"model": ErrorResponse, "description": "missing or wrong API key"},
+_ERR: dict[int | str, dict[str, Any]] = {401: {"model": ErrorResponse, "description": "missing or wrong API key"},
         422: {"model": ErrorResponse, "description": "invalid request"}}
 
 
