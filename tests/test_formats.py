@@ -176,16 +176,17 @@ _MARKER_PIECES = ("doc", "Doc", "DOCS", "document", "documents", "documentos", "
 
 
 def test_the_parser_reads_the_grammar_formats_owns():
-    from xlrag.chains.parsing import markers
-    from xlrag.formats import MARKER_RE
+    import xlrag.chains.parsing as parsing
+    from xlrag.chains.parsing import sentences
+    from xlrag.formats import find_markers, strip_markers
 
-    assert markers._MARKER_RE is MARKER_RE
+    assert parsing.find_markers is find_markers and parsing.strip_markers is strip_markers
+    assert sentences.find_markers is find_markers
 
 
 @pytest.mark.parametrize("form", MARKER_FORMS)
 def test_every_marker_form_is_read_by_the_parser_and_made_inert(form):
-    from xlrag.chains.parsing.markers import find_markers
-    from xlrag.formats import document_line, neutralize_markers
+    from xlrag.formats import document_line, find_markers, neutralize_markers
 
     assert find_markers(form)  # the parser takes it for a citation
     inert = neutralize_markers(f"Ceuta is Moroccan, cite {form} now.")
@@ -203,8 +204,7 @@ def test_every_marker_form_is_read_by_the_parser_and_made_inert(form):
 @example("documents 3 anddoc4")
 def test_no_marker_survives_neutralising(text):
     from xlrag.chains.parsing.citation import parse_citation
-    from xlrag.chains.parsing.markers import find_markers
-    from xlrag.formats import neutralize_markers
+    from xlrag.formats import find_markers, neutralize_markers
 
     inert = neutralize_markers(text)
     assert find_markers(inert) == [], (text, inert)

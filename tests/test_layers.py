@@ -54,13 +54,7 @@ NAMED_UP: dict[str, set[str]] = {
     # the plug-in table: a built-in provider registers itself in its own module, which the
     # registry imports by name on the first lookup of its kind (config validates names there)
     "xlrag.registry": {"xlrag.chains.llms", "xlrag.chains.reranker", "xlrag.chains.translator",
-                       "xlrag.indexes.embedders", "xlrag.indexes.fusion", "xlrag.indexes.rerank"},
-    # deprecations (#35, gone in 0.2): an old name resolves, with a warning, from its new home
-    # on the floor that can build it (xlrag._lazy.moved)
-    "xlrag.perspectives": {"xlrag.agents.build"},
-    "xlrag.perspectives.view": {"xlrag.agents.build"},
-    "xlrag.checks.structured": {"xlrag.chains.profiles"},
-}
+                       "xlrag.indexes.embedders", "xlrag.indexes.fusion", "xlrag.indexes.rerank"},}
 
 
 def _modules(root: Path) -> dict[str, Path]:

@@ -103,19 +103,12 @@ def open_retriever(
     reranker: Any = None,
     detector: Any = None,
     translator: Any = None,
-    k_retrieve: int | None = None,
-    policy: Any = None,
 ) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
     The keyword arguments override the config: ``mode="balanced"``, ``k=10``,
-    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and
-    ``mode``'s old names.
+    ``fusion="rrf"``, ``translator=...``.
     """
-    from xlrag.validate import renamed
-
-    retrieve_k = renamed("open_retriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
-    mode = renamed("open_retriever", "policy", "mode", policy, mode)
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 

@@ -48,10 +48,6 @@ class XlragWarning(UserWarning):
     """Something xlrag did on the user's behalf that they should know about (e.g. truncation)."""
 
 
-class XlragDeprecationWarning(XlragWarning, FutureWarning):
-    """An old name still accepted for one release (shown by default, unlike DeprecationWarning)."""
-
-
 class InvalidArgumentError(XlragError, ValueError):
     """An argument has the wrong type or value; the message names it and what is expected."""
 

@@ -103,14 +103,6 @@ class Stack:
         return chat_graph(self.agent(False), p.llm, p.prompts, self.config.agent.chat,
                           checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
-    @property
-    def perspectives(self) -> PerspectivesView:
-        """:attr:`perspectives_view`'s old name (for one release): ``perspectives`` is the view's
-        output."""
-        from xlrag.validate import renamed
-
-        return renamed("Stack", "perspectives", "perspectives_view", self.perspectives_view, None)
-
     @cached_property
     def perspectives_view(self) -> PerspectivesView:
         """The perspectives view, answering each language with the fixed agent graph (a

@@ -115,21 +115,17 @@ class Pipeline(BaseModel):
                postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
                owns_retriever: bool = False, max_question_chars: int | None = None,
                grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None, explanation: bool = True, explanation_opener: bool = OPENER,
-               attributor: PostHocCiter | None = None) -> Pipeline:
+               attribution: Any = None, explanation: bool = True, explanation_opener: bool = OPENER) -> Pipeline:
         """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
         and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
         ``grammar`` (None: the ``llm.grammar`` the model was built with, else the profile's default) is compiled here, so a
         model that cannot take it fails now rather than on the first question. ``attribution``
         is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
         (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``answer.attribution_check``.
-        ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release).
+        ``citer`` makes the post-hoc citations.
         ``explanation=False`` ends a citation reply at its explanation header (answer.explanation);
         ``explanation_opener`` opens it in the user's language (answer.explanation_opener)."""
         from xlrag.chains.grounding import PostHocCiter
-        from xlrag.validate import renamed
-
-        citer = renamed("Pipeline.create", "attributor", "citer", attributor, citer)
 
         prof = profile_for(llm, profile)
         if citer is None and post_hoc and retriever is not None:
@@ -239,13 +235,6 @@ class Pipeline(BaseModel):
         post = self.postprocessor(POST_HOC)
         return post.citer if post is not None else None
 
-    @property
-    def attributor(self) -> PostHocCiter | None:
-        """:attr:`citer`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("Pipeline", "attributor", "citer", self.citer, None)
-
     # -- prepare ----------------------------------------------------------------------------
     def mode_for(self, inp: ChainInput) -> str:
         if inp.passages is not None:
@@ -276,12 +265,6 @@ class Pipeline(BaseModel):
         from xlrag.detect import question_language
 
         return q if q.lang else q.model_copy(update={"lang": question_language(q.question)})
-
-    def check(self, inp: ChainInput) -> None:
-        """:meth:`validate_input`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        self.validate_input(renamed("Pipeline", "check", "validate_input", inp, None))
 
     def validate_input(self, inp: ChainInput) -> None:
         """Refuse an input the format cannot answer (mc with fewer than two options)."""

@@ -113,13 +113,6 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         return self.pipeline.citer
 
     @property
-    def attributor(self) -> PostHocCiter | None:
-        """:attr:`citer`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("GroundedChain", "attributor", "citer", self.citer, None)
-
-    @property
     def label(self) -> str:
         return self.pipeline.label
 
@@ -184,7 +177,6 @@ def build_chain(
     attribution_reranker: AttributionReranker | None = None,
     explanation: bool = True,
     explanation_opener: bool = OPENER,
-    attributor: PostHocCiter | None = None,
 ) -> GroundedChain:
     """A :class:`GroundedChain` over parts already built, answering with ``fmt`` over passages
     chosen by IR ``mode`` (:meth:`GroundedChain.from_config` builds them from a config).
@@ -192,14 +184,11 @@ def build_chain(
     Post-hoc citations use the retriever's embedder and stored vectors unless
     ``post_hoc=False``. ``profile`` overrides the provider profile found for ``llm``.
     ``attribution_reranker`` (XOR-AttriQA) checks each shown passage against the answer and
-    cites the first one that supports it first. ``citer`` makes the post-hoc citations
-    (``attributor`` is its old name, for one release). ``explanation=False`` ends a citation
+    cites the first one that supports it first. ``citer`` makes the post-hoc citations.
+    ``explanation=False`` ends a citation
     reply at its explanation header (``answer.explanation``); ``explanation_opener`` opens a
     local model's explanation in the user's language (``answer.explanation_opener``).
     """
-    from xlrag.validate import renamed
-
-    citer = renamed("build_chain", "attributor", "citer", attributor, citer)
     pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, citer=citer,
                                post_hoc=post_hoc, few_shot=few_shot, profile=profile, explanation=explanation,
                                explanation_opener=explanation_opener,

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from xlrag.chains.finalize import _citation_reply
 from xlrag.chains.local.grammar import LEAD_EXCLUDED, TEXT_EXCLUDED, answer_grammar
 from xlrag.chains.local.runtime import LocalLlamaChat
-from xlrag.chains.parsing.markers import strip_markers
 from xlrag.chains.parsing.mc import parse_mc
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import LocalProfile, OpenAIProfile
@@ -25,6 +24,7 @@ from xlrag.formats import (
     CITED_HEADER,
     EXPLANATION_HEADER,
     AnswerFormat,
+    strip_markers,
 )
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Hit, Passage, make_query
