@@ -23,7 +23,6 @@ def test_all_is_pinned():
         "XlragLlamaRetriever",
         "__version__",
         "build_agent",
-        "build_chain",
         "build_chat",
         "build_chat_engine",
         "build_index",

@@ -31,7 +31,6 @@ __all__ = [
     "XlragLlamaRetriever",
     "__version__",
     "build_agent",
-    "build_chain",
     "build_chat",
     "build_chat_engine",
     "build_index",
@@ -47,7 +46,6 @@ _LAZY = {
     "Citation": "xlrag.schema",
     "GroundedAnswer": "xlrag.schema",
     "PromptLibrary": "xlrag.prompts",
-    "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
     "build_perspectives": "xlrag.agents.build",
     "build_query_engine": "xlrag.chains.query_engine",
@@ -77,7 +75,6 @@ if TYPE_CHECKING:
     from xlrag.chains.llms import build_llm
     from xlrag.chains.pipeline import Pipeline
     from xlrag.chains.query_engine import build_query_engine
-    from xlrag.chains.rag import build_chain
     from xlrag.config import XlragConfig, load_config
     from xlrag.errors import XlragError
     from xlrag.indexes.indexer import build_index

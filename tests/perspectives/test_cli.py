@@ -70,7 +70,7 @@ def test_the_views_explanation_is_off_unless_asked_for(demo_index, monkeypatch, 
         monkeypatch.setenv(key, value)
     cfg = view_config(_config(None, index_dir=demo_index, explanation=explanation), explanation)
     stack = Stack.build(cfg, llm=ByPrompt(answers={}), retriever=None)
-    assert stack.perspectives_view.pipeline.explanation is written
+    assert stack.perspectives_view.pipeline.answer_config.explanation is written
 
 
 @pytest.mark.slow
