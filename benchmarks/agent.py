@@ -100,7 +100,8 @@ def main() -> None:
 
     from xlrag.agents.build import build_agent
     from xlrag.chains.llms import build_llm
-    from xlrag.chains.rag import build_chain
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.chains.rag import GroundedChain
     from xlrag.config import XlragConfig
     from xlrag.demo import build_demo_index, demo_embedder
     from xlrag.indexes.retriever import CrossLingualRetriever
@@ -114,7 +115,7 @@ def main() -> None:
     cfg = XlragConfig(index_dir=index, llm={"model": args.model, "max_tokens": 160, "n_threads": args.threads},
                       agent={"mode": MODE}, retrieval={"k": 3})
     llm = build_llm(cfg.llm)
-    chain = build_chain(retriever, llm, fmt="citation", mode=MODE, k=3)
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="citation", mode=MODE, k=3))
     agent = build_agent(cfg, llm=llm, retriever=retriever)
     qs = questions(args.per_lang)
     rows: list[dict] = []

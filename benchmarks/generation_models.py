@@ -39,7 +39,8 @@ from _common import CACHE, SHARED, bootstrap_ci, read_jsonl, write_json
 from generation import DATA, MODE, K, chain_input, pick_questions
 
 from xlrag.chains.llms import build_llm
-from xlrag.chains.rag import build_chain
+from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.rag import GroundedChain
 from xlrag.checks.language import judge_language, language_summary, response_text
 from xlrag.config import LLMConfig
 from xlrag.detect import LinguaDetector
@@ -146,7 +147,7 @@ def make_config(config: str, args, retriever, servers: list) -> dict:
         sets = {"xquad", "travel"}
         if few_shot is None:
             few_shot = CATALOGUE[name].few_shot
-    chain = build_chain(retriever, build_llm(cfg), fmt="citation", k=K, few_shot=few_shot)
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, build_llm(cfg), fmt="citation", k=K, few_shot=few_shot))
     return {"name": config, "cfg": cfg, "few_shot": few_shot, "sets": sets, "chain": chain, "rows": []}
 
 

@@ -33,6 +33,7 @@ from _common import bootstrap_ci, read_jsonl, write_json
 from xlrag.chains.local.runtime import LocalLlamaChat
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import LocalProfile
+from xlrag.config import AnswerConfig
 from xlrag.schema import Passage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
     chat = LocalLlamaChat(entry=MODEL, chat=True, n_threads=args.threads, max_tokens=160, n_ctx=4096)
     llama, _ = chat.native()
-    pipeline = Pipeline.create(None, chat, fmt="citation", post_hoc=False, profile=LocalProfile(), grammar=True)
+    pipeline = Pipeline.create(None, chat, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", profile=LocalProfile(), grammar=True)
     rows = []
     for n, (q, passages) in enumerate(questions(args.per_lang)):
         state = pipeline.prepare({"question": q["question"], "passages": passages, "lang": q["lang"]})

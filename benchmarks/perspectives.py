@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, bootstrap_ci, write_json
 
-from xlrag.evals.borderlines import PASSAGES as CORPUS
+from xlrag.borderlines import PASSAGES as CORPUS
 
 TERRITORIES = ("Crimea", "Ceuta", "Gibraltar", "South Kuril/Chishima Islands", "Golan Heights", "Imia/Kardak")
 # how the question names the territory (its English name; the view finds it among the vendored territories)
@@ -168,7 +168,7 @@ def _row(t, kind: str, question: str, out, view_s: float) -> dict:
 
 
 def _summary(rows: list[dict]) -> dict:
-    from xlrag.evals.borderlines import load_territories
+    from xlrag.borderlines import load_territories
     from xlrag.evals.robustness import concurrence_scores
 
     contested = [r for r in rows if r["kind"] == "contested"]
@@ -231,7 +231,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import xlrag
-    from xlrag.evals.borderlines import load_territories
+    from xlrag.borderlines import load_territories
 
     index = CACHE / "perspectives-index"
     if not (index / "xlrag-index.json").exists():

@@ -169,8 +169,6 @@ def config_keys(model: Any = None, prefix: str = "") -> Iterator[tuple[str, Any,
         from xlrag.config import XlragConfig as model
     nested = []
     for name, field in model.model_fields.items():
-        if field.exclude:  # an old name kept for one release, moved elsewhere on load
-            continue
         key = f"{prefix}{name}"
         inner = _models_in(field.annotation)
         if inner and field.annotation is inner[0]:

@@ -57,16 +57,18 @@ def test_every_short_flag_has_a_long_form_and_one_meaning():
     drift = {s: sorted(n) for s, n in long_names.items() if len(n) > 1}
     assert not drift, f"short flags with several meanings: {drift}"
     # the ones that drifted before: -k had no long form, -o meant --options in ask and --out elsewhere
-    # -k is the passages shown; eval retrieval's ranking depth is --depth (its -k: hidden, one release)
+    # -k is the passages shown; eval retrieval's ranking depth is --depth (and no -k)
     assert long_names["-k"] == {"--top-k"} and {"retrieve", "ask", "demo"} <= set(where["-k"])
+    assert "eval retrieval" not in where["-k"]
     assert long_names["-o"] == {"--out"} and {"retrieve", "eval run", "eval judge"} <= set(where["-o"])
 
 
-def test_ask_takes_option_and_its_old_name_options():
+def test_ask_takes_option_only():
     ask = ROOT.commands["ask"]
-    ctx = ask.make_context("ask", ["--options", "España", "--option", "Marruecos", "-f", "mc", "¿Quién?"])
+    ctx = ask.make_context("ask", ["--option", "España", "--option", "Marruecos", "-f", "mc", "¿Quién?"])
     assert ctx.params["options"] == ["España", "Marruecos"]
-    assert "-o" not in [n for o in _options(ask) for n in o.opts]
+    names = [n for o in _options(ask) for n in o.opts]
+    assert "-o" not in names and "--options" not in names  # 0.1.0 never shipped the old name
 
 
 def test_each_group_help_names_its_commands_and_no_other():
@@ -113,8 +115,8 @@ def test_options_filled_from_the_config_say_where_and_show_its_default(monkeypat
     seen = 0
     for path, cmd in _tree():
         for opt in _options(cmd):
-            if opt.default is not None or not set(opt.opts) & _CONFIG_FILLED or opt.hidden:
-                continue  # a hidden option is an old name, kept one release
+            if opt.default is not None or not set(opt.opts) & _CONFIG_FILLED:
+                continue
             found = _FROM_CONFIG.search(opt.help or "")
             assert found, f"xlrag {' '.join(path)} {opt.opts}: no '(default: ... from config, ...)' in {opt.help!r}"
             setting, shown = found.groups()

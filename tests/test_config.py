@@ -60,36 +60,30 @@ def test_registry_unknown_provider():
         create("embedder", "nope", None)
 
 
-def test_k_retrieve_is_the_old_name_of_retrieve_k(retriever):
-    import warnings
+def test_the_candidates_fetched_are_retrieve_k_only(retriever):
+    from pydantic import ValidationError
 
     from xlrag.config import XlragConfig
-    from xlrag.errors import ConfigError, XlragDeprecationWarning
     from xlrag.indexes.retriever import CrossLingualRetriever
 
-    with pytest.warns(XlragDeprecationWarning, match="'k_retrieve' is now called 'retrieve_k'"):
-        assert XlragConfig(retrieval={"k_retrieve": 7}).retrieval.retrieve_k == 7
-    with pytest.raises(ValueError, match="give 'retrieve_k' only"):
-        XlragConfig(retrieval={"k_retrieve": 7, "retrieve_k": 8})
-    with pytest.warns(XlragDeprecationWarning, match="CrossLingualRetriever: 'k_retrieve'"):
-        old = CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, k_retrieve=9)
-    assert old.retrieve_k == 9
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, retrieve_k=9).retrieve_k == 9
-    with pytest.raises(ConfigError, match="give 'retrieve_k' only"):
-        CrossLingualRetriever(retriever.stores, retriever.embedder, "all", retrieve_k=9, k_retrieve=9)
+    assert XlragConfig(retrieval={"retrieve_k": 7}).retrieval.retrieve_k == 7
+    with pytest.raises(ValidationError, match="k_retrieve"):  # 0.1.0 never shipped the old name
+        XlragConfig(retrieval={"k_retrieve": 7})
+    assert CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, retrieve_k=9).retrieve_k == 9
+    with pytest.raises(TypeError, match="k_retrieve"):
+        CrossLingualRetriever(retriever.stores, retriever.embedder, "all", k=3, k_retrieve=9)
 
 
-def test_retries_is_the_old_name_of_max_retries():
+def test_the_retries_are_max_retries_only():
+    from pydantic import ValidationError
+
     from xlrag.config import LLMConfig
-    from xlrag.errors import XlragDeprecationWarning
     from xlrag.judges.panel import JudgeConfig
 
-    with pytest.warns(XlragDeprecationWarning, match="llm: 'retries' is now called 'max_retries'"):
-        assert LLMConfig(retries=5).max_retries == 5
-    with pytest.warns(XlragDeprecationWarning):
-        assert JudgeConfig(retries=1).max_retries == 1  # the judges' configs inherit the rename
+    assert LLMConfig(max_retries=5).max_retries == 5
+    for model in (LLMConfig, JudgeConfig):
+        with pytest.raises(ValidationError, match="retries"):
+            model(retries=1)
     # one name with the embedder's, and the SDKs'
     from xlrag.config import EmbedderConfig
 

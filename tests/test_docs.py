@@ -58,8 +58,6 @@ def test_the_cli_page_holds_every_command_and_option(hooks):
         if cmd.help:
             assert cmd.help.split("\n")[0].replace("<", "&lt;") in section
         for param in cmd.get_params(ctx):
-            if getattr(param, "hidden", False):
-                continue  # an old name, kept one release: the CHANGELOG lists it, the reference does not
             for name in (*param.opts, *param.secondary_opts):
                 assert re.search(rf"`[^`]*(?<![\w-]){re.escape(name)}(?![\w-])", section), \
                     f"{' '.join(path)}: {name} is not in its section"
@@ -78,8 +76,6 @@ def test_the_config_page_holds_every_key_with_its_default_and_description(hooks)
 
     def leaves(model, prefix=""):
         for name, f in model.model_fields.items():
-            if f.exclude:  # an old name moved elsewhere on load (agent.attribution): not a setting
-                continue
             if isinstance(f.annotation, type) and issubclass(f.annotation, BaseModel):
                 yield from leaves(f.annotation, f"{prefix}{name}.")
             else:

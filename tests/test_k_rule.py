@@ -12,6 +12,7 @@ import pytest
 from annotated_types import Ge, Le
 from typer.testing import CliRunner
 
+from xlrag.config import AnswerConfig
 from xlrag.errors import InvalidArgumentError, XlragError
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, MAX_K, check_k
 
@@ -106,7 +107,7 @@ def test_every_argument_path_refuses_past_the_ceiling(retriever, xquad_index):
         lambda: XlragLangChainRetriever(retriever=retriever, k=over),
         lambda: XlragLangChainRetriever(retriever=retriever).invoke("Who?", k=over),
         lambda: XlragLlamaRetriever(retriever, k=over),
-        lambda: Pipeline.create(retriever, llm=None, k=over, post_hoc=False),
+        lambda: Pipeline.create(retriever, answer=AnswerConfig(post_hoc_citations=False), llm=None, k=over),
         lambda: rank_queries(retriever, [], k=over),
         lambda: metric_names(over),
         lambda: hit_at(["a"], {"a": 1}, over),

@@ -57,11 +57,6 @@ NAMED_UP: dict[str, set[str]] = {
     "xlrag.registry": {"xlrag.chains.llms", "xlrag.chains.reranker", "xlrag.chains.translator",
                        "xlrag.indexes.embedders", "xlrag.indexes.fusion", "xlrag.indexes.policies",
                        "xlrag.indexes.rerank"},
-    # deprecations (#35, gone in 0.2): an old name resolves, with a warning, from its new home
-    # on the floor that can build it (xlrag._lazy.moved)
-    "xlrag.perspectives": {"xlrag.agents.build"},
-    "xlrag.perspectives.view": {"xlrag.agents.build"},
-    "xlrag.checks.structured": {"xlrag.chains.profiles"},
 }
 
 

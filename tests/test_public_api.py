@@ -23,7 +23,6 @@ def test_all_is_pinned():
         "XlragLlamaRetriever",
         "__version__",
         "build_agent",
-        "build_chain",
         "build_chat",
         "build_chat_engine",
         "build_index",
@@ -179,29 +178,21 @@ def test_perspectives_names_are_pinned_and_exported():
         assert getattr(xlrag.perspectives, name) is not None
 
 
-def test_names_moved_down_or_up_a_floor_still_resolve_for_one_release_with_a_warning():
-    # the builder of the view moved up to the agent's floor, the trace record down to the ground,
-    # the schema-holding runnable up to the provider profiles (#35): each old place still answers
-    import pytest
+def test_names_live_in_one_place():
+    # the builder of the view is on the agent's floor, the trace record on the ground, the
+    # schema-holding runnable with the provider profiles (#35); 0.1.0 never shipped the old places
+    import importlib.util
 
     import xlrag.agents.build
-    import xlrag.chains.profiles
     import xlrag.checks.structured
     import xlrag.perspectives
     import xlrag.perspectives.view
-    import xlrag.trace
-    from xlrag.errors import XlragDeprecationWarning
 
-    moved = [(xlrag.perspectives, "build_perspectives", xlrag.agents.build),
-             (xlrag.perspectives.view, "build_perspectives", xlrag.agents.build),
-             (xlrag.perspectives.view, "view_over", xlrag.agents.build),
-             (xlrag.checks.structured, "structured_runnable", xlrag.chains.profiles)]
-    import xlrag.agents.trace
-
-    moved += [(xlrag.agents.trace, name, xlrag.trace) for name in xlrag.trace.__all__]
-    for old, name, new in moved:
-        with pytest.warns(XlragDeprecationWarning, match=f"use {new.__name__}.{name}"):
-            assert getattr(old, name) is getattr(new, name)
+    for old, name in ((xlrag.perspectives, "build_perspectives"), (xlrag.perspectives.view, "build_perspectives"),
+                      (xlrag.perspectives.view, "view_over"), (xlrag.checks.structured, "structured_runnable")):
+        assert not hasattr(old, name), (old.__name__, name)
+    assert importlib.util.find_spec("xlrag.agents.trace") is None
+    assert importlib.util.find_spec("xlrag.chains.parsing.markers") is None
     assert xlrag.build_perspectives is xlrag.agents.build.build_perspectives
 
 

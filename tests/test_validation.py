@@ -31,7 +31,9 @@ def one_line_error(result) -> str:
 
 def test_a_misspelled_keyword_names_the_right_one(retriever):
     with pytest.raises(TypeError, match=r"'target_lan'.*did you mean 'target_lang'"):
-        retriever.retrieve(QUESTION, mode="swap_docs", target_lan="es")
+        retriever.prepare(QUESTION, target_lan="es")
+    with pytest.raises(TypeError, match=r"'chanels'.*did you mean 'channels'"):
+        retriever.retrieve(QUESTION, mode="swap_docs", chanels="dense")
     with pytest.raises(TypeError, match="did you mean 'relevant_langs'"):
         retriever.prepare(QUESTION, relevant_lang=["es"])
 
@@ -178,10 +180,8 @@ def test_langchain_retriever_takes_per_call_k_mode_and_fields(retriever):
         lc.invoke(QUESTION, relevant_lang=["ru"])
 
 
-def test_query_fields_as_keywords_are_deprecated_in_favour_of_a_query(retriever):
-    from xlrag.errors import XlragDeprecationWarning
-
-    with pytest.warns(XlragDeprecationWarning, match=r"retrieve\(lang=...\) is deprecated: pass a Query"):
-        old = retriever.retrieve(QUESTION, mode="qlang", lang="en", k=2)
+def test_the_query_fields_travel_in_a_query_not_as_keywords(retriever):
     new = retriever.retrieve(make_query(QUESTION, lang="en"), mode="qlang", k=2)
-    assert [h.id for h in old] == [h.id for h in new] and new.query.lang == "en"
+    assert new.query.lang == "en"
+    with pytest.raises(TypeError, match="lang"):
+        retriever.retrieve(QUESTION, mode="qlang", lang="en", k=2)

@@ -31,7 +31,6 @@ __all__ = [
     "XlragLlamaRetriever",
     "__version__",
     "build_agent",
-    "build_chain",
     "build_chat",
     "build_chat_engine",
     "build_index",
@@ -47,7 +46,6 @@ _LAZY = {
     "Citation": "xlrag.schema",
     "GroundedAnswer": "xlrag.schema",
     "PromptLibrary": "xlrag.prompts",
-    "build_chain": "xlrag.chains.rag",
     "build_llm": "xlrag.chains.llms",
     "build_perspectives": "xlrag.agents.build",
     "build_query_engine": "xlrag.chains.query_engine",
@@ -77,7 +75,6 @@ if TYPE_CHECKING:
     from xlrag.chains.llms import build_llm
     from xlrag.chains.pipeline import Pipeline
     from xlrag.chains.query_engine import build_query_engine
-    from xlrag.chains.rag import build_chain
     from xlrag.config import XlragConfig, load_config
     from xlrag.errors import XlragError
     from xlrag.indexes.indexer import build_index
@@ -103,19 +100,12 @@ def open_retriever(
     reranker: Any = None,
     detector: Any = None,
     translator: Any = None,
-    k_retrieve: int | None = None,
-    policy: Any = None,
 ) -> CrossLingualRetriever:
     """A retriever over ``index_dir`` built from ``config`` (default: ``load_config()``).
 
     The keyword arguments override the config: ``mode="balanced"``, ``k=10``,
-    ``fusion="rrf"``, ``translator=...``. ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and
-    ``mode``'s old names.
+    ``fusion="rrf"``, ``translator=...``.
     """
-    from xlrag.validate import renamed
-
-    retrieve_k = renamed("open_retriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
-    mode = renamed("open_retriever", "policy", "mode", policy, mode)
     from xlrag.config import load_config
     from xlrag.indexes.retriever import CrossLingualRetriever
 

@@ -12,8 +12,7 @@ writes Chinese as ``zhs``/``zht`` and Hebrew as ``iw``; here they are ``zh-Hans`
 and ``he``, and ``upstream_code`` keeps the original.
 
 Data, not evaluation: it stands low so that the perspectives view (which names a disputed
-territory's claimants) does not stand on the evaluation package; ``xlrag.evals.borderlines``
-keeps the names.
+territory's claimants) does not stand on the evaluation package.
 """
 
 from __future__ import annotations

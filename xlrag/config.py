@@ -33,7 +33,6 @@ from xlrag.config_sections import (
     SplitterConfig,
     StoreConfig,
     parse_channels,
-    warn_attribution_moved,
 )
 from xlrag.errors import ConfigError, XlragWarning
 from xlrag.text import capped
@@ -101,11 +100,6 @@ class XlragConfig(BaseSettings):
         return (init_settings, env_settings)
 
     @model_validator(mode="after")
-    def _attribution_under_answer(self) -> XlragConfig:
-        self.answer, self.agent = _moved_attribution(self.answer, self.agent)
-        return self
-
-    @model_validator(mode="after")
     def _rerank_within_retrieval(self) -> XlragConfig:
         # The reranker sees only what retrieval fetched: more candidates than retrieve_k would
         # silently rerank fewer than configured.
@@ -113,16 +107,6 @@ class XlragConfig(BaseSettings):
             raise ValueError(f"rerank.candidates ({self.rerank.candidates}) is more than retrieval.retrieve_k "
                              f"({self.retrieval.retrieve_k}); lower the one or raise the other")
         return self
-
-
-def _moved_attribution(answer: AnswerConfig, agent: AgentConfig) -> tuple[AnswerConfig, AgentConfig]:
-    """``agent.attribution`` (an old name) moved to ``answer.attribution_check``."""
-    old = agent.attribution
-    if old is None:
-        return answer, agent
-    if "attribution_check" in answer.model_fields_set and answer.attribution_check != old:
-        raise ValueError("give answer.attribution_check only (agent.attribution is its old name)")
-    return answer.model_copy(update={"attribution_check": old}), agent.model_copy(update={"attribution": None})
 
 
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -245,15 +229,7 @@ def resolve_config(config: XlragConfig | str | Path | None) -> XlragConfig:
     from xlrag.errors import InvalidArgumentError
 
     if isinstance(config, XlragConfig):
-        if config.agent.attribution is None:
-            return config
-        # an agent section swapped in without validation (model_copy) still says agent.attribution
-        warn_attribution_moved()
-        try:
-            answer, agent = _moved_attribution(config.answer, config.agent)
-        except ValueError as e:
-            raise ConfigError(str(e)) from None
-        return config.model_copy(update={"answer": answer, "agent": agent})
+        return config
     if config is None:
         return load_config()
     if isinstance(config, (str, os.PathLike)):

@@ -22,7 +22,7 @@ from xlrag.errors import ConfigError
 from xlrag.formats import DEFAULT_LAYOUT, PromptLayout
 from xlrag.modes import AUTO, SHARE_MARGIN, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
-from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field, renamed_keys
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
 
 __all__ = [
     "DRAFTS",
@@ -134,7 +134,7 @@ Fusion = Annotated[str, AfterValidator(_known_fusion)]
 class RetrievalConfig(_Section):
     mode: Mode = Field(IRMode.QLANG_EN, description="IR mode (routing policy) name")
     k: int = k_field(DEFAULT_K, "passages returned (after rerank)")
-    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "candidates fetched before rerank (was k_retrieve)")
+    retrieve_k: int = k_field(DEFAULT_RETRIEVE_K, "candidates fetched before rerank")
     fusion: Fusion = Field(
         "rrf",
         description="how rankings from several language stores are merged; rrf (the default) was the best "
@@ -165,11 +165,6 @@ class RetrievalConfig(_Section):
     detect_candidates: list[str] | None = Field(
         None, description="restrict query language detection to these languages"
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, "retrieval", {"k_retrieve": "retrieve_k"})
 
     @field_validator("share_margin", mode="before")
     @classmethod
@@ -206,12 +201,6 @@ class LLMConfig(_Section):
     # proposes tokens the model then verifies, one sampling per written token as without it)
     RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"timeout", "max_retries", "n_threads",
                                                         "prefix_cache_mb", "draft", "draft_tokens"})
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, "llm", {"retries": "max_retries"})
-
     provider: str = Field("local", description="registry name: local, openai, anthropic, cohere, mistral")
     model: str | None = Field(None, description="vendor model id; None picks the provider default")
     base_url: str | None = Field(None, description="OpenAI-compatible servers (vLLM, llama.cpp, Ollama), gateways")
@@ -219,7 +208,7 @@ class LLMConfig(_Section):
     seed: int | None = 0
     max_tokens: int = Field(256, ge=1)
     timeout: float = Field(120.0, gt=0)
-    max_retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors (was retries)")
+    max_retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors")
     n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
     n_threads: int | None = Field(None, description="threads for the local model (default: every core this process may run on)")
     model_path: Path | None = Field(
@@ -327,8 +316,7 @@ class AnswerConfig(_Section):
         False, description="XOR-AttriQA: an LLM checks each shown passage against the answer and the one that "
                            "supports it is cited first (one LLM call per passage)")
     attribution_check: bool = Field(
-        False, description="the agent also checks with the LLM that a cited passage supports the answer "
-                           "(was agent.attribution)")
+        False, description="the agent also checks with the LLM that a cited passage supports the answer")
     attribution_checker: LLMConfig | None = Field(
         None, description="the LLM of every attribution call, the rerank's and the check's (default: llm)")
 
@@ -359,12 +347,7 @@ class AgentRule(_Section):
 
     names: list[str] = Field(min_length=1, description="entity names, in any language and script")
     relevant_langs: list[str] = Field(min_length=1, description="the languages whose sources matter for these "
-                                                                "entities (was langs)")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, "agent.rules", {"langs": "relevant_langs"})
+                                                                "entities")
 
     def named_in(self, question: str) -> str | None:
         """The first of ``names`` that ``question`` holds, or None."""
@@ -409,30 +392,8 @@ class AgentConfig(_Section):
         8000, gt=0, description="tokens (read and written, as the LLM reports them) the same checks and repairs may "
                                 "spend: the same bound on any machine, where seconds depend on its load. null: no "
                                 "limit")
-    # not a setting: XlragConfig moves it to answer.attribution_check, and dumps leave it out
-    attribution: bool | None = Field(None, description="answer.attribution_check's old name, kept for one release",
-                                     exclude=True)
     tools: Literal["auto", "on", "off"] = Field(
         "auto", description="tool calling (search, translate): auto when the LLM supports it; off: the fixed graph")
     max_tool_rounds: int = Field(3, ge=1, le=10, description="tool-calling rounds before the model must answer")
     chat: ChatConfig = Field(default_factory=ChatConfig)
     perspectives: PerspectivesConfig = Field(default_factory=PerspectivesConfig)
-
-    @field_validator("attribution")
-    @classmethod
-    def _moved(cls, v: bool | None) -> bool | None:
-        # XlragConfig moves it into answer.attribution_check; warned here, where it was given
-        if v is not None:
-            warn_attribution_moved()
-        return v
-
-
-def warn_attribution_moved() -> None:
-    """The one warning for ``agent.attribution``, wherever it is found (a validated section, or
-    one swapped in unvalidated and moved by ``resolve_config``)."""
-    import warnings
-
-    from xlrag.errors import XlragDeprecationWarning
-
-    warnings.warn("agent.attribution is now answer.attribution_check (every attribution setting is under "
-                  "answer:); the old name goes in the next release", XlragDeprecationWarning, stacklevel=3)

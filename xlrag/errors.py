@@ -54,10 +54,6 @@ class PluginWarning(XlragWarning):
     registered a name already taken. The message names its package."""
 
 
-class XlragDeprecationWarning(XlragWarning, FutureWarning):
-    """An old name still accepted for one release (shown by default, unlike DeprecationWarning)."""
-
-
 class InvalidArgumentError(XlragError, ValueError):
     """An argument has the wrong type or value; the message names it and what is expected."""
 

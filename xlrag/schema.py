@@ -88,13 +88,6 @@ class Query(QueryFields):
 
     @model_validator(mode="before")
     @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        from xlrag.validate import renamed_keys
-
-        return renamed_keys(data, "Query", {"text": "question"})
-
-    @model_validator(mode="before")
-    @classmethod
     def _unknown_lang(cls, data: Any) -> Any:
         # The question's language only decides what to detect, so a code that names no language
         # ("und" is BCP 47's "undetermined") is a request to detect it, with a note; a store's
@@ -105,13 +98,6 @@ class Query(QueryFields):
             except UnknownLanguageError:
                 data = {**data, "lang": None, "unknown_lang": lang[:40]}
         return data
-
-    @property
-    def text(self) -> str:
-        """``question``'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("Query", "text", "question", self.question, None)
 
     @field_validator("question")
     @classmethod
@@ -145,7 +131,7 @@ class Hit(BaseModel):
                                          "found the passage, else its BM25 score")
     rank: int = Field(description="1-based rank in the final list")
     store: str = Field(description="language store the passage came from")
-    mode: str = Field(description="IR mode that produced the hit (was policy)")
+    mode: str = Field(description="IR mode that produced the hit")
     query_text: str | None = Field(default=None, description="text searched (translated for 'translate')")
     channels: list[Channel] = Field(default_factory=lambda: ["dense"],
                                     description="the retrieval channels that found this passage in its store")
@@ -155,20 +141,6 @@ class Hit(BaseModel):
     lexical_text: str | None = Field(None, description="text the lexical channel searched this store with "
                                                        "(the question's translation for another language's store)")
     rerank_score: float | None = Field(None, description="the reranker's score, when a reranker ordered the list")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        from xlrag.validate import renamed_keys
-
-        return renamed_keys(data, "Hit", {"policy": "mode"})
-
-    @property
-    def policy(self) -> str:
-        """``mode``'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("Hit", "policy", "mode", self.mode, None)
 
     @property
     def id(self) -> str:
@@ -267,11 +239,6 @@ class AnswerUsage(BaseModel):
                           "(mostly reading the prompt); waiting for other calls is not counted")
 
 
-# The index-health fields' old names on an answer (index health is ``complete`` and ``notes``
-# everywhere, as on Retrieval)
-_ANSWER_RENAMED = {"index_complete": "complete", "retrieval_notes": "notes"}
-
-
 class GroundedAnswer(BaseModel):
     """A parsed, validated answer with its citations and the passages it was shown."""
 
@@ -294,32 +261,10 @@ class GroundedAnswer(BaseModel):
     )
     raw_output: str = ""
     complete: bool = Field(True, description="False when the index was half-built, or a store could not be "
-                                             "searched by every channel: passages may be missing (was "
-                                             "index_complete; the same as Retrieval.complete)")
-    notes: list[str] = Field(default_factory=list, description="why a wanted store, or channel, was not searched "
-                                                               "(was retrieval_notes)")
+                                             "searched by every channel: passages may be missing (the "
+                                             "same as Retrieval.complete)")
+    notes: list[str] = Field(default_factory=list, description="why a wanted store, or channel, was not searched")
     usage: AnswerUsage | None = Field(None, description="tokens and time of the answering LLM call, where reported")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        from xlrag.validate import renamed_keys
-
-        return renamed_keys(data, "GroundedAnswer", _ANSWER_RENAMED)
-
-    @property
-    def index_complete(self) -> bool:
-        """``complete``'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("GroundedAnswer", "index_complete", "complete", self.complete, None)
-
-    @property
-    def retrieval_notes(self) -> list[str]:
-        """``notes``' old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("GroundedAnswer", "retrieval_notes", "notes", self.notes, None)
 
     @property
     def answered(self) -> bool:

@@ -1,15 +1,14 @@
 """What the agent did for one answer: returned with every answer, shown by ``/trace``.
 
 A record with no behaviour, so it stands low: the agent writes it, and the perspectives view
-and the server's models read it without standing on the agent (it was ``xlrag.agents.trace``,
-which keeps the names for one release)."""
+and the server's models read it without standing on the agent."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.checks.substance import SubstanceCheck
 
@@ -78,7 +77,7 @@ class Spent(_Frozen):
 class Trace(_Frozen):
     question: str = Field(description="the question retrieved with (condensed, in a chat)")
     original_question: str | None = Field(None, description="the follow-up as typed, when it was condensed")
-    lang: str = Field(description="the question's language (was question_lang)")
+    lang: str = Field(description="the question's language")
     mode: str
     mode_reason: str
     retrieved_langs: dict[str, int] = Field(description="passages shown to the model, by language")
@@ -91,25 +90,6 @@ class Trace(_Frozen):
     notes: list[str] = Field(default_factory=list, description="what retrieval noted: a language code that names "
                                                              "none, detected instead; a store or channel not "
                                                              "searched")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        from xlrag.validate import renamed_keys
-
-        # a trace dumped during this release carries both names (below): it reads back as it was
-        if isinstance(data, dict) and "question_lang" in data and data.get("lang") == data["question_lang"]:
-            data = {k: v for k, v in data.items() if k != "question_lang"}
-        return renamed_keys(data, "Trace", {"question_lang": "lang"})
-
-    # readers of the JSON (the server's clients, stored run records) find the old key for one
-    # release; pydantic marks it deprecated in the schema and warns where Python reads it
-    @computed_field(deprecated="Trace.question_lang is now Trace.lang; the old name goes in the next release",
-                    description="lang's old name, kept for one release")
-    @property
-    def question_lang(self) -> str:
-        return self.lang
-
     @property
     def seconds(self) -> float:
         return sum(t.seconds for t in self.timings)

@@ -8,19 +8,13 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from xlrag.errors import (
-    ConfigError,
-    InvalidArgumentError,
-    UnknownArgumentError,
-    XlragDeprecationWarning,
-)
+from xlrag.errors import ConfigError, InvalidArgumentError, UnknownArgumentError
 from xlrag.text import ECHO_LIMIT, capped
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field", "moved_keys", "renamed",
-           "renamed_keys",
+__all__ = ["DEFAULT_K", "DEFAULT_RETRIEVE_K", "MAX_K", "check_k", "check_kwargs", "did_you_mean", "k_field",
            "strict_kwargs", "validate_mapping"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,54 +87,6 @@ def k_field(default: Any, description: str | None = None) -> Any:
     from pydantic import Field
 
     return Field(default, ge=MIN_K, le=MAX_K, description=description)
-
-
-def renamed(where: str, old: str, new: str, old_value: Any, new_value: Any) -> Any:
-    """``new_value``, or ``old_value`` given under the old name, with a warning that names the
-    new one (old names are accepted for one release); both given is an error."""
-    if old_value is None:
-        return new_value
-    if new_value is not None:
-        raise ConfigError(f"{where}: give {new!r} only ({old!r} is its old name)")
-    import warnings
-
-    warnings.warn(f"{where}: {old!r} is now called {new!r}; the old name goes in the next release",
-                  XlragDeprecationWarning, stacklevel=3)
-    return old_value
-
-
-def renamed_keys(data: Any, where: str, names: dict[str, str]) -> Any:
-    """``data`` (a mapping about to be validated) with each old key (``names``: old -> new)
-    moved to its new name, warning once per key; old names are accepted for one release. For a
-    model's ``mode="before"`` validator: a clash is a ``ValueError``, so pydantic names the field."""
-    if not isinstance(data, dict) or not names.keys() & data.keys():
-        return data
-    data = dict(data)
-    for old, new in names.items():
-        if old in data:
-            try:
-                data[new] = renamed(where, old, new, data.pop(old), data.get(new))
-            except ConfigError as e:
-                raise ValueError(str(e)) from None
-    return data
-
-
-def moved_keys(data: Any, where: str, section: str, names: tuple[str, ...]) -> Any:
-    """``data`` (a mapping about to be validated) with each key of ``names`` given at its top
-    level moved into ``section`` ("k" → "retrieval.k"), warning once per key, as
-    :func:`renamed_keys` does for a renamed key."""
-    if not isinstance(data, dict) or not set(names) & data.keys():
-        return data
-    data = dict(data)
-    inner = dict(data.get(section) or {})
-    for name in names:
-        if name in data:
-            try:
-                inner[name] = renamed(where, name, f"{section}.{name}", data.pop(name), inner.get(name))
-            except ConfigError as e:
-                raise ValueError(str(e)) from None
-    data[section] = inner
-    return data
 
 
 def validate_mapping(model: type[M], value: Any, what: str) -> M:

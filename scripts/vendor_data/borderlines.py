@@ -18,7 +18,7 @@ def read_lines(path: Path) -> list[str]:
 
 def build_borderlines(src: Path, out: Path) -> dict:
     # the conversion is the package's own loader: the excerpt is exactly what it reads upstream
-    from xlrag.evals.borderlines import read_upstream
+    from xlrag.borderlines import read_upstream
 
     territories, skipped = read_upstream(src, BORDERLINES_TERRITORIES)
     out_rows = [t.model_dump() for t in territories]

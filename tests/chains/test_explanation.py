@@ -13,9 +13,9 @@ from langchain_core.messages import AIMessage
 from tests.chains.conftest import TEST_THREADS
 from tests.replay import serve
 from xlrag.chains.pipeline import Pipeline
-from xlrag.chains.rag import build_chain
+from xlrag.chains.rag import GroundedChain
 from xlrag.chains.state import ChainInput
-from xlrag.config import LLMConfig, XlragConfig
+from xlrag.config import AnswerConfig, LLMConfig, XlragConfig
 from xlrag.formats import EXPLANATION_STOPS, Section
 from xlrag.schema import make_query
 
@@ -39,7 +39,7 @@ def test_the_stop_strings_are_the_explanation_header_the_prompt_asks_for() -> No
 ])
 def test_only_a_citation_reply_without_its_explanation_gets_the_stops(retriever, fmt: str, explanation: bool,
                                                                      stopped: bool) -> None:
-    pipeline = Pipeline.create(retriever, _fake("x"), fmt=fmt, k=2, explanation=explanation)
+    pipeline = Pipeline.create(retriever, _fake("x"), answer=AnswerConfig(explanation=explanation), fmt=fmt, k=2)
     inp = ChainInput(question=QUESTION, lang="en", options=["308", "250"] if fmt == "mc" else None)
     query = make_query(QUESTION, lang="en")
     hits = retriever.retrieve(query, mode="qlang", k=2)
@@ -52,8 +52,8 @@ def test_an_explanation_under_a_header_the_stops_miss_is_not_shown(retriever) ->
     # a model that translated the header wrote its explanation all the same: the answer has the
     # same parts whatever the provider stopped at, and its citations are the model's still
     reply = "Cited Documents: <doc1>\nAnswer: 308\nالشرح: سمح الدفاع بـ 308 نقاط <doc0>."
-    whole = build_chain(retriever, _fake(reply), k=2, post_hoc=False).invoke({"question": QUESTION, "lang": "en"})
-    brief = build_chain(retriever, _fake(reply), k=2, post_hoc=False, explanation=False).invoke(
+    whole = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply), answer=AnswerConfig(post_hoc_citations=False), k=2)).invoke({"question": QUESTION, "lang": "en"})
+    brief = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply), answer=AnswerConfig(post_hoc_citations=False, explanation=False), k=2)).invoke(
         {"question": QUESTION, "lang": "en"})
     assert whole.explanation and brief.explanation is None
     assert brief.answer == whole.answer == "308"
@@ -71,7 +71,7 @@ def test_a_stopped_reply_keeps_the_whole_replys_answer_and_citations(retriever) 
     for explanation, n_ctx in ((True, 2080), (False, 2096)):
         llm = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=120, n_threads=TEST_THREADS,
                                   n_ctx=n_ctx))
-        chain = build_chain(retriever, llm, mode="qlang_en", k=2, post_hoc=False, explanation=explanation)
+        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(post_hoc_citations=False, explanation=explanation), mode="qlang_en", k=2))
         seen[explanation] = chain.invoke({"question": QUESTION, "lang": "en"})
     whole, brief = seen[True], seen[False]
     assert whole.explanation, whole.raw_output  # the model does write one when asked

@@ -8,6 +8,7 @@ import pytest
 
 from tests.replay import Replay
 from xlrag.chains.llms import build_llm
+from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import (
     CHAT,
     LocalProfile,
@@ -16,7 +17,7 @@ from xlrag.chains.profiles import (
     profile_for,
     register_profile,
 )
-from xlrag.chains.rag import ChainInput, GroundedChain, build_chain
+from xlrag.chains.rag import ChainInput, GroundedChain
 from xlrag.config import LLMConfig
 from xlrag.errors import ConfigError
 from xlrag.registry import register
@@ -38,7 +39,7 @@ def test_chain_input_is_typed_and_strict():
 def test_mc_needs_two_options_before_any_call(retriever):
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-    chain = build_chain(retriever, GenericFakeChatModel(messages=iter([])), fmt="mc")
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, GenericFakeChatModel(messages=iter([])), fmt="mc"))
     with pytest.raises(ConfigError, match="at least two options"):
         chain.invoke({"question": "¿Quién controla Ceuta?", "options": ["España"]})
 
@@ -46,9 +47,9 @@ def test_mc_needs_two_options_before_any_call(retriever):
 def test_build_llm_records_the_provider_for_its_profile(monkeypatch):
     local = build_llm(LLMConfig(provider="local", few_shot=False))
     assert isinstance(profile_for(local), LocalProfile)
-    chain = build_chain(None, local)
+    chain = GroundedChain(pipeline=Pipeline.create(None, local))
     assert isinstance(chain, GroundedChain) and chain.few_shot is False  # the configured choice wins
-    assert build_chain(None, local, few_shot=True).few_shot is True  # and the argument beats it
+    assert GroundedChain(pipeline=Pipeline.create(None, local, few_shot=True)).few_shot is True  # and the argument beats it
     monkeypatch.setenv("MISTRAL_API_KEY", "k")
     assert profile_for(build_llm(LLMConfig(provider="mistral"))).name == "mistral"
 
@@ -111,7 +112,7 @@ def test_a_new_vendor_needs_only_its_factory_and_profile(retriever, vendor_repla
 
     replay: Replay = vendor_replay({"/v1/chat/completions": chat})
     llm = build_llm(LLMConfig(provider="acme", base_url=f"{replay.url}/v1"))
-    answer = build_chain(retriever, llm, fmt="answer", k=2).invoke({"question": QUESTION, "lang": "en"})
+    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", k=2)).invoke({"question": QUESTION, "lang": "en"})
     assert isinstance(answer, GroundedAnswer) and answer.model == "acme/acme-1"
     (req,) = replay.requests
     assert [s["id"] for s in req.body["sources"]] == [h.id for h in answer.passages]
@@ -124,7 +125,7 @@ async def test_async_and_batch_keep_the_types(retriever):
     from langchain_core.messages import AIMessage
 
     replies = iter([AIMessage("Cited Documents: <doc0>\nAnswer: 308\nExplanation: because <doc0>.")] * 3)
-    chain = build_chain(retriever, GenericFakeChatModel(messages=replies), k=2)
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, GenericFakeChatModel(messages=replies), k=2))
     a = await chain.ainvoke({"question": QUESTION, "lang": "en"})
     assert a.answer == "308" and a.model_citations[0].marker == 0
     (b,) = await chain.abatch([{"question": QUESTION, "lang": "en"}])
@@ -143,7 +144,7 @@ def test_given_passages_are_answered_over_in_their_order_without_retrieval():
     given = [Passage(id="p-es", doc_id="d1", text="Los Broncos ganaron la Super Bowl 50.", lang="es"),
              Passage(id="p-en", doc_id="d2", text="Denver beat Carolina 24-10 in Super Bowl 50.", lang="en")]
     reply = "Cited Documents: <doc1>\n\nAnswer: Denver ganó 24-10 <doc1>.\n\nExplanation: lo dice <doc1>."
-    chain = build_chain(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])), fmt="citation")
+    chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])), fmt="citation"))
     ans = chain.invoke({"question": "¿Quién ganó la Super Bowl 50?", "lang": "es", "passages": given})
     assert ans.mode == "given" and [h.id for h in ans.passages] == ["p-es", "p-en"]
     assert [(c.passage_id, c.valid) for c in ans.citations] == [("p-en", True)]

@@ -186,10 +186,11 @@ def test_a_bad_speed_setting_is_a_one_line_error_naming_the_choices(tmp_path: Pa
 
 @pytest.mark.slow
 def test_the_answer_carries_what_the_call_cost(retriever) -> None:
-    from xlrag.chains.rag import build_chain
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.chains.rag import GroundedChain
 
     llm = build_llm(LLMConfig(model="gemma-3-270m", max_tokens=16, n_threads=TEST_THREADS))
-    answer = build_chain(retriever, llm, fmt="answer", mode="qlang_en", k=2).invoke(
+    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=2)).invoke(
         {"question": "How many points did the Panthers defense surrender?", "lang": "en"})
     usage = answer.usage
     assert usage is not None and usage.prompt_tokens and 0 < usage.completion_tokens <= 16

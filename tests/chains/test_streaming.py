@@ -19,7 +19,8 @@ from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from tests.chains.conftest import TEST_THREADS
-from xlrag.chains.rag import AnswerToken, build_chain
+from xlrag.chains.pipeline import Pipeline
+from xlrag.chains.rag import AnswerToken, GroundedChain
 from xlrag.schema import GroundedAnswer
 
 QUESTION = "How many points did the Panthers defense surrender?"
@@ -52,7 +53,7 @@ def scripted() -> GenericFakeChatModel:
 
 @pytest.fixture
 def chain(retriever):
-    return build_chain(retriever, scripted(), mode="qlang_en", k=3)
+    return GroundedChain(pipeline=Pipeline.create(retriever, scripted(), mode="qlang_en", k=3))
 
 
 def check_retriever_run(tracer: Runs, answer: GroundedAnswer) -> None:
@@ -130,7 +131,7 @@ async def test_astream_events_show_retrieval_and_the_models_tokens(chain):
 def test_a_provider_whose_stream_drops_citations_is_asked_for_the_whole_reply(retriever):
     # Cohere's streamed reply carries no citations: the chain asks for the whole reply and
     # yields its text as one token, so the native citations are still read
-    chain = build_chain(retriever, scripted(), mode="qlang_en", k=3, profile="cohere")
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, scripted(), mode="qlang_en", k=3, profile="cohere"))
     chunks = list(chain.stream(QUESTION))
     assert [type(c) for c in chunks] == [AnswerToken, GroundedAnswer] and chunks[0].text == REPLY
 
@@ -165,7 +166,7 @@ def test_the_local_model_streams_its_tokens(retriever):
     from xlrag.config import LLMConfig
 
     llm = build_llm(LLMConfig(model="gemma-3-270m", max_tokens=24, n_threads=TEST_THREADS))
-    chain = build_chain(retriever, llm, fmt="answer", mode="qlang_en", k=2)
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=2))
     tracer = Runs()
     chunks: list[Any] = list(chain.stream({"question": QUESTION, "lang": "en"}, {"callbacks": [tracer]}))
     tokens, final = chunks[:-1], chunks[-1]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from xlrag.borderlines import EXCERPT, Territory, load_territories, read_upstream
 from xlrag.errors import CorpusError, CorpusRowError, InvalidArgumentError
-from xlrag.evals.borderlines import EXCERPT, Territory, load_territories, read_upstream
 
 UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "data" / "borderlines"
 

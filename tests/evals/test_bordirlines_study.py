@@ -95,7 +95,7 @@ def test_relevance_variants_answer_over_the_labelled_passages_only(tmp_path, xqu
 
 
 def test_relevance_variants_need_labels_and_a_label_is_looked_up_most_specific_first(tmp_path):
-    from xlrag.evals.borderlines import load_territories
+    from xlrag.borderlines import load_territories
     from xlrag.evals.studies.bordirlines import passage_grade
 
     with pytest.raises(ConfigError, match="relevance relevant needs passage labels: give qrels:") as e:

@@ -36,7 +36,7 @@ def travel_index(tmp_path_factory):
 def cli_json(travel_index, tmp_path_factory):
     trec = tmp_path_factory.mktemp("trec") / "run.trec"
     res = run("eval", "retrieval", "--index-dir", travel_index, "--queries", QUERIES, "--qrels", QRELS,
-              "--mode", "all", "-k", "20", "--json", "--trec", trec)
+              "--mode", "all", "--depth", "20", "--json", "--trec", trec)
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout), trec
 
@@ -138,7 +138,8 @@ def test_bad_input_is_one_line(travel_index, tmp_path):
     line = error_line(run(*base[:-1], unprefixed))
     assert "24 relevant document id(s) in the qrels are not in the index" in line and "travel-" in line
     assert "--depth must be a whole number >= 1" in error_line(run(*base, "--depth", "0"))
-    assert "give '--depth' only ('-k' is its old name)" in error_line(run(*base, "--depth", "5", "-k", "5"))
+    old = run(*base, "--depth", "5", "-k", "5")  # -k is the passages shown, never the depth: no such option here
+    assert old.exit_code == 2 and "-k" in old.output, old.output
     assert "is not an xlrag index" in error_line(run("eval", "retrieval", "--index-dir", tmp_path / "no-index",
                                                      "--queries", QUERIES, "--qrels", QRELS))
     assert "is a directory" in error_line(run(*base, "--trec", tmp_path))
@@ -148,15 +149,12 @@ def test_fusion_and_config_reach_the_evaluation(travel_index, tmp_path):
     base = ["eval", "retrieval", "--index-dir", travel_index, "--queries", QUERIES, "--qrels", QRELS, "--json"]
     report = json.loads(run(*base, "--fusion", "score", "--depth", "5").stdout)
     assert (report["fusion"], report["k"]) == ("score", 5)
-    # -k, the old name of --depth, works for one release and says so
-    old = run(*base, "-k", "4")
-    assert json.loads(old.stdout)["k"] == 4 and "'-k' is now called '--depth'" in old.stderr
     # the list scored is retrieval.retrieve_k deep unless --depth says otherwise; options beat the file
     cfg = tmp_path / "xlrag.yaml"
     cfg.write_text("retrieval:\n  fusion: rrf\n  retrieve_k: 10\n  mode: qlang\n", encoding="utf-8")
     report = json.loads(run(*base, "--config", cfg).stdout)
     assert (report["fusion"], report["k"], report["mode"]) == ("rrf", 10, "qlang")
     assert "hit@10" in report["summary"]["same_lang"]
-    report = json.loads(run(*base, "--config", cfg, "--fusion", "minmax", "--top-k", "3").stdout)
+    report = json.loads(run(*base, "--config", cfg, "--fusion", "minmax", "--depth", "3").stdout)
     assert (report["fusion"], report["k"]) == ("minmax", 3)
     assert "unknown fusion 'zcore'" in error_line(run(*base, "--fusion", "zcore"))

@@ -60,21 +60,17 @@ def test_only_what_the_user_set_counts_not_the_configs_defaults(tmp_path):
     assert (cfg.retrieval.k, cfg.modes) == (DEFAULT_K, ["balanced"])
 
 
-def test_the_old_top_level_retrieval_keys_still_load_with_a_warning_naming_the_new_place(tmp_path):
-    from xlrag.errors import XlragDeprecationWarning
-
-    old = _yaml(tmp_path / "old.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4, "fusion": "score"})
+def test_the_retrieval_settings_are_under_retrieval_only(tmp_path):
+    exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieval": {"k": 4}})
     user = load_config(_yaml(tmp_path / "xlrag.yaml", {"retrieval": {"k": 2, "retrieve_k": 30}}))
-    with pytest.warns(XlragDeprecationWarning) as said:
-        cfg = load_run_config(old, user)
-    assert {str(w.message).split(":")[1].split(" is now")[0].strip() for w in said} == {"'k'", "'fusion'"}
-    # the old key is the experiment's own, so it still beats the user's config
-    assert (cfg.retrieval.k, cfg.retrieval.fusion, cfg.retrieval.retrieve_k) == (4, "score", 30)
-    with pytest.warns(XlragDeprecationWarning, match=r"'retrieve_k' is now called 'retrieval\.retrieve_k'"):
-        assert cfg.retrieve_k == 30
-    both = _yaml(tmp_path / "both.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4, "retrieval": {"k": 3}})
-    with pytest.raises(ConfigError, match=r"give 'retrieval\.k' only \('k' is its old name\)"):
-        load_run_config(both)
+    cfg = load_run_config(exp, user)
+    # the experiment's own setting beats the user's config
+    assert (cfg.retrieval.k, cfg.retrieval.retrieve_k) == (4, 30)
+    assert not hasattr(cfg, "retrieve_k")
+    # 0.1.0 never shipped the top-level keys: one is an unknown key, named
+    old = _yaml(tmp_path / "old.yaml", {"name": "t", "datasets": [{"name": "travel"}], "k": 4})
+    with pytest.raises(ConfigError, match=r"\bk\b"):
+        load_run_config(old, user)
     moded = _yaml(tmp_path / "mode.yaml", {"name": "t", "datasets": [{"name": "travel"}], "retrieval": {"mode": "all"}})
     with pytest.raises(ConfigError, match=r"move retrieval\.mode there"):
         load_run_config(moded)

@@ -15,7 +15,7 @@ import yaml
 
 from tests.chains.test_tool_agent_openai import completion
 from tests.replay import serve
-from xlrag.evals.borderlines import load_territories
+from xlrag.borderlines import load_territories
 from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.studies import STUDIES, load_run_config
 

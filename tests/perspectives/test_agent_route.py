@@ -67,7 +67,6 @@ def test_perspectives_is_the_result_and_the_runnable_that_makes_it_is_the_view(r
 
     from xlrag.agents.build import Stack
     from xlrag.agents.graph import XlragAgent
-    from xlrag.errors import XlragDeprecationWarning
     from xlrag.perspectives.view import PerspectivesView
 
     cfg = XlragConfig(agent={"mode": "auto", "rules": [RULE], "tools": "off"}, retrieval={"k": 3})
@@ -75,9 +74,7 @@ def test_perspectives_is_the_result_and_the_runnable_that_makes_it_is_the_view(r
     agent_nodes = stack._agent(False)
     assert isinstance(stack.perspectives_view, PerspectivesView)
     assert agent_nodes.perspectives_view is stack.perspectives_view
-    for old in (stack, agent_nodes):
-        with pytest.warns(XlragDeprecationWarning, match="'perspectives' is now called 'perspectives_view'"):
-            assert old.perspectives is stack.perspectives_view
-    with pytest.warns(XlragDeprecationWarning, match="'perspectives' is now called 'perspectives_view'"):
-        old_kw = XlragAgent(stack.pipeline, cfg.agent, perspectives=lambda: stack.perspectives_view)
-    assert old_kw.perspectives_view is stack.perspectives_view
+    for one in (stack, agent_nodes):
+        assert not hasattr(one, "perspectives")  # 0.1.0 never shipped the old name
+    with pytest.raises(TypeError, match="perspectives"):
+        XlragAgent(stack.pipeline, cfg.agent, perspectives=lambda: stack.perspectives_view)

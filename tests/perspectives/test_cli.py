@@ -31,11 +31,10 @@ def test_bad_input_is_one_line(demo_index, extra, words):
 def test_the_perspectives_options_need_perspectives(demo_index):
     line = error_line(run("ask", QUESTION, "--index-dir", demo_index, "--max-langs", "2"))
     assert "--max-langs and --html go with --perspectives" in line
-    # --langs, the old name of --relevant-langs with --perspectives: one release, with a warning
+    # --langs, never shipped: an unknown option
     old = run("ask", QUESTION, "--index-dir", demo_index, "--langs", "en,es")
-    assert old.exit_code == 2, old.output  # a usage error, after the warning
-    assert "'--langs' is now called '--relevant-langs'" in old.output
-    assert "error: --langs goes with --perspectives (and is now --relevant-langs)" in old.output
+    assert old.exit_code == 2, old.output
+    assert "--langs" in old.output
 
 
 def test_the_table_comes_first_then_the_verdict_with_both_sides(view, capsys):
@@ -71,7 +70,7 @@ def test_the_views_explanation_is_off_unless_asked_for(demo_index, monkeypatch, 
         monkeypatch.setenv(key, value)
     cfg = view_config(_config(None, index_dir=demo_index, explanation=explanation), explanation)
     stack = Stack.build(cfg, llm=ByPrompt(answers={}), retriever=None)
-    assert stack.perspectives_view.pipeline.explanation is written
+    assert stack.perspectives_view.pipeline.answer_config.explanation is written
 
 
 @pytest.mark.slow

@@ -59,7 +59,7 @@ def test_the_judge_is_the_calibrated_panel_reference_first():
 
 
 def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():
-    from xlrag.evals.borderlines import load_territories
+    from xlrag.borderlines import load_territories
 
     territories = load_territories()
     choice = choose_langs(CRIMEA, "en", ["en", "ru", "de"], relevant_langs=None, rules=[], territories=territories,
@@ -76,7 +76,7 @@ def test_a_disputed_territory_gives_its_claimants_languages_after_the_users():
 
 
 def test_when_too_few_of_an_entitys_languages_are_indexed_the_best_ranked_stores_are_taken():
-    from xlrag.evals.borderlines import load_territories
+    from xlrag.borderlines import load_territories
 
     choice = choose_langs(CRIMEA, "en", ["en", "de"], relevant_langs=None, rules=[], territories=load_territories(),
                           max_langs=2, ranked=lambda: ["de", "de", "en"])

@@ -210,7 +210,7 @@ def test_the_views_answers_write_an_explanation_only_when_asked(view, cfg, writt
     out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "es"]})
     assert [p.status for p in out.perspectives] == ["answered", "answered"]
     assert all((p.answer.explanation is not None) is written for p in out.perspectives)
-    assert persp.pipeline.explanation is written
+    assert persp.pipeline.answer_config.explanation is written
     if written:
         assert out.perspective("en").answer.explanation.endswith("gives 308.")
 
@@ -221,5 +221,5 @@ def test_the_views_own_pipeline_shares_the_stacks_model_and_stores(retriever):
 
     stack = Stack.build(XlragConfig(retrieval={"k": 3}), llm=ByPrompt(answers=AGREE), retriever=retriever)
     view = stack.perspectives_view
-    assert stack.pipeline.explanation is True and view.pipeline.explanation is False
+    assert stack.pipeline.answer_config.explanation is True and view.pipeline.answer_config.explanation is False
     assert view.pipeline.llm is stack.pipeline.llm and view.pipeline.retriever is stack.pipeline.retriever

@@ -38,7 +38,7 @@ class Stack:
             from xlrag.errors import ConfigError
 
             raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; build it "
-                              "with Pipeline.from_config, or pass attribution= to Pipeline.create")
+                              "with Pipeline.from_config")
 
     @classmethod
     def build(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -103,14 +103,6 @@ class Stack:
         return chat_graph(self.agent(False), p.llm, p.prompts, self.config.agent.chat,
                           checkpointer if checkpointer is not None else InMemorySaver(serde=strict_serde()))
 
-    @property
-    def perspectives(self) -> PerspectivesView:
-        """:attr:`perspectives_view`'s old name (for one release): ``perspectives`` is the view's
-        output."""
-        from xlrag.validate import renamed
-
-        return renamed("Stack", "perspectives", "perspectives_view", self.perspectives_view, None)
-
     @cached_property
     def perspectives_view(self) -> PerspectivesView:
         """The perspectives view, answering each language with the fixed agent graph (a
@@ -121,8 +113,9 @@ class Stack:
 
         # the view shows answer lines and citations: an explanation it never shows is not written
         # unless asked for (agent.perspectives.explanation), on the same loaded model and stores
-        explanation = self.config.answer.explanation and self.config.agent.perspectives.explanation
-        pipeline = self.pipeline.model_copy(update={"explanation": explanation})
+        answer = self.pipeline.answer_config
+        answer = answer.model_copy(update={"explanation": answer.explanation and self.config.agent.perspectives.explanation})
+        pipeline = self.pipeline.model_copy(update={"answer_config": answer})
         return PerspectivesView(pipeline=pipeline, agent=self._agent(False, pipeline).graph(), judge=AgreementJudge(),
                                 rules=list(self.config.agent.rules),
                                 territories=self.territories if self.territories is not None else load_territories(),

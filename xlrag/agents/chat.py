@@ -26,7 +26,6 @@ from typing import Any, Required, TypedDict
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag._lazy import moved
 from xlrag.agents.graph import AgentOutput
 from xlrag.chains.state import AnswerToken
 from xlrag.config import ChatConfig
@@ -335,7 +334,3 @@ def prune(saver: Any, thread_id: str, keep_sessions: int) -> dict[str, int]:
             cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (t,))
             cur.execute("DELETE FROM writes WHERE thread_id = ?", (t,))
     return {"checkpoints": removed, "sessions": len(stale)}
-
-
-# the reply's pieces are AnswerToken at every door (ChatToken was its twin, with ``attempt``)
-__getattr__ = moved(__name__, {"ChatToken": "xlrag.chains.state:AnswerToken"})

@@ -136,17 +136,13 @@ class XlragAgent(AnswerChecks):
     postprocessors) plus verify and repair. ``translator`` defaults to the pipeline's."""
 
     def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None,
-                 attribution: Any = None, perspectives_view: Callable[[], Any] | None = None,
-                 perspectives: Callable[[], Any] | None = None):
-        from xlrag.validate import renamed
-
+                 attribution: Any = None, perspectives_view: Callable[[], Any] | None = None):
         self.pipeline = pipeline
         self.config = config
         self.translator = translator if translator is not None else pipeline.translator
         self.attribution = attribution
         # builds the perspectives view (a Runnable) on first use; None: the route is closed
-        self._view_factory = renamed("XlragAgent", "perspectives", "perspectives_view", perspectives,
-                                     perspectives_view)
+        self._view_factory = perspectives_view
         self._view: Any = None
 
     @property
@@ -156,14 +152,6 @@ class XlragAgent(AnswerChecks):
         if self._view is None and self._view_factory is not None:
             self._view = self._view_factory()
         return self._view
-
-    @property
-    def perspectives(self) -> Any:
-        """:attr:`perspectives_view`'s old name (for one release): ``perspectives`` is the view's
-        output, the agent's result key."""
-        from xlrag.validate import renamed
-
-        return renamed("XlragAgent", "perspectives", "perspectives_view", self.perspectives_view, None)
 
     # -- detect, route, retrieve --------------------------------------------------------
     def _input(self, s: AgentState) -> ChainInput:

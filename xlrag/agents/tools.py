@@ -82,9 +82,9 @@ def _numbered(hits: Iterable[Hit], start: int) -> str:
 
 class ToolCallingAgent(XlragAgent):
     def __init__(self, pipeline: Pipeline, config: AgentConfig, translator: Any = None, attribution: Any = None,
-                 max_rounds: int = 3, perspectives_view: Any = None, perspectives: Any = None):
+                 max_rounds: int = 3, perspectives_view: Any = None):
         super().__init__(pipeline, config, translator=translator, attribution=attribution,
-                         perspectives_view=perspectives_view, perspectives=perspectives)
+                         perspectives_view=perspectives_view)
         self.max_rounds = max_rounds
         self.with_tools = self.pipeline.llm.bind_tools(tool_specs())
 

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from xlrag._lazy import moved
 from xlrag.chains.parsing import sentences_with_markers, strip_markers
 from xlrag.indexes.embedders import Embedder
 from xlrag.indexes.store import LanguageStores
@@ -41,7 +40,7 @@ def resolve_markers(markers: Iterable[int], hits: Sequence[Hit], text: str | Non
 
 
 class PostHocCiter:
-    """Cite for each answer sentence the passage it is closest to (was ``PostHocAttributor``:
+    """Cite for each answer sentence the passage it is closest to (a citer, not an attributor:
     it cites by similarity; *attribution* in xlrag is an LLM's judgement, :mod:`xlrag.checks.attribution`).
 
     A sentence is embedded in E5's query role and compared with the stored passage
@@ -81,13 +80,3 @@ class PostHocCiter:
                 out.append(Citation(marker=best, passage_id=h.id, doc_id=h.doc_id, lang=h.lang, valid=True,
                                     source="post_hoc", text=sentence, score=float(row[best])))
         return out
-
-    def attribute(self, text: str, hits: Sequence[Hit]) -> list[Citation]:
-        """:meth:`cite`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("PostHocCiter", "attribute", "cite", self.cite, None)(text, hits)
-
-
-# the similarity citer's old name: "attribution" is the LLM check's word
-__getattr__ = moved(__name__, {"PostHocAttributor": "xlrag.chains.grounding:PostHocCiter"})

@@ -225,7 +225,7 @@ def build_llm(cfg: LLMConfig | None = None) -> BaseChatModel:
 
     cfg = cfg or LLMConfig()
     llm = create("llm", cfg.provider, cfg)
-    # Public metadata, so build_chain finds the provider's profile (and the configured
+    # Public metadata, so Pipeline.create finds the provider's profile (and the configured
     # few_shot choice) without inspecting the model's type.
     llm.metadata = {**(llm.metadata or {}), PROVIDER_KEY: cfg.provider, FEW_SHOT_KEY: cfg.few_shot,
                     GRAMMAR_KEY: cfg.grammar}

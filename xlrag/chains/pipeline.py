@@ -29,7 +29,12 @@ from xlrag.chains.context import ContextSelector
 from xlrag.chains.echo import echo_reference
 from xlrag.chains.fewshot import base_model_messages
 from xlrag.chains.finalize import message_text, parse_reply
-from xlrag.chains.postprocess import POST_HOC, AnswerPostprocessor, PostHocCitations
+from xlrag.chains.postprocess import (
+    ATTRIBUTION_RERANK,
+    POST_HOC,
+    AnswerPostprocessor,
+    PostHocCitations,
+)
 from xlrag.chains.profiles import (
     ProviderProfile,
     Request,
@@ -57,7 +62,7 @@ if TYPE_CHECKING:
     from xlrag.chains.grounding import PostHocCiter
     from xlrag.config import XlragConfig
 
-__all__ = ["OPENER", "Pipeline"]
+__all__ = ["Pipeline"]
 
 
 def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:
@@ -72,10 +77,6 @@ def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector
     return ContextSelector.from_config(defaults, embedder)
 
 
-#: answer.explanation_opener's default, for parts built without a config (the one owner is the config)
-OPENER: bool = AnswerConfig.model_fields["explanation_opener"].default
-
-
 class Pipeline(BaseModel):
     """The parts of an answering stack and its steps. Build one with :meth:`from_config`
     (or :meth:`create` from parts already built)."""
@@ -86,54 +87,49 @@ class Pipeline(BaseModel):
     llm: Runnable
     fmt: AnswerFormat = AnswerFormat.CITATION
     mode: Mode | None = Field(None, description="the IR mode when a call names none (None: the retriever's)")
+    # the settings it reads: the answer: section whole (named so beside the answer() step), and
+    # the two retrieval limits
+    answer_config: AnswerConfig = Field(default_factory=AnswerConfig, description="how it answers (answer:)")
     k: int | None = k_field(None, "passages shown to the LLM (None: the retriever's k)")
+    max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
     prompts: PromptLibrary = Field(default_factory=PromptLibrary)
     profile: ProviderProfile
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
-    explanation: bool = Field(True, description="the citation format's explanation is written (answer.explanation); "
-                                                "false: the reply stops at its header")
-    explanation_opener: bool = Field(OPENER, description="a local model's explanation is opened in the user's language "
-                                                         "(answer.explanation_opener)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
     translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks and repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
                                                "shared by the attribution reranker, the agent and the view; None: "
                                                "no step checks attribution")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
-    max_question_chars: int | None = Field(None, description="longer questions are refused (None: no limit)")
     context: ContextSelector = Field(default_factory=lambda: _default_context(None),
                                      description="what the model reads of the passages, in what order and layout "
                                                  "(context:)")
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
-    def create(cls, retriever: CrossLingualRetriever | None, llm: Runnable, *,
+    def create(cls, retriever: CrossLingualRetriever | None, llm: Runnable, *, answer: AnswerConfig | None = None,
                fmt: AnswerFormat | str = AnswerFormat.CITATION, mode: Mode | None = None, k: int | None = None,
-               prompts: PromptLibrary | None = None, citer: PostHocCiter | None = None,
-               post_hoc: bool = True, few_shot: bool | None = None, profile: ProviderProfile | str | None = None,
-               postprocessors: Sequence[AnswerPostprocessor] = (), translator: Any = None,
-               owns_retriever: bool = False, max_question_chars: int | None = None,
-               grammar: bool | None = None, context: ContextSelector | None = None,
-               attribution: Any = None, explanation: bool = True, explanation_opener: bool = OPENER,
-               attributor: PostHocCiter | None = None) -> Pipeline:
-        """A pipeline over parts already built. Post-hoc citations use the retriever's embedder
-        and stored vectors unless ``post_hoc=False``; ``postprocessors`` run after them.
-        ``grammar`` (None: the ``llm.grammar`` the model was built with, else the profile's default) is compiled here, so a
-        model that cannot take it fails now rather than on the first question. ``attribution``
-        is the stack's :class:`~xlrag.checks.attribution.AttributionChecker`
-        (:func:`xlrag.chains.checkers.attribution_checker`), for an agent with ``answer.attribution_check``.
-        ``citer`` makes the post-hoc citations (``attributor`` is its old name, for one release).
-        ``explanation=False`` ends a citation reply at its explanation header (answer.explanation);
-        ``explanation_opener`` opens it in the user's language (answer.explanation_opener)."""
+               prompts: PromptLibrary | None = None, profile: ProviderProfile | str | None = None,
+               few_shot: bool | None = None, grammar: bool | None = None, context: ContextSelector | None = None,
+               postprocessors: Sequence[AnswerPostprocessor] = ()) -> Pipeline:
+        """A pipeline over parts already built, answering as ``answer`` says (an
+        :class:`~xlrag.config.AnswerConfig`; default: its defaults, the config's own). Post-hoc
+        citations (``answer.post_hoc_citations``) use the retriever's embedder and stored vectors;
+        ``postprocessors`` run after them (an
+        :class:`~xlrag.chains.attribution_rerank.AttributionReranker` for ``answer.attribution_rerank``).
+        ``profile`` overrides the provider profile found for ``llm``. ``few_shot`` and ``grammar``
+        (None: the ``llm.few_shot``/``llm.grammar`` the model was built with, else the profile's
+        default) override the model's; a grammar is compiled here, so a model that cannot take it
+        fails now rather than on the first question. :meth:`from_config` builds every part from a config."""
         from xlrag.chains.grounding import PostHocCiter
-        from xlrag.validate import renamed
 
-        citer = renamed("Pipeline.create", "attributor", "citer", attributor, citer)
-
+        answer = answer if answer is not None else AnswerConfig()
+        if answer.attribution_rerank and not any(getattr(p, "name", None) == ATTRIBUTION_RERANK
+                                                  for p in postprocessors):
+            raise ConfigError("answer.attribution_rerank is on, but no AttributionReranker was given; pass "
+                              "postprocessors=[AttributionReranker(checker)], or build it with Pipeline.from_config")
         prof = profile_for(llm, profile)
-        if citer is None and post_hoc and retriever is not None:
-            citer = PostHocCiter(retriever.embedder, retriever.stores)
         if few_shot is None:
             few_shot = configured_few_shot(llm)
         if few_shot is None:
@@ -146,12 +142,11 @@ class Pipeline(BaseModel):
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
             prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
-        after = [PostHocCitations(citer)] if citer is not None else []
-        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, k=k, grammar=grammar,
+        after = ([PostHocCitations(PostHocCiter(retriever.embedder, retriever.stores))]
+                 if answer.post_hoc_citations and retriever is not None else [])
+        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, answer_config=answer, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
-                   postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns_retriever,
-                   max_question_chars=max_question_chars, context=context or _default_context(retriever),
-                   attribution=attribution, explanation=explanation, explanation_opener=explanation_opener)
+                   postprocessors=[*after, *postprocessors], context=context or _default_context(retriever))
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -204,12 +199,14 @@ class Pipeline(BaseModel):
             from xlrag.indexes.embedders import build_embedder
 
             embedder = build_embedder(cfg.embedder)
-        return cls.create(retriever, chat, fmt=fmt, mode=None if chosen == AUTO else chosen, k=cfg.retrieval.k,
-                          prompts=lib, post_hoc=cfg.answer.post_hoc_citations, few_shot=few_shot,
-                          postprocessors=[*after, *postprocessors], translator=translator, owns_retriever=owns,
-                          max_question_chars=cfg.retrieval.max_question_chars,
-                          context=ContextSelector.from_config(cfg.context, embedder), attribution=checker,
-                          explanation=cfg.answer.explanation, explanation_opener=cfg.answer.explanation_opener)
+        pipeline = cls.create(retriever, chat, answer=cfg.answer, fmt=fmt, mode=None if chosen == AUTO else chosen,
+                              k=cfg.retrieval.k, prompts=lib, few_shot=few_shot,
+                              context=ContextSelector.from_config(cfg.context, embedder),
+                              postprocessors=[*after, *postprocessors])
+        # what only a stack has: its shared helpers, the retriever it opened, and the question
+        # limit a server or the CLI enforces (a pipeline built from parts has none of them)
+        return pipeline.model_copy(update={"translator": translator, "attribution": checker, "owns_retriever": owns,
+                                           "max_question_chars": cfg.retrieval.max_question_chars})
 
     def close(self) -> None:
         """Stop the search threads of a retriever this pipeline opened."""
@@ -238,13 +235,6 @@ class Pipeline(BaseModel):
         """What makes the post-hoc citations (``answer.post_hoc_citations``), or None."""
         post = self.postprocessor(POST_HOC)
         return post.citer if post is not None else None
-
-    @property
-    def attributor(self) -> PostHocCiter | None:
-        """:attr:`citer`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("Pipeline", "attributor", "citer", self.citer, None)
 
     # -- prepare ----------------------------------------------------------------------------
     def mode_for(self, inp: ChainInput) -> str:
@@ -276,12 +266,6 @@ class Pipeline(BaseModel):
         from xlrag.detect import question_language
 
         return q if q.lang else q.model_copy(update={"lang": question_language(q.question)})
-
-    def check(self, inp: ChainInput) -> None:
-        """:meth:`validate_input`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        self.validate_input(renamed("Pipeline", "check", "validate_input", inp, None))
 
     def validate_input(self, inp: ChainInput) -> None:
         """Refuse an input the format cannot answer (mc with fewer than two options)."""
@@ -341,7 +325,7 @@ class Pipeline(BaseModel):
         sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
         msgs = [*msgs, *(followup or [])]
         stop = self.profile.stop(self.llm, self.prompts, lang)
-        if not self.explanation and self.fmt is AnswerFormat.CITATION:
+        if not self.answer_config.explanation and self.fmt is AnswerFormat.CITATION:
             # the answer line comes before the explanation: stopping at its header keeps the
             # cited line and the answer as a whole reply has them, and skips most of the tokens
             stop = [*stop, *EXPLANATION_STOPS]
@@ -349,8 +333,8 @@ class Pipeline(BaseModel):
         if self.grammar:
             held = self.profile.answer_grammar(self.llm, self.fmt, len(shown), len(state.options or ()))
             request = Request(messages=request.messages, kwargs={**request.kwargs, **held})
-        words = self.prompts.own("explanation_opener", lang) if self.explanation_opener else None
-        if words and self.explanation and self.fmt is AnswerFormat.CITATION:
+        words = self.prompts.own("explanation_opener", lang) if self.answer_config.explanation_opener else None
+        if words and self.answer_config.explanation and self.fmt is AnswerFormat.CITATION:
             opened = self.profile.open_explanation(self.llm, words, len(shown), self.grammar)
             request = Request(messages=request.messages, kwargs={**request.kwargs, **opened})
         return state.model_copy(update={"request": request,
@@ -422,7 +406,7 @@ class Pipeline(BaseModel):
 
     def parse(self, state: ChainState) -> GroundedAnswer:
         answer = parse_reply(state, self.profile)
-        if self.explanation or answer.explanation is None:
+        if self.answer_config.explanation or answer.explanation is None:
             return answer
         # an explanation under a header the stop strings do not know (a translated one) was
         # written all the same; it is not shown, so every provider's answer has the same parts

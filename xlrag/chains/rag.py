@@ -26,11 +26,11 @@ from langchain_core.runnables import (
     RunnableLambda,
     RunnableSerializable,
 )
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
 
 from xlrag.chains.fewshot import base_model_messages
 from xlrag.chains.finalize import finalize
-from xlrag.chains.pipeline import OPENER, Pipeline
+from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import AnswerChunk, AnswerToken, ChainInput, ChainState
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
@@ -39,7 +39,6 @@ from xlrag.schema import GroundedAnswer, Query
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from xlrag.chains.attribution_rerank import AttributionReranker
     from xlrag.chains.grounding import PostHocCiter
     from xlrag.chains.postprocess import AnswerPostprocessor
     from xlrag.chains.profiles import ProviderProfile
@@ -48,7 +47,7 @@ if TYPE_CHECKING:
     from xlrag.prompts import PromptLibrary
 
 __all__ = ["AnswerChunk", "AnswerToken", "ChainInput", "ChainState", "GroundedChain", "base_model_messages",
-           "build_chain", "finalize"]
+           "finalize"]
 
 
 class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
@@ -56,12 +55,21 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
 
     A retriever of None or ``mode="no_ir"`` answers closed-book. The parts are the
     pipeline's (``chain.pipeline``); ``retriever``, ``llm``, ``prompts`` and the rest read
-    through to it.
+    through to it. Over parts already built:
+    ``GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="mc", k=3))``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     pipeline: Pipeline
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_for_its_format(cls, data: Any) -> Any:
+        # a tracer shows the run as xlrag_<format>, however the chain was made
+        if isinstance(data, dict) and data.get("name") is None and isinstance(data.get("pipeline"), Pipeline):
+            data = {**data, "name": f"xlrag_{data['pipeline'].fmt.value}"}
+        return data
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -71,9 +79,8 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
                     ) -> GroundedChain:
         """The chain over :meth:`Pipeline.from_config <xlrag.chains.pipeline.Pipeline.from_config>`
         (the same arguments)."""
-        pipeline = Pipeline.from_config(config, llm=llm, retriever=retriever, fmt=fmt, mode=mode, prompts=prompts,
-                                        few_shot=few_shot, postprocessors=postprocessors)
-        return cls(pipeline=pipeline, name=f"xlrag_{pipeline.fmt.value}")
+        return cls(pipeline=Pipeline.from_config(config, llm=llm, retriever=retriever, fmt=fmt, mode=mode,
+                                                 prompts=prompts, few_shot=few_shot, postprocessors=postprocessors))
 
     # -- the parts, read through ---------------------------------------------------------------
     @property
@@ -111,13 +118,6 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     @property
     def citer(self) -> PostHocCiter | None:
         return self.pipeline.citer
-
-    @property
-    def attributor(self) -> PostHocCiter | None:
-        """:attr:`citer`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("GroundedChain", "attributor", "citer", self.citer, None)
 
     @property
     def label(self) -> str:
@@ -168,40 +168,3 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
         async for chunk in self._streamed().astream(input, config):
             yield chunk
 
-
-def build_chain(
-    retriever: CrossLingualRetriever | None,
-    llm: Runnable,
-    *,
-    fmt: AnswerFormat | str = AnswerFormat.CITATION,
-    mode: Mode | None = None,
-    k: int | None = None,
-    prompts: PromptLibrary | None = None,
-    citer: PostHocCiter | None = None,
-    post_hoc: bool = True,
-    few_shot: bool | None = None,
-    profile: ProviderProfile | str | None = None,
-    attribution_reranker: AttributionReranker | None = None,
-    explanation: bool = True,
-    explanation_opener: bool = OPENER,
-    attributor: PostHocCiter | None = None,
-) -> GroundedChain:
-    """A :class:`GroundedChain` over parts already built, answering with ``fmt`` over passages
-    chosen by IR ``mode`` (:meth:`GroundedChain.from_config` builds them from a config).
-
-    Post-hoc citations use the retriever's embedder and stored vectors unless
-    ``post_hoc=False``. ``profile`` overrides the provider profile found for ``llm``.
-    ``attribution_reranker`` (XOR-AttriQA) checks each shown passage against the answer and
-    cites the first one that supports it first. ``citer`` makes the post-hoc citations
-    (``attributor`` is its old name, for one release). ``explanation=False`` ends a citation
-    reply at its explanation header (``answer.explanation``); ``explanation_opener`` opens a
-    local model's explanation in the user's language (``answer.explanation_opener``).
-    """
-    from xlrag.validate import renamed
-
-    citer = renamed("build_chain", "attributor", "citer", attributor, citer)
-    pipeline = Pipeline.create(retriever, llm, fmt=fmt, mode=mode, k=k, prompts=prompts, citer=citer,
-                               post_hoc=post_hoc, few_shot=few_shot, profile=profile, explanation=explanation,
-                               explanation_opener=explanation_opener,
-                               postprocessors=[attribution_reranker] if attribution_reranker is not None else ())
-    return GroundedChain(pipeline=pipeline, name=f"xlrag_{pipeline.fmt.value}")

@@ -19,8 +19,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from xlrag._lazy import moved
-
 __all__ = ["json_objects", "message_text", "parse_verdict"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -82,7 +80,3 @@ def parse_verdict(raw: str, model: type[M], what: str) -> tuple[M | None, str | 
         return None, "the reply holds conflicting verdicts"
     return found[-1], None
 
-
-
-# structured_runnable moved up to the provider profiles; the old name works for one release
-__getattr__ = moved(__name__, {"structured_runnable": "xlrag.chains.profiles"})

@@ -55,9 +55,8 @@ def ask(
     mode: Annotated[str | None, typer.Option("--mode", "-m", help=f"IR mode: {MODE_NAMES} (no_ir answers closed-book) "
                                              f"{config_default('retrieval.mode')}")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
-    # --options: its earlier name, kept working for the scripts that use it
     options: Annotated[list[str] | None, typer.Option(
-        "--option", "--options", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
+        "--option", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
     k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
     llm: LLMOpt = None,
     channels: ChannelsOpt = None,
@@ -76,8 +75,6 @@ def ask(
                                "disputed territory's, else the best-ranked stores; the answers stop at their "
                                "explanation, which the view does not show, unless --explanation "
                                "(agent.perspectives.explanation)")] = False,
-    langs: Annotated[str | None, typer.Option(
-        "--langs", hidden=True, help="--relevant-langs's old name with --perspectives (one release)")] = None,
     max_langs: Annotated[int | None, typer.Option(
         "--max-langs", help="with --perspectives: at most this many languages (default 3; every one "
                             "--relevant-langs names)")] = None,
@@ -102,13 +99,6 @@ def ask(
                       explanation=explanation)
         # before any model or index is opened (the pipeline checks it again, for every other door)
         check_question(question, cfg.retrieval.max_question_chars)
-        if langs is not None:
-            from xlrag.validate import renamed
-
-            with shown_warnings():  # the old name's warning, as one line
-                relevant_langs = renamed("xlrag ask", "--langs", "--relevant-langs", langs, relevant_langs)
-            if not perspectives:
-                raise ConfigError("--langs goes with --perspectives (and is now --relevant-langs)")
         if perspectives:
             _check_perspectives(fmt, options, mode, target_lang, html)
             from xlrag.cli.perspectives import ask_perspectives, view_config

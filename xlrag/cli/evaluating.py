@@ -12,7 +12,6 @@ from rich.table import Table
 
 from xlrag.cli._app import (
     MODE_NAMES,
-    TOP_K,
     ChannelsOpt,
     ConfigOpt,
     FusionOpt,
@@ -35,7 +34,7 @@ eval_app = typer.Typer(no_args_is_help=True, help=(
 app.add_typer(eval_app, name="eval")
 
 
-def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
+def _check_inputs(mode: str | None, depth: int | None, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
     from xlrag.errors import ConfigError
     from xlrag.modes import parse_mode
@@ -46,7 +45,7 @@ def _check_inputs(mode: str | None, k: int | None, trec: Path | None) -> None:
             parse_mode(mode)
         except ValueError as e:
             raise ConfigError(f"--mode: {e}") from None
-    check_k(k, "--depth")  # the one rule of every k (xlrag.validate)
+    check_k(depth, "--depth")  # the one rule of every k (xlrag.validate)
     if trec is not None:
         from xlrag.evals.retrieval import TREC_RUN
         from xlrag.outputs import check_output
@@ -62,9 +61,8 @@ def eval_retrieval(
     mode: Annotated[str | None, typer.Option(
         "--mode", "-m", help=f"IR mode to evaluate: {MODE_NAMES} {config_default('retrieval.mode')}")] = None,
     depth: Annotated[int | None, typer.Option("--depth", help=(
-        "passages ranked per query, the metrics' largest cut-off (was -k, which means passages shown "
+        "passages ranked per query, the metrics' largest cut-off (not -k, which means passages shown "
         f"everywhere else) {config_default('retrieval.retrieve_k')}"))] = None,
-    k: Annotated[int | None, typer.Option(*TOP_K, hidden=True, help="--depth's old name (one release)")] = None,
     fusion: FusionOpt = None,
     channels: ChannelsOpt = None,
     trec: Annotated[Path | None, typer.Option("--trec", help="also write the run as a TREC run file")] = None,
@@ -87,24 +85,20 @@ def eval_retrieval(
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
-        from xlrag.validate import renamed
-
-        with shown_warnings():  # the old name's warning, as one line
-            k = renamed("xlrag eval retrieval", "-k", "--depth", k, depth)
-        _check_inputs(mode, k, trec)
+        _check_inputs(mode, depth, trec)
         judged = load_qrels(qrels)
         from xlrag.queries import read_queries
 
         prepared = read_queries(queries)
-        cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, channels=channels)
-        if k is None:
-            k = cfg.retrieval.retrieve_k
-            cfg = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"k": k})})
+        cfg = _config(config, index_dir=index_dir, mode=mode, k=depth, fusion=fusion, channels=channels)
+        if depth is None:
+            depth = cfg.retrieval.retrieve_k
+            cfg = cfg.model_copy(update={"retrieval": cfg.retrieval.model_copy(update={"k": depth})})
         retriever = CrossLingualRetriever.from_config(cfg)
         try:
             with Progress(console=err, transient=True) as bar, shown_warnings():
                 task = bar.add_task("retrieving", total=len(prepared))
-                evaluation = evaluate_retriever(retriever, prepared, judged, k=k,
+                evaluation = evaluate_retriever(retriever, prepared, judged, k=depth,
                                                 progress=lambda done, total: bar.update(task, completed=done))
         finally:
             retriever.close()

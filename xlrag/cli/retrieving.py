@@ -137,7 +137,6 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
 def print_hits(hits: list[Any], as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps([{**h.summary(), "store": h.store, "mode": h.mode,
-                                    "policy": h.mode,  # mode's old name, for one release
                                     "raw_score": h.raw_score,
                                     "channels": h.channels, "dense_score": h.dense_score,
                                     "lexical_score": h.lexical_score, "fused_score": h.fused_score,

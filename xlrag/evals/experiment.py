@@ -52,7 +52,6 @@ from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode, Mode
-from xlrag.validate import moved_keys, renamed
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -234,16 +233,9 @@ class ExperimentConfig(_Strict):
     human_labels: Path | None = Field(
         None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
 
-    @classmethod
-    def migrate(cls, data: Any) -> Any:
-        """A run YAML's mapping in today's layout: the retrieval settings once given at the top
-        level ("k: 3") moved into ``retrieval:``, with a deprecation warning for each."""
-        return moved_keys(data, "experiment", "retrieval", cls.FLAT_RETRIEVAL)
-
     @model_validator(mode="before")
     @classmethod
-    def _moved(cls, data: Any) -> Any:
-        data = cls.migrate(data)
+    def _mode_in_grid(cls, data: Any) -> Any:
         if isinstance(data, dict) and "mode" in (data.get("retrieval") or {}):
             raise ValueError("an experiment's IR modes are its grid's 'modes' (a list); move retrieval.mode there")
         return data
@@ -295,33 +287,6 @@ class ExperimentConfig(_Strict):
         metrics score all of it; the chains show the first ``k``), the grid's first mode (each
         cell names its own)."""
         return self.retrieval.model_copy(update={"mode": self.modes[0], "k": self.retrieval.retrieve_k})
-
-    # the old top-level names, read from Python, for one release
-    @property
-    def k(self) -> int:
-        """``retrieval.k``'s old place (for one release)."""
-        return renamed("ExperimentConfig", "k", "retrieval.k", self.retrieval.k, None)
-
-    @property
-    def retrieve_k(self) -> int:
-        """``retrieval.retrieve_k``'s old place (for one release)."""
-        return renamed("ExperimentConfig", "retrieve_k", "retrieval.retrieve_k", self.retrieval.retrieve_k, None)
-
-    @property
-    def fusion(self) -> str:
-        """``retrieval.fusion``'s old place (for one release)."""
-        return renamed("ExperimentConfig", "fusion", "retrieval.fusion", self.retrieval.fusion, None)
-
-    @property
-    def channels(self) -> list[str]:
-        """``retrieval.channels``' old place (for one release)."""
-        return renamed("ExperimentConfig", "channels", "retrieval.channels", self.retrieval.channels, None)
-
-    @property
-    def lexical_translation(self) -> str:
-        """``retrieval.lexical_translation``'s old place (for one release)."""
-        return renamed("ExperimentConfig", "lexical_translation", "retrieval.lexical_translation",
-                       self.retrieval.lexical_translation, None)
 
     def cells(self) -> list[Cell]:
         """The grid; a mode that is not answered has one retrieval-only cell (llm None, variant "-").
@@ -420,9 +385,6 @@ def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | 
     if settings is None:
         return data, []
     given = settings.model_dump(mode="json", exclude_unset=True)
-    filled = dict(data)
-    migrate = getattr(model, "migrate", None)
-    data = migrate(data) if migrate is not None else data  # old keys in their new places first
     filled: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
     taken: list[str] = []
     for field, setting in getattr(model, "FROM_SETTINGS", {}).items():

@@ -49,7 +49,6 @@ def hit_to_document(hit: Hit) -> LCDocument:
             "lang": hit.lang,
             "store": hit.store,
             "mode": hit.mode,
-            "policy": hit.mode,  # mode's old name, for one release
             "rank": hit.rank,
             "score": hit.score,
             "raw_score": hit.raw_score,

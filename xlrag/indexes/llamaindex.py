@@ -24,7 +24,6 @@ def hit_to_node(hit: Hit) -> NodeWithScore:
         "lang": hit.lang,
         "store": hit.store,
         "mode": hit.mode,
-        "policy": hit.mode,  # mode's old name, for one release
         "rank": hit.rank,
         "raw_score": hit.raw_score,
         "channels": ",".join(hit.channels),

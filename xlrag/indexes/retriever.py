@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import TypeVar, get_args
 
 import numpy as np
 
@@ -35,16 +35,12 @@ from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import SHARE_MARGIN, IRMode
 from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
-from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, renamed, strict_kwargs
+from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, strict_kwargs
 
-__all__ = ["CrossLingualRetriever", "RetrievalResult"]
+__all__ = ["CrossLingualRetriever"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-# The old name of the carrier, kept for one release (it was a list subclass).
-RetrievalResult = Retrieval
 
 
 class CrossLingualRetriever:
@@ -67,14 +63,10 @@ class CrossLingualRetriever:
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         max_workers: int = 8,
-        k_retrieve: int | None = None,
         channels: Sequence[Channel] | str | None = None,
         lexical_translation: LexicalTranslation | None = None,
-        policy: RetrievalPolicy | str | None = None,
         share_margin: float | None = SHARE_MARGIN,
     ):
-        retrieve_k = renamed("CrossLingualRetriever", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
-        mode = renamed("CrossLingualRetriever", "policy", "mode", policy, mode)
         defaults = RetrievalConfig.model_fields  # one owner of the defaults: the config
         fusion = fusion or defaults["fusion"].default
         normaliser(fusion)  # an unknown name fails here, listing the registered ones
@@ -129,15 +121,9 @@ class CrossLingualRetriever:
         reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
-        k_retrieve: int | None = None,
         channels: Sequence[Channel] | str | None = None,
-        policy: RetrievalPolicy | str | None = None,
     ) -> CrossLingualRetriever:
-        """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config.
-        ``k_retrieve`` and ``policy`` are ``retrieve_k``'s and ``mode``'s old names (accepted with a
-        warning for one release)."""
-        retrieve_k = renamed("CrossLingualRetriever.from_config", "k_retrieve", "retrieve_k", k_retrieve, retrieve_k)
-        mode = renamed("CrossLingualRetriever.from_config", "policy", "mode", policy, mode)
+        """A retriever over ``index_dir`` (default ``config.index_dir``); arguments beat the config."""
         embedder = embedder or build_embedder(config.embedder)
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
@@ -395,38 +381,32 @@ class CrossLingualRetriever:
                          channels=channels, lexical_texts=texts, notes=list(dict.fromkeys(notes)),
                          complete=complete, seconds={key: round(v, 4) for key, v in seconds.items()})
 
-    def _resolve(self, query: str | Query, mode: str | RetrievalPolicy | None, k: int | None,
-                 fields: dict[str, Any]) -> tuple[Query, RetrievalPolicy, int]:
-        q = self.prepare(query, **fields)
+    def _resolve(self, query: str | Query, mode: str | RetrievalPolicy | None,
+                 k: int | None) -> tuple[Query, RetrievalPolicy, int]:
+        q = self.prepare(query)
         policy = self._policy(mode) if mode is not None else self.policy
         return q, policy, check_k(k) or self.k
 
     # -- public API ---------------------------------------------------------------------
     @strict_kwargs
     def retrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None, k: int | None = None,
-                 lang: str | None = None, relevant_langs: list[str] | None = None, target_lang: str | None = None,
-                 query_id: str | None = None, channels: Sequence[Channel] | str | None = None) -> Retrieval:
+                 channels: Sequence[Channel] | str | None = None) -> Retrieval:
         """The :class:`~xlrag.schema.Retrieval` for ``query``: one :class:`~xlrag.schema.Query`
         carries what the modes need (``make_query(question, lang="ar", relevant_langs=[...])``;
         ``rel_langs`` reads ``relevant_langs``, ``swap_docs`` and ``oracle_lang`` read
         ``target_lang``), or a bare question whose language is detected. ``mode``, ``k`` and
-        ``channels`` override the retriever's own for this call. The query fields as keywords
-        are the old way, accepted with a deprecation warning for one release."""
-        fields = _old_fields("retrieve", lang, relevant_langs, target_lang, query_id)
-        q, policy, k = self._resolve(query, mode, k, fields)
+        ``channels`` override the retriever's own for this call."""
+        q, policy, k = self._resolve(query, mode, k)
         plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
         return self._run(q, plan, k, _channels(channels) if channels is not None else self.channels)
 
     @strict_kwargs
     async def aretrieve(self, query: str | Query, *, mode: str | RetrievalPolicy | None = None,
-                        k: int | None = None, lang: str | None = None, relevant_langs: list[str] | None = None,
-                        target_lang: str | None = None, query_id: str | None = None,
-                        channels: Sequence[Channel] | str | None = None) -> Retrieval:
+                        k: int | None = None, channels: Sequence[Channel] | str | None = None) -> Retrieval:
         """Async :meth:`retrieve`: detection, translation, embedding, searches and reranking run
         in a worker thread, so the event loop is never blocked."""
-        fields = _old_fields("aretrieve", lang, relevant_langs, target_lang, query_id)
         chosen = _channels(channels) if channels is not None else self.channels
-        q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k, fields)
+        q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k)
         plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(k))
         return await asyncio.to_thread(self._run, q, plan, k, chosen)
 
@@ -462,16 +442,3 @@ def _channels(channels: Sequence[str] | str) -> list[Channel]:
     except ValueError as e:
         raise ConfigError(str(e)) from None
 
-
-def _old_fields(where: str, lang: str | None, relevant_langs: list[str] | None, target_lang: str | None,
-                query_id: str | None) -> dict[str, Any]:
-    """The query fields given the old way (as keywords), with the deprecation warning."""
-    fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "query_id": query_id}
-    given = [name for name, v in fields.items() if v is not None]
-    if given:
-        from xlrag.errors import XlragDeprecationWarning
-
-        warnings.warn(f"CrossLingualRetriever.{where}({', '.join(f'{g}=' for g in given)}...) is deprecated: "
-                      f"pass a Query, e.g. {where}(make_query(question, {given[0].replace('query_id', 'id')}=...)); "
-                      "the keywords go in the next release", XlragDeprecationWarning, stacklevel=4)
-    return fields

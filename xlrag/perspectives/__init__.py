@@ -5,9 +5,9 @@ with the agent's graph, handed to it as a Runnable)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from xlrag._lazy import lazy_exports, moved
+from xlrag._lazy import lazy_exports
 
 __all__ = ["Perspective", "Perspectives", "PerspectivesInput", "to_html", "to_markdown"]
 
@@ -23,10 +23,4 @@ if TYPE_CHECKING:
     from xlrag.perspectives.models import Perspective, Perspectives, PerspectivesInput
     from xlrag.perspectives.render import to_html, to_markdown
 
-_lazy, __dir__ = lazy_exports(__name__, _LAZY, __all__)
-# build_perspectives moved up to the agent's floor (it builds the graph the view answers with)
-_moved = moved(__name__, {"build_perspectives": "xlrag.agents.build"})
-
-
-def __getattr__(name: str) -> Any:
-    return _moved(name) if name == "build_perspectives" else _lazy(name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

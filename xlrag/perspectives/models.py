@@ -9,13 +9,12 @@ travels without the per-language answers it was drawn from.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.schema import Citation, GroundedAnswer
 from xlrag.trace import Trace
-from xlrag.validate import renamed_keys
 
 __all__ = [
     "AGREEMENTS",
@@ -65,18 +64,12 @@ class PerspectivesInput(BaseModel):
     question: str = Field(min_length=1, description="the question, in any language (the answers come back in it)")
     lang: str | None = Field(None, description="the question's language as an ISO 639 code; detected when omitted")
     relevant_langs: list[str] | None = Field(
-        None, description="the languages of sources to compare, e.g. ['ru', 'uk', 'en'] (was langs); omitted: "
+        None, description="the languages of sources to compare, e.g. ['ru', 'uk', 'en']; omitted: "
                           "an agent rule's or a disputed territory's languages, else the best-ranked stores")
     max_langs: int = Field(3, ge=1, le=MAX_LANGS, description="at most this many perspectives (answers: N, "
                                                              "comparisons: N(N-1)/2); languages named in "
                                                              "relevant_langs are all kept unless max_langs is "
                                                              "given too")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        return renamed_keys(data, "perspectives input", {"langs": "relevant_langs"})
-
 
 class LanguageChoice(BaseModel):
     """Which languages were compared and what chose them."""

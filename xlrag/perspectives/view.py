@@ -24,7 +24,6 @@ from typing import Any
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableSerializable
 from pydantic import ConfigDict
 
-from xlrag._lazy import moved
 from xlrag.borderlines import Territory
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainInput
@@ -87,12 +86,6 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         return Perspectives
 
     # -- choose -------------------------------------------------------------------------------
-    def check(self, value: Any) -> PerspectivesInput:
-        """:meth:`validate_input`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return self.validate_input(renamed("PerspectivesView", "check", "validate_input", value, None))
-
     def validate_input(self, value: Any) -> PerspectivesInput:
         """``value`` checked as far as it can be without a model: its fields, and the languages it
         names (an unknown code, one with no store, more than ``max_langs``). A server calls this
@@ -242,7 +235,3 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
                       ) -> Perspectives:
         return await self._steps().ainvoke(input, config)
 
-
-
-# the builders moved to the agent's floor, which can make the graph the view answers with
-__getattr__ = moved(__name__, dict.fromkeys(["build_perspectives", "view_over"], "xlrag.agents.build"))

@@ -141,13 +141,6 @@ class XlragServer:
         return self.stack.perspectives_view
 
     @property
-    def perspectives(self) -> Any:
-        """:attr:`perspectives_view`'s old name (for one release)."""
-        from xlrag.validate import renamed
-
-        return renamed("XlragServer", "perspectives", "perspectives_view", self.perspectives_view, None)
-
-    @property
     def max_question_chars(self) -> int:
         return self.limits.max_question_chars or self.config.retrieval.max_question_chars
 
@@ -178,7 +171,7 @@ class XlragServer:
 
 
 # the fields that carry xlrag's own messages about the index (not corpus or model text)
-_NOTE_KEYS = frozenset({"notes", "note", "retrieval_notes"})
+_NOTE_KEYS = frozenset({"notes", "note"})
 # an absolute path in such a message, whole or cut short by the message's length cap
 _ABSOLUTE = re.compile(r"(?<![\w.~/:-])/[^\s'\"()\[\]<>]+")
 

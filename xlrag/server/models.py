@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.agents.chat import Source
 from xlrag.modes import AgentMode, Mode
@@ -26,7 +26,7 @@ from xlrag.schema import (
     Retrieval,
 )
 from xlrag.trace import Trace
-from xlrag.validate import k_field, renamed_keys
+from xlrag.validate import k_field
 
 __all__ = [
     "AnswerOut", "AskRequest", "AskResponse", "ChatRequest", "ChatResponse", "CitationOut", "DoneEvent",
@@ -87,13 +87,6 @@ class PerspectivesRequest(_In):
                                              examples=[["ru", "uk", "en"]])
     max_langs: int = Field(PerspectivesInput.model_fields["max_langs"].default, ge=1, le=MAX_LANGS,
                            description=PerspectivesInput.model_fields["max_langs"].description)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _old_names(cls, data: Any) -> Any:
-        # langs: accepted for one release (the CHANGELOG says so; a client sees no warning)
-        return renamed_keys(data, "perspectives request", {"langs": "relevant_langs"})
-
     def view_input(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 
@@ -157,8 +150,6 @@ class AnswerOut(_Out):
         "unsupported, uncited, post_hoc_only, quoted_only); empty when verified"))
     complete: bool = Field(description=GroundedAnswer.model_fields["complete"].description)
     notes: list[str] = Field(description=GroundedAnswer.model_fields["notes"].description)
-    index_complete: bool = Field(description="complete's old name, kept for one release", deprecated=True)
-    retrieval_notes: list[str] = Field(description="notes' old name, kept for one release", deprecated=True)
     usage: AnswerUsage | None = Field(None, description=GroundedAnswer.model_fields["usage"].description)
 
     @classmethod
@@ -174,8 +165,7 @@ class AnswerOut(_Out):
                                  text=h.passage.text, score=h.score, rank=h.rank, store=h.store)
                       for i, h in enumerate(a.passages)],
             flags=list(a.flags), verified=not reasons, unverified=reasons,
-            complete=a.complete, notes=list(a.notes), index_complete=a.complete,
-            retrieval_notes=list(a.notes), usage=a.usage)
+            complete=a.complete, notes=list(a.notes), usage=a.usage)
 
 
 class AskResponse(_Out):
@@ -219,7 +209,6 @@ class HitOut(_Out):
     raw_score: float = Field(description=Hit.model_fields["raw_score"].description)
     store: str
     mode: str = Field(description="the IR mode that produced it")
-    policy: str = Field(description="mode's old name, kept for one release", deprecated=True)
     channels: list[Channel] = Field(description=Hit.model_fields["channels"].description)
     dense_score: float | None = Field(description=Hit.model_fields["dense_score"].description)
     lexical_score: float | None = Field(description=Hit.model_fields["lexical_score"].description)
@@ -229,7 +218,7 @@ class HitOut(_Out):
     @classmethod
     def of(cls, h: Hit) -> HitOut:
         return cls(rank=h.rank, id=h.id, doc_id=h.doc_id, lang=h.lang, title=h.passage.title, text=h.passage.text,
-                   score=h.score, raw_score=h.raw_score, store=h.store, mode=h.mode, policy=h.mode, channels=h.channels,
+                   score=h.score, raw_score=h.raw_score, store=h.store, mode=h.mode, channels=h.channels,
                    dense_score=h.dense_score, lexical_score=h.lexical_score, fused_score=h.fused_score,
                    rerank_score=h.rerank_score)
 

@@ -12,12 +12,11 @@ from hypothesis import strategies as st
 from xlrag.chains.finalize import _citation_reply
 from xlrag.chains.local.grammar import LEAD_EXCLUDED, TEXT_EXCLUDED, answer_grammar
 from xlrag.chains.local.runtime import LocalLlamaChat
-from xlrag.chains.parsing.markers import strip_markers
 from xlrag.chains.parsing.mc import parse_mc
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.profiles import LocalProfile, OpenAIProfile
 from xlrag.chains.state import ChainInput
-from xlrag.config import LLMConfig
+from xlrag.config import AnswerConfig, LLMConfig
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     ANSWER_HEADER,
@@ -25,6 +24,7 @@ from xlrag.formats import (
     CITED_HEADER,
     EXPLANATION_HEADER,
     AnswerFormat,
+    strip_markers,
 )
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import Hit, Passage, make_query
@@ -143,8 +143,7 @@ PASSAGES = [
 
 
 def test_the_small_model_under_the_grammar_replies_in_format(qwen):
-    pipeline = Pipeline.create(None, qwen, fmt="citation", post_hoc=False, few_shot=False,
-                               profile=LocalProfile(), grammar=True)
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", few_shot=False, profile=LocalProfile(), grammar=True)
     passages = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in enumerate(PASSAGES)]
     answer = pipeline.answer({"question": "Which country governs Ceuta?", "passages": passages, "lang": "en"})
     parsed = _citation_reply(answer.raw_output, 3, None)
@@ -173,7 +172,7 @@ def test_a_grammar_the_model_rejects_is_a_one_line_config_error(qwen):
 
 def test_a_vendor_with_the_grammar_on_is_refused_at_start_up(qwen):
     with pytest.raises(ConfigError) as e:
-        Pipeline.create(None, qwen, fmt="citation", post_hoc=False, profile=OpenAIProfile(), grammar=True)
+        Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", profile=OpenAIProfile(), grammar=True)
     assert "llm.grammar" in _one_line(e) and "openai" in str(e.value)
 
 
@@ -183,7 +182,7 @@ def test_the_setting_defaults_to_the_profile_and_is_carried_to_the_pipeline():
     assert LLMConfig().grammar is None  # unset: the provider profile decides
     for setting, on in ((None, False), (False, False), (True, True)):
         llm = build_llm(LLMConfig(provider="local", model=MODEL, n_threads=1, grammar=setting))
-        pipeline = Pipeline.create(None, llm, fmt="citation", post_hoc=False)
+        pipeline = Pipeline.create(None, llm, answer=AnswerConfig(post_hoc_citations=False), fmt="citation")
         assert pipeline.grammar is on, setting
         state = pipeline.request(ChainInput.coerce({"question": "Who governs Ceuta?"}),
                                  make_query("Who governs Ceuta?", lang="en"),
@@ -198,7 +197,7 @@ def test_a_vendor_left_unset_answers_without_a_grammar(qwen):
     # the profile's default: vendors have no grammar, and an unset setting is not an error
     assert OpenAIProfile().grammar_default(qwen) is False
     assert LocalProfile().grammar_default(qwen) is False  # until benchmarks/answers.py says otherwise
-    pipeline = Pipeline.create(None, qwen, fmt="citation", post_hoc=False, profile=OpenAIProfile())
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", profile=OpenAIProfile())
     assert pipeline.grammar is False
 
 

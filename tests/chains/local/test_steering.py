@@ -18,6 +18,7 @@ from xlrag.chains.local.steering import Steer
 from xlrag.chains.parsing.citation import parse_citation
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainInput
+from xlrag.config import AnswerConfig
 from xlrag.errors import ProviderError
 from xlrag.formats import (
     EXPLANATION_HEADER,
@@ -89,22 +90,17 @@ def test_the_opener_is_a_languages_own_or_none() -> None:
 
 
 def test_every_default_of_the_setting_is_the_configs() -> None:
-    # one owner: the config's field; the parts built without a config take it from there
-    import inspect
-
-    from xlrag.chains.rag import build_chain
-    from xlrag.config_sections import AnswerConfig
-
+    # one owner: the config's field; a pipeline built without a config holds the config's defaults
     owner = AnswerConfig.model_fields["explanation_opener"].default
-    assert Pipeline.model_fields["explanation_opener"].default is owner
-    for built in (Pipeline.create, build_chain):
-        assert inspect.signature(built).parameters["explanation_opener"].default is owner
+    fake = GenericFakeChatModel(messages=iter([]))
+    assert Pipeline.create(None, fake).answer_config.explanation_opener is owner
+    assert "explanation_opener" not in Pipeline.model_fields  # read from answer_config, not copied
 
 
 def test_a_vendor_is_sent_no_steer(retriever) -> None:
     # a vendor cannot continue a reply it has begun: the setting leaves its request as it was
     fake = GenericFakeChatModel(messages=iter([AIMessage("x")]))
-    pipeline = Pipeline.create(retriever, fake, k=2, explanation_opener=True)
+    pipeline = Pipeline.create(retriever, fake, answer=AnswerConfig(explanation_opener=True), k=2)
     query = make_query("ما هي عاصمة فرنسا؟", lang="ar")
     state = pipeline.request(ChainInput(question=query.question, lang="ar"), query,
                              retriever.retrieve(query, mode="qlang", k=2))
@@ -168,7 +164,8 @@ def test_a_named_chat_format_cannot_be_continued() -> None:
 def test_the_default_models_arabic_explanation_is_opened_and_its_answer_kept(retriever) -> None:
     # the pipeline end to end on the default model: an Arabic question over XQuAD's passages
     from xlrag.chains.llms import build_llm
-    from xlrag.chains.rag import build_chain
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.chains.rag import GroundedChain
     from xlrag.config import LLMConfig
 
     question = "كم عدد النقاط التي سمح بها دفاع فريق بانثرز؟"
@@ -178,8 +175,7 @@ def test_the_default_models_arabic_explanation_is_opened_and_its_answer_kept(ret
     for opener, n_ctx in ((False, 2080), (True, 2096)):
         llm = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=140, n_threads=TEST_THREADS,
                                   n_ctx=n_ctx))
-        chain = build_chain(retriever, llm, mode="qlang_en", k=1, post_hoc=False, explanation=opener,
-                            explanation_opener=opener)
+        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(post_hoc_citations=False, explanation=opener, explanation_opener=opener), mode="qlang_en", k=1))
         seen[opener] = chain.invoke({"question": question, "lang": "ar"})
     plain, opened = seen[False], seen[True]
     assert opened.explanation.startswith("لأن"), opened.raw_output

@@ -17,10 +17,10 @@ the shipped prompt files (xlrag.formats).
 from __future__ import annotations
 
 from xlrag.chains.parsing.citation import parse_citation
-from xlrag.chains.parsing.markers import find_markers, normalize_markers, strip_markers
 from xlrag.chains.parsing.mc import parse_mc
 from xlrag.chains.parsing.results import CitationParse, MCParse
 from xlrag.chains.parsing.sentences import sentences_with_markers
+from xlrag.formats import find_markers, normalize_markers, strip_markers
 
 __all__ = [
     "CitationParse",
