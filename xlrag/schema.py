@@ -122,6 +122,10 @@ class Query(QueryFields):
         return out
 
 
+def _dense_only() -> list[Channel]:
+    return ["dense"]
+
+
 class Hit(BaseModel):
     """One retrieved passage and where it came from."""
 
@@ -133,7 +137,7 @@ class Hit(BaseModel):
     store: str = Field(description="language store the passage came from")
     mode: str = Field(description="IR mode that produced the hit")
     query_text: str | None = Field(default=None, description="text searched (translated for 'translate')")
-    channels: list[Channel] = Field(default_factory=lambda: ["dense"],
+    channels: list[Channel] = Field(default_factory=lambda: _dense_only(),
                                     description="the retrieval channels that found this passage in its store")
     dense_score: float | None = Field(None, description="cosine similarity from the dense channel, if it found it")
     lexical_score: float | None = Field(None, description="BM25 score from the lexical channel, if it found it")

@@ -91,7 +91,7 @@ def sources_of(answer: GroundedAnswer) -> list[Source]:
     shown = {h.id: h for h in answer.passages}
     out, seen = [], set()
     for c in answer.citations:
-        if not c.valid or c.passage_id in seen:
+        if not c.valid or c.passage_id is None or c.passage_id in seen:
             continue
         seen.add(c.passage_id)
         hit = shown.get(c.passage_id)

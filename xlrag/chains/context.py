@@ -12,7 +12,7 @@ passage, so a citation resolves to it as before. ``benchmarks/answers.py`` measu
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -82,10 +82,11 @@ class ContextSelector:
         return cls(embedder, segments=segments, segment_chars=config.segment_chars, order=config.order,
                    layout=config.layout)
 
-    def ordered(self, hits: Sequence[Hit]) -> list[Hit]:
+    def ordered(self, hits: Iterable[Hit]) -> list[Hit]:
         """The hits in the order shown: the retriever's (best first), or reversed, so the best
         passage is read last, nearest the question."""
-        return list(hits) if self.order == "best_first" else list(reversed(hits))
+        shown = list(hits)
+        return shown if self.order == "best_first" else shown[::-1]
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         assert self.embedder is not None  # noqa: S101  (shown() checks)

@@ -351,7 +351,7 @@ class Pipeline(BaseModel):
         inp = ChainInput.coerce(value)
         self.validate_input(inp)
         query = yield Call(self.query_for, (inp,))
-        hits = self._given(inp)
+        hits: Sequence[Hit] | Retrieval | None = self._given(inp)
         if hits is None:
             # on the loop the retriever is awaited, not bridged: an async tracer (astream_events)
             # sees its run

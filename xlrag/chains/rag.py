@@ -140,11 +140,12 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     def _steps(self) -> RunnableLambda:
         return RunnableLambda(self.pipeline.answer, afunc=self.pipeline.aanswer, name=self.get_name())
 
-    def invoke(self, input: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
-        return self._steps().invoke(input, config)
+    # **kwargs: Runnable's own contract (a caller's per-call options reach the steps' Runnable)
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> GroundedAnswer:
+        return self._steps().invoke(input, config, **kwargs)
 
-    async def ainvoke(self, input: Any, config: RunnableConfig | None = None) -> GroundedAnswer:
-        return await self._steps().ainvoke(input, config)
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> GroundedAnswer:
+        return await self._steps().ainvoke(input, config, **kwargs)
 
     # The input is one value (a question, a mapping), never a stream of pieces: the first is it.
     def _stream(self, inputs: Iterator[Any], config: RunnableConfig) -> Iterator[AnswerChunk]:
@@ -155,7 +156,9 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
             yield chunk
 
     def _streamed(self) -> RunnableGenerator:
-        return RunnableGenerator(self._stream, self._astream, name=self.get_name())
+        # langchain_core passes the config to a transform whose signature takes one; its
+        # annotation names only the one-argument form
+        return RunnableGenerator(self._stream, self._astream, name=self.get_name())  # type: ignore[arg-type]
 
     def stream(self, input: Any, config: RunnableConfig | None = None) -> Iterator[AnswerChunk]:  # type: ignore[override]
         """The model's reply as :class:`AnswerToken` chunks while it is generated, then the

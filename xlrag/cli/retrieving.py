@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
@@ -36,6 +37,7 @@ from xlrag.cli._app import (
 )
 from xlrag.errors import XlragError
 from xlrag.outputs import jsonl_kind
+from xlrag.schema import Hit, Retrieval
 
 # what `retrieve --queries --out` writes: a file holding anything else is refused, not replaced
 RESULTS = jsonl_kind("retrieval results", "results.jsonl", "query_id", "results")
@@ -69,6 +71,7 @@ def retrieve(
             raise ConfigError("give either a QUESTION or --queries FILE (with --out FILE)")
         if queries is not None and out_path is None:
             raise ConfigError("--queries needs --out FILE for the results")
+        batch = (queries, out_path) if queries is not None and out_path is not None else None
         if question is not None and not question.strip():
             raise EmptyQueryError()
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder,
@@ -83,16 +86,16 @@ def retrieve(
             with shown_warnings():
                 hits = retriever.retrieve(q)
             retrieval_warnings(hits.complete, hits.notes)
-        else:
+        elif batch is not None:
             from xlrag.queries import read_queries
 
-            prepared = read_queries(queries)
+            prepared = read_queries(batch[0])
     except XlragError as e:
         _fail(e)
-    if question is not None:
+    if batch is None:
         print_hits(hits, as_json)
         return
-    _batch(retriever, prepared, out_path)
+    _batch(retriever, prepared, batch[1])
 
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:
@@ -134,7 +137,7 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
     echo(f"wrote {len(queries)} results to {out_path}")
 
 
-def print_hits(hits: list[Any], as_json: bool) -> None:
+def print_hits(hits: Sequence[Hit] | Retrieval, as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps([{**h.summary(), "store": h.store, "mode": h.mode,
                                     "raw_score": h.raw_score,
@@ -151,9 +154,10 @@ def print_hits(hits: list[Any], as_json: bool) -> None:
     doc_w = min(max(len(h.doc_id) for h in hits), 24)
     reranked = any(h.rerank_score is not None for h in hits)
     # one column per score a hit can carry: which channel found it, and what each scored
-    cols = [("rank", 4, "right"), ("lang", 4, "left"), ("found by", 8, "left"), ("cos", 5, "right"),
-            ("bm25", 5, "right"), ("fused", 6, "right"), *([("rerank", 6, "right")] if reranked else []),
-            ("doc", doc_w, "left")]
+    rerank: list[tuple[str, int, Literal["left", "right"]]] = [("rerank", 6, "right")] if reranked else []
+    cols: list[tuple[str, int, Literal["left", "right"]]] = [
+        ("rank", 4, "right"), ("lang", 4, "left"), ("found by", 8, "left"), ("cos", 5, "right"), ("bm25", 5, "right"),
+        ("fused", 6, "right"), *rerank, ("doc", doc_w, "left")]
     for col, width, justify in cols:
         table.add_column(col, no_wrap=True, min_width=width, justify=justify)
     table.add_column("snippet", no_wrap=True)

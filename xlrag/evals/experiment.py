@@ -170,6 +170,10 @@ class Published(_Strict):
         return [*lines, self.source + (f" {self.note}" if self.note else "")]
 
 
+def _qlang_en() -> list[IRMode | str]:
+    return [IRMode.QLANG_EN]
+
+
 class ExperimentConfig(_Strict):
     # read by the report or the scheduler, never by a record (xlrag.evals.fingerprint)
     RECORD_INERT: ClassVar[frozenset[str]] = frozenset({"name", "concurrency", "timeout", "published",
@@ -189,7 +193,7 @@ class ExperimentConfig(_Strict):
 
     name: str
     datasets: list[DatasetConfig] = Field(min_length=1)
-    modes: list[Mode] = Field(default_factory=lambda: [IRMode.QLANG_EN], min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: _qlang_en(), min_length=1)
     generate_modes: list[Mode] | None = Field(
         None, description="modes whose records are answered by the LLMs (default: every mode); the other "
                           "modes are scored on retrieval only, which costs no model call")

@@ -90,8 +90,11 @@ def normaliser(method: str) -> Normaliser:
 class Ranked(Protocol):
     """One store's ranking: a :class:`StoreResult`, or a :class:`StoreRanking` (ids only)."""
 
-    store: str
-    scores: list[float]
+    @property
+    def store(self) -> str: ...
+
+    @property
+    def scores(self) -> list[float]: ...
 
 
 def select(results: Sequence[Ranked], method: str, k: int, shares: dict[str, int] | None = None,

@@ -120,12 +120,11 @@ class XlragLangChainRetriever(BaseRetriever, QueryFields):
     def _call(self, query: str, k: int | None, mode: str | None, lang: str | None, relevant_langs: list[str] | None,
               target_lang: str | None, channels: list[Channel] | None) -> tuple[Query, dict[str, Any]]:
         """The call's :class:`Query` and the retriever's arguments, each from the call or else the field."""
-        given = {"k": check_k(k), "mode": mode, "lang": lang, "relevant_langs": relevant_langs,
-                 "target_lang": target_lang, "channels": channels}
-        args = {name: getattr(self, name) if value is None else value for name, value in given.items()}
-        q = make_query(query, lang=args.pop("lang"), relevant_langs=args.pop("relevant_langs"),
-                       target_lang=args.pop("target_lang"))
-        return q, args
+        q = make_query(query, lang=self.lang if lang is None else lang,
+                       relevant_langs=self.relevant_langs if relevant_langs is None else relevant_langs,
+                       target_lang=self.target_lang if target_lang is None else target_lang)
+        given = {"k": check_k(k), "mode": mode, "channels": channels}
+        return q, {name: getattr(self, name) if value is None else value for name, value in given.items()}
 
     @_per_call
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar, get_args
+from typing import Any, TypeVar, get_args
 
 import numpy as np
 
@@ -167,7 +167,7 @@ class CrossLingualRetriever:
                 target_lang: str | None = None, query_id: str | None = None) -> Query:
         """The query with its fields filled in and its language detected when not given."""
         fields = {"lang": lang, "relevant_langs": relevant_langs, "target_lang": target_lang, "id": query_id}
-        given = {k: v for k, v in fields.items() if v is not None}
+        given: dict[str, Any] = {k: v for k, v in fields.items() if v is not None}
         if isinstance(query, Query):
             q = query.model_copy(update=make_query(query.question, **given).model_dump(include=set(given))) if given \
                 else query
@@ -341,7 +341,8 @@ class CrossLingualRetriever:
     def _run(self, q: Query, plan: RetrievalPlan, k: int, channels: list[Channel]) -> Retrieval:
         """The plan carried out: searched, fused, reranked."""
         seconds: dict[str, float] = {}
-        notes, complete, texts = list(plan.notes), self.stores.complete, {}
+        notes, complete = list(plan.notes), self.stores.complete
+        texts: dict[str, str] = {}
         if q.unknown_lang:
             notes.insert(0, f"{q.unknown_lang!r} names no language xlrag knows: the question's language was "
                             f"detected as {q.lang!r}")
@@ -406,9 +407,9 @@ class CrossLingualRetriever:
         """Async :meth:`retrieve`: detection, translation, embedding, searches and reranking run
         in a worker thread, so the event loop is never blocked."""
         chosen = _channels(channels) if channels is not None else self.channels
-        q, policy, k = await asyncio.to_thread(self._resolve, query, mode, k)
-        plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(k))
-        return await asyncio.to_thread(self._run, q, plan, k, chosen)
+        q, policy, n = await asyncio.to_thread(self._resolve, query, mode, k)
+        plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(n))
+        return await asyncio.to_thread(self._run, q, plan, n, chosen)
 
     def translates(self, mode: str | RetrievalPolicy | None = None,
                    channels: Sequence[Channel] | str | None = None) -> bool:
