@@ -292,9 +292,9 @@ def test_vendor_workers_bound_requests_retry_rate_limits_and_name_a_bad_row(serv
         skipped = subprocess.run([*cmd, "--skip-bad"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert failed.returncode == 2, failed.stdout + failed.stderr
     (line,) = failed.stderr.strip().splitlines()
-    assert f"document {rows[5]['id']}" in line and "--skip-bad" in line, line
+    assert f"document {rows[5]['id']!r}: passage" in line and "--skip-bad" in line, line
     assert skipped.returncode == 0, skipped.stderr
-    assert f"skipped: document {rows[5]['id']}" in skipped.stderr, skipped.stderr
+    assert f"skipped: document {rows[5]['id']!r}" in skipped.stderr, skipped.stderr
     assert state["refused"] >= 3 and state["most"] == 2  # two workers, one request each at most
     stores = LanguageStores.open(tmp_path / "ix", store=_http(server, "ray-vendor"))
     docs = {meta["doc_id"] for _, _, meta, _ in _content(stores).values()}
@@ -317,3 +317,35 @@ def test_unreachable_chroma_server_is_one_line_naming_it(corpus, tmp_path):
     assert res.returncode == 2, res.stderr
     (line,) = res.stderr.strip().splitlines()
     assert f"cannot reach the Chroma server at 127.0.0.1:{port}" in line, line
+
+
+def test_without_the_extra_the_error_names_it(corpus, tmp_path):
+    from tests.test_packaging import run_without
+
+    res = run_without(["ray"], ["index", "--executor", "ray", "--corpus", str(corpus), "--index-dir", "ix"], tmp_path)
+    assert res.returncode == 2, res.stdout + res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert line.endswith("pip install 'xlrag[ray]'") and "--executor ray" in line, line
+    assert "LEAKED" not in res.stdout and not (tmp_path / "ix").exists()
+
+
+def test_an_unknown_executor_is_one_line(corpus, tmp_path):
+    res = subprocess.run([*XLRAG, "index", "--executor", "spark", "--corpus", corpus, "--index-dir", tmp_path / "ix"],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "--executor" in line and "'local' or 'ray'" in line, line
+
+
+def test_batches_keep_one_language_each_and_take_every_passage():
+    from xlrag.indexes.ray_executor import _Batches
+    from xlrag.schema import Passage
+
+    todo = {lang: [Passage(id=f"{lang}{i}", doc_id=f"d{i}", text="t", lang=lang, position=0) for i in range(n)]
+            for lang, n in (("en", 5), ("de", 3), ("zh", 0))}
+    queue = _Batches(todo)
+    batches = []
+    while batch := queue.take(2):
+        batches.append([p.id for p in batch])
+    assert batches == [["de0", "de1"], ["de2"], ["en0", "en1"], ["en2", "en3"], ["en4"]]
+    assert queue.remaining == 0

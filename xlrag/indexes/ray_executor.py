@@ -228,9 +228,8 @@ def connect(address: str | None) -> bool:
         return False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
-        if address is None:
-            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-            ray.init(address="local", num_cpus=cores, include_dashboard=False, **quiet)
+        if address is None:  # "local": a Ray of this run's own, never one found running on this machine
+            ray.init(address="local", include_dashboard=False, **quiet)
         else:
             if address != "auto":
                 _reachable(address)
@@ -238,9 +237,13 @@ def connect(address: str | None) -> bool:
     except ExecutorError:
         raise
     except Exception as e:
-        where = address or "this machine"
-        raise ExecutorError(f"cannot start Ray on {where} ({capped(' '.join(str(e).split()), 160)}); "
-                            f"check 'ray status' there, or fix index.ray_address / --ray-address") from None
+        why = capped(" ".join(str(e).split()), 160)
+        if address == "auto":
+            raise ExecutorError(f"no running Ray cluster found for --ray-address auto ({why}); start one with "
+                                f"'ray start --head', or give its head's host:port") from None
+        where = f"the Ray cluster at {address}" if address else "a Ray on this machine"
+        raise ExecutorError(f"cannot start {where} ({why}); check 'ray status' there, or fix "
+                            f"index.ray_address / --ray-address") from None
     return True
 
 
@@ -294,6 +297,8 @@ class RayExecutor:
         self.close()
 
     def close(self) -> None:
+        if not (self._actors or self._started):
+            return  # never started (the run stopped before it needed Ray): nothing to import or end
         import ray
 
         for actor in self._actors:
@@ -315,12 +320,11 @@ class RayExecutor:
         import ray
 
         local = self.embedder_config.name == "local"
-        if self._wanted:
-            n = self._wanted
-        elif local:
-            n = max(int(ray.cluster_resources().get("CPU", 1)), 1)
-        else:
-            n = VENDOR_WORKERS
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        n = self._wanted or (max(cpus, 1) if local else VENDOR_WORKERS)
+        if local and n > cpus:  # a worker without its core would wait for one forever
+            raise ExecutorError(f"{n} workers need {n} CPUs but the Ray cluster has {cpus}; lower index.workers "
+                                f"(--workers) to at most {cpus}, or add nodes")
         # the local embedder computes: one core each (Ray sets its OpenMP threads to it); a vendor's
         # waits on the network, so its workers take no core and only bound the requests in flight
         remote = ray.remote(num_cpus=1 if local else 0, max_restarts=RESTARTS, max_task_retries=RESTARTS)(Worker)
@@ -390,6 +394,8 @@ class RayExecutor:
         for n in range(len(actors)):
             if batch := queue.take(size):
                 send(n, batch)
+        first_round = len(in_flight)
+        probes: list[tuple[int, float, float]] = []  # (passages, embedding s, per-call overhead s)
         measuring = self.batch_size is None
         while in_flight:
             ready, _ = ray.wait(list(in_flight), num_returns=1)
@@ -409,12 +415,14 @@ class RayExecutor:
             if progress:
                 progress(done, total, batch[0].lang)
             if measuring:
+                probes.append((len(batch), result.embed_seconds, wall - result.embed_seconds - result.write_seconds))
+            if measuring and len(probes) == first_round:  # one batch of each worker: a short one alone misleads
                 measuring = False
-                size = choose_batch_size(len(batch), result.embed_seconds, wall - result.write_seconds,
-                                         queue.remaining, len(actors), step)
-                self.measured = {"probe": len(batch), "embed_seconds": round(result.embed_seconds, 4),
-                                 "call_overhead_seconds": round(wall - result.embed_seconds - result.write_seconds, 4),
-                                 "batch_size": size}
+                count, embed_s = sum(x[0] for x in probes), sum(x[1] for x in probes)
+                overhead = max(sum(x[2] for x in probes) / len(probes), 0.0)
+                size = choose_batch_size(count, embed_s, embed_s + overhead, queue.remaining, len(actors), step)
+                self.measured = {"probe_passages": count, "embed_seconds": round(embed_s, 4),
+                                 "call_overhead_seconds": round(overhead, 4), "batch_size": size}
             # two calls queued per worker: it starts the next batch while the driver takes this one
             for _ in range(2 - sum(1 for m, _, _ in in_flight.values() if m == n)):
                 if batch := queue.take(size):
