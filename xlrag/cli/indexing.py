@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -25,6 +25,9 @@ from xlrag.cli._app import (
     warn,
 )
 from xlrag.errors import XlragError
+
+if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
 
 NoWaitOpt = Annotated[bool, typer.Option("--no-wait", help="fail at once if another process is writing the index")]
 
@@ -123,7 +126,7 @@ def index(
         (echo if c.ok else lambda m: warn(m, "check"))(line)
 
 
-def _with_index_options(cfg, chosen: dict):
+def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragConfig:
     """The config with the index section's command-line options on top, validated as the file's are."""
     from pydantic import ValidationError
 
