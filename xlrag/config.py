@@ -25,6 +25,7 @@ from xlrag.config_sections import (
     ContextConfig,
     ContextOrder,
     EmbedderConfig,
+    IndexConfig,
     LexicalTranslation,
     LLMConfig,
     PerspectivesConfig,
@@ -46,6 +47,7 @@ __all__ = [
     "ContextConfig",
     "ContextOrder",
     "EmbedderConfig",
+    "IndexConfig",
     "LLMConfig",
     "LexicalTranslation",
     "PerspectivesConfig",
@@ -73,6 +75,7 @@ class XlragConfig(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
