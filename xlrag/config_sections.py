@@ -195,6 +195,20 @@ class StoreConfig(_Section):
     name: str | None = Field(
         None, description="index name on the server (kind: http): namespaces its collections; default: the index_dir folder name"
     )
+    # the shared counterpart of index_dir for what Chroma has no place for: named for what it holds
+    # (the lexical indexes, nothing else) and, like index_dir, a folder path
+    lexical_dir: Path | None = Field(
+        None, description="kind: http: a folder every client of the server can read (NFS, a mounted bucket); "
+                          "each write builds the index's BM25 indexes there once, under <lexical_dir>/<name>/, "
+                          "and clients open them memory-mapped; null: each client builds them in memory"
+    )
+
+    @model_validator(mode="after")
+    def _lexical_dir_is_for_a_server(self) -> StoreConfig:
+        if self.kind == "persistent" and self.lexical_dir is not None:
+            raise ValueError("store.lexical_dir is for a Chroma server (kind: http); a local index keeps its lexical "
+                             "indexes in index_dir/lexical: remove store.lexical_dir")
+        return self
 
 
 class IndexConfig(_Section):

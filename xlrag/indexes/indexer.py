@@ -40,7 +40,7 @@ from xlrag.indexes.chroma import Backend
 from xlrag.indexes.corpus import FieldMap, load_corpus
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.integrity import CheckReport, check_index
-from xlrag.indexes.lexical import prune_lexical, sync_lexical
+from xlrag.indexes.lexical import prune_lexical, require_lexical_dir, sync_lexical
 from xlrag.indexes.lock import WriterLock
 from xlrag.indexes.splitting import HUGE_DOCUMENT_CHARS, PassageSplitter, passage_id
 from xlrag.indexes.store import LanguageStores, metadata_for
@@ -258,6 +258,7 @@ def index_documents(
     skipped = list(skipped_rows)
     with WriterLock(index_dir, wait=wait, on_wait=on_wait):
         stores = _open_for_write(index_dir, embedder, splitter, store, rebuild)
+        require_lexical_dir(stores)
         stores.save_manifest(status="building")
         passages, metas, failed = executor.split(documents, splitter, source, time.time(), progress, notice)
         _refuse_or_skip(failed, skip_bad, skipped)
@@ -278,9 +279,10 @@ def index_documents(
         removed = sum(stores.delete(lang, ids) for lang, ids in plan.stale.items())
 
         counts = stores.counts()
+        before = stores.manifest.lexical
         lexical = sync_lexical(stores)
         stores.save_manifest(status="complete", counts=counts, lexical=lexical)
-        prune_lexical(index_dir, lexical)
+        prune_lexical(stores, lexical, before)
         # The cheap check: every passage of this source has its vector (a vector lost before this
         # run would otherwise hide behind "already present"), nothing duplicated or misplaced.
         by_lang: dict[str, list[str]] = defaultdict(list)
@@ -378,12 +380,14 @@ def delete_documents(
                      for d in missing]
             raise IndexDirError(f"no document {', '.join(hints)} in index {index_dir}; nothing was deleted; "
                                 f"list ids with 'xlrag retrieve --json' or check the corpus")
+        require_lexical_dir(stores)
         stores.save_manifest(status="building")
         removed = sum(stores.delete(lang, ids) for lang, ids in found.items())
         counts = stores.counts()
+        before = stores.manifest.lexical
         lexical = sync_lexical(stores)
         stores.save_manifest(status="complete", counts=counts, lexical=lexical)
-        prune_lexical(Path(index_dir), lexical)
+        prune_lexical(stores, lexical, before)
     return DeleteReport(index_dir=str(index_dir), documents=wanted, removed=removed, per_language=counts)
 
 

@@ -25,7 +25,7 @@ from xlrag.errors import ConfigError, XlragError, XlragWarning
 from xlrag.indexes import fusion as fusion_rules
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
-from xlrag.indexes.lexical import LexicalStores
+from xlrag.indexes.lexical import LexicalDamageError, LexicalStores
 from xlrag.indexes.named import named_stores
 from xlrag.indexes.named import prefer as _prefer
 from xlrag.indexes.names import NameTranslator
@@ -295,7 +295,12 @@ class CrossLingualRetriever:
                 t1 = time.perf_counter()
                 text = self._lexical_text(q, s.store, s.text, notes)
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
-                ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE)
+                try:
+                    ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE)
+                except LexicalDamageError as e:
+                    notes.append(str(e))
+                    complete = False
+                    continue
                 if text != q.question:
                     texts[s.store] = text  # "" when nothing of the question carries over by name
                 if not ranking.tokens:
