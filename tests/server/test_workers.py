@@ -1,0 +1,165 @@
+"""``xlrag serve --workers 2`` (#53): two processes answer on one address, each with the key and
+host checks, each with its own generation queue (a full one answers 503 with ``Retry-After``,
+and the server answers normally once the burst has passed), and SIGTERM stops them all, exit 0.
+
+Real processes: the CLI in a subprocess over the session's XQuAD index, its model the OpenAI
+stand-in (tests/server/openai_standin.py) reached through the real OpenAI SDK.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.conftest import AUTH, KEY, QUESTION, free_port, wait_until_up
+from tests.server.openai_standin import StandIn, openai_standin, standin_config, standin_env
+
+
+def _ppid(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("PPid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no PPid for {pid}")
+
+
+@contextmanager
+def workers(index: Path, standin: StandIn, tmp_path: Path, *options: str) -> Iterator[tuple[subprocess.Popen, str]]:
+    """``xlrag serve --workers 2`` with the key; yields once both workers have answered."""
+    port = free_port()
+    cfg = standin_config(tmp_path / "xlrag.yaml", index, standin)
+    env = {**standin_env(dict(os.environ)), "XLRAG_API_KEY": KEY}
+    xlrag = Path(sys.executable).with_name("xlrag")
+    proc = subprocess.Popen([str(xlrag), "serve", "--config", str(cfg), "--workers", "2", "--port", str(port),
+                             *options], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(proc, url)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+def _pids(url: str, want: int = 2, seconds: float = 120) -> set[int]:
+    """The worker pids /v1/health names, asked on new connections until ``want`` have answered
+    (the kernel hands each connection to whichever worker accepts it first)."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + seconds
+    with ThreadPoolExecutor(4) as pool:
+        while len(seen) < want and time.monotonic() < deadline:
+            bodies = pool.map(lambda _: httpx.get(f"{url}/v1/health", timeout=30).json(), range(8))
+            seen |= {b["worker"] for b in bodies}
+    return seen
+
+
+def _one_connection_per_worker(url: str, want: int = 2, seconds: float = 120) -> dict[int, httpx.Client]:
+    """A kept-alive connection to each worker, by its pid: what is sent on it reaches that worker."""
+    clients: dict[int, httpx.Client] = {}
+    deadline = time.monotonic() + seconds
+    while len(clients) < want and time.monotonic() < deadline:
+        client = httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=1))
+        pid = client.get("/v1/health").json()["worker"]
+        if pid in clients:
+            client.close()
+        else:
+            clients[pid] = client
+    return clients
+
+
+@pytest.mark.slow
+def test_two_workers_answer_with_the_key_and_host_checks_and_stop_on_sigterm(xquad_index, tmp_path):
+    with openai_standin() as standin, workers(xquad_index, standin, tmp_path,
+                                              "--allowed-hosts", "127.0.0.1") as (proc, url):
+        clients = _one_connection_per_worker(url)
+        assert len(clients) == 2, list(clients)
+        assert {_ppid(pid) for pid in clients} == {proc.pid}  # the server's own worker processes
+        body = {"question": QUESTION, "k": 1}
+        for pid, client in clients.items():  # each worker checks the key and the Host
+            with client:
+                assert client.post("/v1/retrieve", json=body).status_code == 401
+                wrong = client.post("/v1/retrieve", json=body, headers={"X-API-Key": "wrong-key-0123456789abcdef"})
+                assert wrong.status_code == 401
+                host = client.post("/v1/retrieve", json=body, headers={**AUTH, "Host": "attacker.example"})
+                assert host.status_code == 400 and host.json()["error"]["type"] == "host_not_allowed"
+                ok = client.post("/v1/retrieve", json=body, headers=AUTH)
+                assert ok.status_code == 200 and [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"]
+                answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+                assert answer.status_code == 200 and answer.json()["answer"].startswith("La defensa de los Panthers")
+                assert client.get("/v1/health").json()["worker"] == pid  # all of it on that worker
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=90)[0]
+    assert proc.returncode == 0, output
+    assert "--workers 2: each worker keeps its own chat sessions" in output
+    assert output.count("xlrag server ready") == 2 and output.count("xlrag server stopped") == 2, output
+    assert "all workers stopped" in output and "Traceback" not in output
+
+
+@pytest.mark.slow
+def test_asks_past_the_queue_get_503_with_retry_after_then_the_server_answers(xquad_index, tmp_path):
+    """Each worker runs 1 generation and queues 1: of 12 asks at once, at most 4 are taken (2 per
+    worker) while the model is held, the rest are refused at once; released, the taken ones
+    are answered, and so is the next ask."""
+    gate = threading.Event()
+    sent = 12
+    with openai_standin(gate=gate) as standin, workers(xquad_index, standin, tmp_path, "--max-concurrent", "1",
+                                                       "--max-queue", "1") as (proc, url):
+        assert len(_pids(url)) == 2
+        refused: list[httpx.Response] = []
+        done = threading.Condition()
+
+        def ask(_: int) -> httpx.Response:
+            r = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=180)
+            if r.status_code == 503:
+                with done:
+                    refused.append(r)
+                    done.notify_all()
+            return r
+
+        with ThreadPoolExecutor(sent) as pool:
+            futures = [pool.submit(ask, i) for i in range(sent)]
+            with done:  # everything past the 4 places is refused while the gate is shut
+                assert done.wait_for(lambda: len(refused) >= sent - 4, timeout=120), len(refused)
+            assert standin.calls <= 2  # one generation per worker at most, held at the gate
+            gate.set()
+            responses = [f.result() for f in futures]
+        statuses = sorted(r.status_code for r in responses)
+        assert set(statuses) <= {200, 503}, statuses
+        answered = [r for r in responses if r.status_code == 200]
+        assert 2 <= len(answered) <= 4, statuses  # each worker took its 1 + 1
+        for r in responses:
+            if r.status_code == 503:
+                assert r.json()["error"]["type"] == "overloaded"
+                assert int(r.headers["Retry-After"]) >= 1
+        assert all(r.json()["answer"].startswith("La defensa de los Panthers") for r in answered)
+        for _ in range(3):  # the burst is over: answered normally, on whichever worker
+            after = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+            assert after.status_code == 200, after.text
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=90)[0]
+    assert proc.returncode == 0, output
+
+
+def test_a_worker_that_cannot_start_is_a_one_line_error(tmp_path):
+    env = {**standin_env(dict(os.environ)), "XLRAG_API_KEY": KEY}
+    xlrag = Path(sys.executable).with_name("xlrag")
+    done = subprocess.run([str(xlrag), "serve", "--index-dir", str(tmp_path / "nothing"), "--workers", "2",
+                           "--port", str(free_port())], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 2, done.stderr
+    # the first worker's own one-line error is the command's, as a one-process serve prints it
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "is not an xlrag index" in errors[0], done.stderr
+    assert "Traceback" not in done.stderr
