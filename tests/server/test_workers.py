@@ -60,8 +60,9 @@ def _pids(url: str, want: int = 2, seconds: float = 120) -> set[int]:
     deadline = time.monotonic() + seconds
     with ThreadPoolExecutor(4) as pool:
         while len(seen) < want and time.monotonic() < deadline:
-            bodies = pool.map(lambda _: httpx.get(f"{url}/v1/health", timeout=30).json(), range(8))
-            seen |= {b["worker"] for b in bodies}
+            replies = list(pool.map(lambda _: httpx.get(f"{url}/v1/health", timeout=30), range(8)))
+            assert all(r.status_code == 200 for r in replies), [(r.status_code, r.text) for r in replies if r.status_code != 200]
+            seen |= {r.json()["worker"] for r in replies}
     return seen
 
 
@@ -88,17 +89,19 @@ def test_two_workers_answer_with_the_key_and_host_checks_and_stop_on_sigterm(xqu
         assert {_ppid(pid) for pid in clients} == {proc.pid}  # the server's own worker processes
         body = {"question": QUESTION, "k": 1}
         for pid, client in clients.items():  # each worker checks the key and the Host
-            with client:
-                assert client.post("/v1/retrieve", json=body).status_code == 401
-                wrong = client.post("/v1/retrieve", json=body, headers={"X-API-Key": "wrong-key-0123456789abcdef"})
-                assert wrong.status_code == 401
-                host = client.post("/v1/retrieve", json=body, headers={**AUTH, "Host": "attacker.example"})
-                assert host.status_code == 400 and host.json()["error"]["type"] == "host_not_allowed"
-                ok = client.post("/v1/retrieve", json=body, headers=AUTH)
-                assert ok.status_code == 200 and [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"]
-                answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
-                assert answer.status_code == 200 and answer.json()["answer"].startswith("La defensa de los Panthers")
-                assert client.get("/v1/health").json()["worker"] == pid  # all of it on that worker
+            assert client.post("/v1/retrieve", json=body).status_code == 401
+            wrong = client.post("/v1/retrieve", json=body, headers={"X-API-Key": "wrong-key-0123456789abcdef"})
+            assert wrong.status_code == 401
+            host = client.post("/v1/retrieve", json=body, headers={**AUTH, "Host": "attacker.example"})
+            assert host.status_code == 400 and host.json()["error"]["type"] == "host_not_allowed"
+            ok = client.post("/v1/retrieve", json=body, headers=AUTH)
+            assert ok.status_code == 200 and [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"]
+            answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+            assert answer.status_code == 200 and answer.json()["answer"]["answer"].startswith(
+                "La defensa de los Panthers")
+            assert client.get("/v1/health").json()["worker"] == pid  # all of it on that worker
+        for client in clients.values():
+            client.close()
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=90)[0]
     assert proc.returncode == 0, output
@@ -143,7 +146,7 @@ def test_asks_past_the_queue_get_503_with_retry_after_then_the_server_answers(xq
             if r.status_code == 503:
                 assert r.json()["error"]["type"] == "overloaded"
                 assert int(r.headers["Retry-After"]) >= 1
-        assert all(r.json()["answer"].startswith("La defensa de los Panthers") for r in answered)
+        assert all(r.json()["answer"]["answer"].startswith("La defensa de los Panthers") for r in answered)
         for _ in range(3):  # the burst is over: answered normally, on whichever worker
             after = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
             assert after.status_code == 200, after.text
