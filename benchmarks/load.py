@@ -195,16 +195,28 @@ async def concurrent_retrieves(url: str, qs: list[dict], reference: dict[int, li
                 if gap is not None:
                     gaps.append(gap)
                 if gap is None or gap > SCORE_TOLERANCE:
-                    mismatches.append({"question": qs[i]["id"], "got": hits_of(r.json())[:3],
-                                       "serial": reference[i][:3]})
+                    got = [d for d, _ in hits_of(r.json())]
+                    mismatches.append({"question": qs[i]["id"], "index": i, "got": got,
+                                       "serial": [d for d, _ in reference[i]],
+                                       "stores": r.json()["stores"], "notes": r.json()["notes"]})
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(n) for n in range(total)))
         wall = time.perf_counter() - t0
+        # the questions that differed, asked again one at a time once the load is over: is the
+        # difference the load's, or the question's on some worker?
+        again = []
+        for i in sorted({m["index"] for m in mismatches}):
+            for _ in range(4):  # new connections: both workers, likely
+                async with httpx.AsyncClient(base_url=url, headers=AUTH, timeout=120) as fresh:
+                    again.append(hits_of((await fresh.post("/v1/retrieve", json={"question": qs[i]["question"]})
+                                          ).json()) == reference[i])
     return {"requests": total, "clients": clients, "wall_seconds": round(wall, 2),
             "throughput_per_s": round(total / wall, 2), "statuses": statuses, "errors": len(errors),
             "error_samples": errors[:5], "differ_from_serial": len(mismatches), "mismatch_samples": mismatches[:3],
             "largest_score_gap": max(gaps, default=None),
+            "questions_that_differed": len({m["index"] for m in mismatches}),
+            "differed_then_serial_again_equal": f"{sum(again)} of {len(again)}",
             "latency": latency(seconds)}
 
 

@@ -106,6 +106,12 @@ def _worker(spec: WorkerSpec, sock: socket.socket, report: Connection, parent: i
         app = create_app(spec.config, api_key=list(spec.api_keys) if spec.api_keys is not None else None,
                          no_auth=spec.api_keys is None, limits=spec.limits,
                          allowed_hosts=list(spec.allowed_hosts) if spec.allowed_hosts is not None else None)
+        stores = getattr(app.state.xlrag.retriever, "stores", None)
+        if stores is not None:
+            # open the index now, one worker after the other: Chroma writes to the database when
+            # a process first opens it, and two workers doing so at once answered some questions
+            # with different passages among equal scores for as long as they ran
+            stores.counts()
     except XlragError as e:
         report.send(str(e))
         sys.exit(STARTUP_FAILURE)
@@ -128,17 +134,21 @@ class _Supervisor:
         self.failure: str | None = None
 
     def start(self) -> None:
+        """The first worker; each next one once the one before is ready (:meth:`_read`): the
+        workers open the index one at a time (see :func:`_worker`)."""
+        self._spawn()
+
+    def _spawn(self) -> None:
+        if self.stopping or len(self.procs) >= self.workers:
+            return
         ctx = multiprocessing.get_context("spawn")
-        for _ in range(self.workers):
-            if self.stopping:  # a signal while the first ones started: start no more
-                return
-            parent_end, child_end = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_worker, args=(self.spec, self.sock, child_end, os.getpid()),
-                               name="xlrag-worker", daemon=False)
-            proc.start()
-            child_end.close()
-            self.procs.append(proc)
-            self.reports[parent_end] = proc
+        parent_end, child_end = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, args=(self.spec, self.sock, child_end, os.getpid()),
+                           name="xlrag-worker", daemon=False)
+        proc.start()
+        child_end.close()
+        self.procs.append(proc)
+        self.reports[parent_end] = proc
 
     def stop(self, sig: int = signal.SIGTERM, frame: FrameType | None = None) -> None:
         """SIGTERM to every worker, once: each drains. (On Ctrl-C the terminal has sent the
@@ -159,6 +169,7 @@ class _Supervisor:
         if message == _READY:
             self.ready.add(proc.pid)
             log.info("worker %d ready", proc.pid)
+            self._spawn()
         elif self.failure is None:
             self.failure = message
             self.stop()
