@@ -66,42 +66,50 @@ def _pids(url: str, want: int = 2, seconds: float = 120) -> set[int]:
     return seen
 
 
-def _one_connection_per_worker(url: str, want: int = 2, seconds: float = 120) -> dict[int, httpx.Client]:
-    """A kept-alive connection to each worker, by its pid: what is sent on it reaches that worker."""
-    clients: dict[int, httpx.Client] = {}
+def _on_each_worker(url: str, checks: dict, pids: set[int], seconds: float = 180) -> dict[tuple[int, str], int]:
+    """Each check's status code as each worker answered it. A check is sent on a new connection
+    right after /v1/health named the worker holding it (a refused request whose body was never
+    read ends its connection, so nothing after it is known to stay on that worker)."""
+    seen: dict[tuple[int, str], int] = {}
     deadline = time.monotonic() + seconds
-    while len(clients) < want and time.monotonic() < deadline:
-        client = httpx.Client(base_url=url, timeout=60, limits=httpx.Limits(max_connections=1))
-        pid = client.get("/v1/health").json()["worker"]
-        if pid in clients:
-            client.close()
-        else:
-            clients[pid] = client
-    return clients
+    while len(seen) < len(pids) * len(checks) and time.monotonic() < deadline:
+        for name, send in checks.items():
+            with httpx.Client(base_url=url, timeout=120, limits=httpx.Limits(max_connections=1)) as client:
+                pid = client.get("/v1/health").json()["worker"]
+                if (pid, name) not in seen:
+                    seen[(pid, name)] = send(client)
+    return seen
 
 
 @pytest.mark.slow
 def test_two_workers_answer_with_the_key_and_host_checks_and_stop_on_sigterm(xquad_index, tmp_path):
     with openai_standin() as standin, workers(xquad_index, standin, tmp_path,
                                               "--allowed-hosts", "127.0.0.1") as (proc, url):
-        clients = _one_connection_per_worker(url)
-        assert len(clients) == 2, list(clients)
-        assert {_ppid(pid) for pid in clients} == {proc.pid}  # the server's own worker processes
+        pids = _pids(url)
+        assert len(pids) == 2, pids
+        assert {_ppid(pid) for pid in pids} == {proc.pid}  # the server's own worker processes
         body = {"question": QUESTION, "k": 1}
-        for pid, client in clients.items():  # each worker checks the key and the Host
-            assert client.post("/v1/retrieve", json=body).status_code == 401
-            wrong = client.post("/v1/retrieve", json=body, headers={"X-API-Key": "wrong-key-0123456789abcdef"})
-            assert wrong.status_code == 401
-            host = client.post("/v1/retrieve", json=body, headers={**AUTH, "Host": "attacker.example"})
-            assert host.status_code == 400 and host.json()["error"]["type"] == "host_not_allowed"
+
+        def retrieved(client: httpx.Client) -> int:
             ok = client.post("/v1/retrieve", json=body, headers=AUTH)
-            assert ok.status_code == 200 and [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"]
-            answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
-            assert answer.status_code == 200 and answer.json()["answer"]["answer"].startswith(
-                "La defensa de los Panthers")
-            assert client.get("/v1/health").json()["worker"] == pid  # all of it on that worker
-        for client in clients.values():
-            client.close()
+            assert [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"], ok.text
+            return ok.status_code
+
+        def asked(client: httpx.Client) -> int:
+            answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH)
+            assert answer.json()["answer"]["answer"].startswith("La defensa de los Panthers"), answer.text
+            return answer.status_code
+
+        checks = {
+            "no key": lambda c: c.post("/v1/retrieve", json=body).status_code,
+            "wrong key": lambda c: c.post("/v1/retrieve", json=body,
+                                          headers={"X-API-Key": "wrong-key-0123456789abcdef"}).status_code,
+            "other host": lambda c: c.post("/v1/retrieve", json=body,
+                                           headers={**AUTH, "Host": "attacker.example"}).status_code,
+            "retrieve": retrieved, "ask": asked}
+        seen = _on_each_worker(url, checks, pids)
+        expected = {"no key": 401, "wrong key": 401, "other host": 400, "retrieve": 200, "ask": 200}
+        assert seen == {(pid, name): code for pid in pids for name, code in expected.items()}
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=90)[0]
     assert proc.returncode == 0, output

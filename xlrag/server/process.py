@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from xlrag.server.drain import Drain
     from xlrag.server.guards import ServerLimits
 
-__all__ = ["graceful_server", "log_to_stderr", "uvicorn_options"]
+__all__ = ["graceful_server", "log_to_stderr", "uvicorn_options", "warm"]
 
 
 def log_to_stderr(level: str) -> None:
@@ -66,3 +66,19 @@ def graceful_server(config: Any, drain: Drain, grace: float) -> Any:
                     signal.signal(sig, handler)
 
     return GracefulServer(config)
+
+
+def warm(app: Any) -> None:
+    """Open the index and search every store once, before the first request: what a retrieval
+    loads on first use is loaded here, alone. Loaded by a burst of first requests at once (a
+    worker's first burst under ``serve --workers 2``, benchmarks/load.py), a process answered
+    a few questions with other passages than a serial process, for as long as it ran (the
+    cause inside the retrieval path is not pinned down; a store's first query is one, see
+    :meth:`LanguageStores._searching`)."""
+    from xlrag.schema import make_query
+
+    retriever = app.state.xlrag.retriever
+    if getattr(retriever, "stores", None) is None:
+        return
+    retriever.stores.counts()
+    retriever.retrieve(make_query("warm up"), mode="all", k=1)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
-from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options
+from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options, warm
 
 if TYPE_CHECKING:
     from xlrag.server.guards import ServerLimits
@@ -74,5 +74,6 @@ def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_
     from xlrag.server.app import create_app
 
     app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits, allowed_hosts=allowed_hosts)
+    warm(app)
     options = {"host": bind, "port": port, **uvicorn_options(limits, log_level)}
     graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()

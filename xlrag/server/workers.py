@@ -99,19 +99,14 @@ def _worker(spec: WorkerSpec, sock: socket.socket, report: Connection, parent: i
     import uvicorn
 
     from xlrag.server.app import create_app
-    from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options
+    from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options, warm
 
     log_to_stderr(spec.log_level)
     try:
         app = create_app(spec.config, api_key=list(spec.api_keys) if spec.api_keys is not None else None,
                          no_auth=spec.api_keys is None, limits=spec.limits,
                          allowed_hosts=list(spec.allowed_hosts) if spec.allowed_hosts is not None else None)
-        stores = getattr(app.state.xlrag.retriever, "stores", None)
-        if stores is not None:
-            # open the index now, one worker after the other: Chroma writes to the database when
-            # a process first opens it, and two workers doing so at once answered some questions
-            # with different passages among equal scores for as long as they ran
-            stores.counts()
+        warm(app)
     except XlragError as e:
         report.send(str(e))
         sys.exit(STARTUP_FAILURE)
