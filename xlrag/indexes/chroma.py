@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -216,6 +217,10 @@ def files_stamp(chroma_dir: Path) -> tuple[int, ...] | None:
 # writes later: passages added there are never found, and ids deleted there come back
 # without text or metadata. Readers compare this stamp with the files' and load afresh.
 _loaded_at: dict[str, tuple[int, ...] | None] = {}
+# Chroma clients are built one at a time: a server's first requests arrive together (each
+# worker of serve --workers takes a burst), and a second PersistentClient built while the first
+# is still starting finds Chroma's shared system half made ('RustBindingsAPI' has no 'bindings')
+_OPENING = threading.Lock()
 
 
 class Backend:
@@ -293,33 +298,36 @@ class Backend:
         self._open()
 
     def _open(self) -> Any:
-        if self._client is None:
-            os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-            import chromadb
-            from chromadb.config import Settings
+        if self._client is not None:
+            return self._client
+        with _OPENING:
+            if self._client is None:
+                os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+                import chromadb
+                from chromadb.config import Settings
 
-            settings = Settings(anonymized_telemetry=False)
-            with guard(self.index_dir, self.store):
-                if self.store.kind == "http":
-                    try:
-                        self._client = chromadb.HttpClient(
-                            host=self.store.host, port=self.store.port, ssl=self.store.ssl,
-                            headers=dict(self.store.headers) or None, settings=settings,
-                        )
-                    except ValueError as e:  # what HttpClient raises when nothing answers
-                        raise ConnectionError(str(e)) from None
-                else:
-                    from chromadb.api.shared_system_client import SharedSystemClient
+                settings = Settings(anonymized_telemetry=False)
+                with guard(self.index_dir, self.store):
+                    if self.store.kind == "http":
+                        try:
+                            self._client = chromadb.HttpClient(
+                                host=self.store.host, port=self.store.port, ssl=self.store.ssl,
+                                headers=dict(self.store.headers) or None, settings=settings,
+                            )
+                        except ValueError as e:  # what HttpClient raises when nothing answers
+                            raise ConnectionError(str(e)) from None
+                    else:
+                        from chromadb.api.shared_system_client import SharedSystemClient
 
-                    key = str(self._chroma_dir)
-                    fresh = key not in SharedSystemClient._identifier_to_system
-                    self._client = chromadb.PersistentClient(path=key, settings=settings)
-                    if fresh:
-                        # Stamped after the client commits its own start-up write, and before any
-                        # vectors load (lazily, at a collection's first query): a write landing
-                        # in between is loaded and only costs one needless reload later.
-                        _loaded_at[key] = files_stamp(self._chroma_dir)
-                    self._stamp = _loaded_at.get(key)
+                        key = str(self._chroma_dir)
+                        fresh = key not in SharedSystemClient._identifier_to_system
+                        self._client = chromadb.PersistentClient(path=key, settings=settings)
+                        if fresh:
+                            # Stamped after the client commits its own start-up write, and before any
+                            # vectors load (lazily, at a collection's first query): a write landing
+                            # in between is loaded and only costs one needless reload later.
+                            _loaded_at[key] = files_stamp(self._chroma_dir)
+                        self._stamp = _loaded_at.get(key)
         return self._client
 
     def collection_name(self, lang: str) -> str:
