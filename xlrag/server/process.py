@@ -70,11 +70,10 @@ def graceful_server(config: Any, drain: Drain, grace: float) -> Any:
 
 def warm(app: Any) -> None:
     """Open the index and search every store once, before the first request: what a retrieval
-    loads on first use is loaded here, alone. Loaded by a burst of first requests at once (a
-    worker's first burst under ``serve --workers 2``, benchmarks/load.py), a process answered
-    a few questions with other passages than a serial process, for as long as it ran (the
-    cause inside the retrieval path is not pinned down; a store's first query is one, see
-    :meth:`LanguageStores._searching`)."""
+    loads on first use (the embedder, each store's vectors and lexical index) is loaded here, so
+    no request waits for it. It does not make two workers answer alike: over local Chroma files
+    each process re-inserts the vectors written since Chroma's last sync into its own HNSW graph,
+    and approximate search can find other neighbours in each (``docs/explanation/scale.md``)."""
     from xlrag.schema import make_query
 
     retriever = app.state.xlrag.retriever
