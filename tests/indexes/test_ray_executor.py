@@ -6,20 +6,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import numpy as np
 import pytest
 
+from tests.chroma_server import chroma_server, free_port
 from tests.conftest import DATA, ROOT
 from xlrag.config import EmbedderConfig, SplitterConfig, StoreConfig
 from xlrag.indexes.ray_executor import (
@@ -89,30 +87,9 @@ def test_batch_size_follows_the_measured_overhead():
 
 
 # -- a real Chroma server and Ray ------------------------------------------------------------------
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-    assert chroma, "the chromadb wheel ships the chroma CLI"
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen([chroma, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from chroma_server(tmp_path_factory.mktemp("chroma-server"))
 
 
 @pytest.fixture(scope="module")
@@ -133,22 +110,28 @@ def corpus(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def reference(corpus, tmp_path_factory):
+def reference_index(corpus, tmp_path_factory):
     """The single-process ``xlrag index`` of the corpus: what every Ray run must equal."""
     ix = tmp_path_factory.mktemp("reference") / "ix"
     res = subprocess.run([*XLRAG, "index", "--corpus", corpus, "--index-dir", ix, "--chunk-size", CHUNK],
                          capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr
-    return _content(LanguageStores.open(ix))
+    return ix
+
+
+@pytest.fixture(scope="module")
+def reference(reference_index):
+    return _content(LanguageStores.open(reference_index))
 
 
 def _http(port, name):
     return StoreConfig(kind="http", host="127.0.0.1", port=port, name=name)
 
 
-def _env(port, name):
+def _env(port, name, lexical_dir=None):
+    shared = {"XLRAG_STORE__LEXICAL_DIR": str(lexical_dir)} if lexical_dir else {}
     return {**os.environ, "XLRAG_STORE__KIND": "http", "XLRAG_STORE__HOST": "127.0.0.1",
-            "XLRAG_STORE__PORT": str(port), "XLRAG_STORE__NAME": name}
+            "XLRAG_STORE__PORT": str(port), "XLRAG_STORE__NAME": name, **shared}
 
 
 def _content(stores):
@@ -171,28 +154,39 @@ def _assert_same(got, want):
     assert worst <= 1e-5, worst
 
 
-def _check_clean(port, name, ix):
+def _check_clean(port, name, ix, lexical_dir=None):
     res = subprocess.run([*XLRAG, "check", "--index-dir", ix, "--json"], capture_output=True, text=True,
-                         cwd=ROOT, env=_env(port, name) if port else None)
+                         cwd=ROOT, env=_env(port, name, lexical_dir) if port else None)
     report = json.loads(res.stdout)
     assert res.returncode == 0 and report["ok"], res.stdout + res.stderr
     return report
 
 
 @pytest.mark.slow
-def test_ray_into_a_server_builds_what_xlrag_index_builds(server, corpus, reference, tmp_path):
+def test_ray_into_a_server_builds_what_xlrag_index_builds(server, corpus, reference, reference_index, tmp_path):
+    """... and the shared lexical index, once, where every client reads it (store.lexical_dir)."""
     ix = tmp_path / "ix"  # local: only the writer lock lives here
+    shared = tmp_path / "lexical"
+    shared.mkdir()
+    env = _env(server, "ray-cli", shared)
     res = subprocess.run([*XLRAG, "index", "--executor", "ray", "--workers", "2", "--corpus", corpus,
                           "--index-dir", ix, "--chunk-size", CHUNK], capture_output=True, text=True, cwd=ROOT,
-                         env=_env(server, "ray-cli"))
+                         env=env)
     assert res.returncode == 0, res.stderr
     assert "on ray (2 workers)" in res.stdout and f"{len(reference)} added" in res.stdout, res.stdout
-    _assert_same(_content(LanguageStores.open(ix, store=_http(server, "ray-cli"))), reference)
-    report = _check_clean(server, "ray-cli", ix)
+    stores = LanguageStores.open(ix, store=_http(server, "ray-cli").model_copy(update={"lexical_dir": shared}))
+    _assert_same(_content(stores), reference)
+    # the same lexical indexes as the single-process build's (named by their passages' ids), in the shared folder
+    lexical = LanguageStores.open(reference_index).manifest.lexical
+    assert {lang: (r.digest, r.passages, r.analyzer) for lang, r in stores.manifest.lexical.items()} == {
+        lang: (r.digest, r.passages, r.analyzer) for lang, r in lexical.items()}
+    assert sorted(p.name for p in (shared / "ray-cli").iterdir()) == sorted(r.folder for r in stores.manifest.lexical.values())
+    report = _check_clean(server, "ray-cli", ix, shared)
     assert report["passages"] == len(reference) and report["duplicates"] == [] and report["missing_vectors"] == []
+    assert report["lexical_stale"] == []
     again = subprocess.run([*XLRAG, "index", "--executor", "ray", "--workers", "2", "--corpus", corpus,
                             "--index-dir", ix, "--chunk-size", CHUNK], capture_output=True, text=True, cwd=ROOT,
-                           env=_env(server, "ray-cli"))
+                           env=env)
     assert again.returncode == 0 and f"0 added, {len(reference)} already present" in again.stdout, again.stdout
 
 
@@ -302,7 +296,7 @@ def test_vendor_workers_bound_requests_retry_rate_limits_and_name_a_bad_row(serv
 
 
 def test_unreachable_ray_address_is_one_line_naming_it(corpus, tmp_path):
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     res = subprocess.run([*XLRAG, "index", "--executor", "ray", "--ray-address", f"127.0.0.1:{port}", "--corpus",
                           corpus, "--index-dir", tmp_path / "ix"], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2, res.stderr
@@ -311,7 +305,7 @@ def test_unreachable_ray_address_is_one_line_naming_it(corpus, tmp_path):
 
 
 def test_unreachable_chroma_server_is_one_line_naming_it(corpus, tmp_path):
-    port = _free_port()
+    port = free_port()
     res = subprocess.run([*XLRAG, "index", "--executor", "ray", "--corpus", corpus, "--index-dir", tmp_path / "ix"],
                          capture_output=True, text=True, cwd=ROOT, env=_env(port, "nowhere"))
     assert res.returncode == 2, res.stderr
