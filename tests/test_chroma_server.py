@@ -3,15 +3,13 @@ through it, a second index sharing the server, and `xlrag check` clean at the en
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.chroma_server import chroma_server
 from tests.conftest import DATA, ROOT
 from xlrag.config import StoreConfig
 from xlrag.errors import IndexDirError
@@ -20,30 +18,9 @@ from xlrag.indexes.store import LanguageStores
 XLRAG = [sys.executable, "-c", "from xlrag.cli import main; main()"]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent)) or shutil.which("chroma")
-    assert chroma, "the chromadb wheel ships the chroma CLI"
-    port = _free_port()
-    data = tmp_path_factory.mktemp("chroma-server")
-    proc = subprocess.Popen([chroma, "run", "--path", str(data), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield port
-    proc.terminate()
-    proc.wait(timeout=30)
+    yield from chroma_server(tmp_path_factory.mktemp("chroma-server"))
 
 
 def _env(port, name):

@@ -25,6 +25,7 @@ from xlrag.config_sections import (
     ContextConfig,
     ContextOrder,
     EmbedderConfig,
+    IndexConfig,
     LexicalTranslation,
     LLMConfig,
     PerspectivesConfig,
@@ -45,6 +46,7 @@ __all__ = [
     "ContextConfig",
     "ContextOrder",
     "EmbedderConfig",
+    "IndexConfig",
     "LLMConfig",
     "LexicalTranslation",
     "PerspectivesConfig",
@@ -72,6 +74,7 @@ class XlragConfig(BaseSettings):
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     rerank: RerankConfig = Field(default_factory=RerankConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)

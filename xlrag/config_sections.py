@@ -35,6 +35,7 @@ __all__ = [
     "ContextOrder",
     "EmbedderConfig",
     "Fusion",
+    "IndexConfig",
     "LLMConfig",
     "LexicalTranslation",
     "PerspectivesConfig",
@@ -189,6 +190,37 @@ class StoreConfig(_Section):
     name: str | None = Field(
         None, description="index name on the server (kind: http): namespaces its collections; default: the index_dir folder name"
     )
+    # the shared counterpart of index_dir for what Chroma has no place for: named for what it holds
+    # (the lexical indexes, nothing else) and, like index_dir, a folder path
+    lexical_dir: Path | None = Field(
+        None, description="kind: http: a folder every client of the server can read (NFS, a mounted bucket); "
+                          "each write builds the index's BM25 indexes there once, under <lexical_dir>/<name>/, "
+                          "and clients open them memory-mapped; null: each client builds them in memory"
+    )
+
+    @model_validator(mode="after")
+    def _lexical_dir_is_for_a_server(self) -> StoreConfig:
+        if self.kind == "persistent" and self.lexical_dir is not None:
+            raise ValueError("store.lexical_dir is for a Chroma server (kind: http); a local index keeps its lexical "
+                             "indexes in index_dir/lexical: remove store.lexical_dir")
+        return self
+
+
+class IndexConfig(_Section):
+    """Where ``xlrag index`` splits and embeds: in its own process, or on a Ray cluster."""
+
+    executor: Literal["local", "ray"] = Field(
+        "local", description="local: this process; ray: one embedder per Ray worker (pip install 'xlrag[ray]')")
+    ray_address: str | None = Field(
+        None, description="the Ray cluster (executor: ray): host:port of its head, ray://host:port, or auto; "
+                          "default: start a Ray on this machine's cores for the run")
+    workers: int | None = Field(
+        None, ge=1, description="Ray workers (executor: ray), each with its own embedder; default: one per CPU "
+                                "of the cluster for the local embedder, 4 for a vendor embedder, whose "
+                                "requests in flight it bounds")
+    batch_size: int | None = Field(
+        None, ge=1, le=8192, description="passages per Ray batch (executor: ray); default: measured at the "
+                                         "start of the run")
 
 
 #: ``llm.draft`` values: no speculative decoding, or llama-cpp-python's prompt-lookup drafts.

@@ -16,8 +16,10 @@ __all__ = [
     "CorpusError",
     "CorpusRowError",
     "DiskFullError",
+    "DocumentError",
     "EmbedderMismatchError",
     "EmptyQueryError",
+    "ExecutorError",
     "IndexCorruptError",
     "IndexDirError",
     "IndexLockedError",
@@ -149,6 +151,25 @@ class CorpusRowError(CorpusError):
     def skipped(self) -> CorpusRowError:
         """The same error as reported after --skip-bad skipped the row."""
         return CorpusRowError(self.path, self.line, self.reason, skippable=False)
+
+
+class DocumentError(CorpusError):
+    """A document the indexer's workers could not split or embed: named by id (an executor
+    sees documents, not the corpus file's lines)."""
+
+    def __init__(self, doc_id: str, why: str, *, more: int = 0, skippable: bool = True):
+        self.doc_id, self.why, self.more = doc_id, why, more
+        others = f" (and {more} more documents)" if more else ""
+        hint = " (fix the row, or pass --skip-bad to skip malformed rows)" if skippable else " (fix the row)"
+        super().__init__(f"document {capped(doc_id)}: {why}{others}{hint}")
+
+    def skipped(self) -> DocumentError:
+        """The same error as reported after --skip-bad skipped the row."""
+        return DocumentError(self.doc_id, self.why, skippable=False)
+
+
+class ExecutorError(XlragError):
+    """The cluster that runs an index build cannot be reached, or lost a worker for good."""
 
 
 class OutputPathError(ConfigError):

@@ -152,3 +152,25 @@ def test_a_chosen_passage_without_text_in_a_complete_index_is_damage(tmp_path, d
             retriever.retrieve(make_query(question, lang="de"))
     finally:
         retriever.close()
+
+
+def test_the_first_calls_from_many_threads_at_once_open_one_client(xquad_index, embedder, tmp_path):
+    """A server's first requests come together (each worker of ``serve --workers`` takes a burst):
+    the Chroma client they all need is built once, not half-built twice."""
+    import shutil
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    copy = tmp_path / "index"  # a path no client of this process has opened yet
+    shutil.copytree(xquad_index, copy)
+    stores = LanguageStores.open(copy, embedder.name, embedder.dim)
+    start = threading.Barrier(8)
+
+    def counts(_: int) -> dict[str, int]:
+        start.wait()
+        return stores.counts()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(counts, range(8)))
+    assert all(r == results[0] and sum(r.values()) == 36 for r in results), results
+

@@ -81,6 +81,34 @@ def test_an_unchanged_index_is_not_reloaded(tmp_path, german, embedder):
     assert reader.backend.client is client and not reader.refresh()
 
 
+OPEN_AND_SEARCH = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from xlrag.indexes.store import LanguageStores
+    stores = LanguageStores.open(sys.argv[1])
+    stores.rank("de", np.ones(stores.manifest.dim, dtype=np.float32), 1)
+""")
+
+
+def test_another_reader_opening_the_index_makes_no_reload(tmp_path, german, embedder):
+    """Every Chroma client commits a row of its own when it opens the files: under ``serve
+    --workers 2`` each worker's reload made the other reload, and each reload built the vector
+    index anew, answering some questions with other passages (benchmarks/load.py)."""
+    from xlrag.indexes.chroma import files_stamp
+
+    ix = tmp_path / "ix"
+    reader, q = _reader(ix, german[:2], embedder, german[0])
+    reader.search("de", q, 1)
+    client, stamp = reader.backend.client, files_stamp(ix / "chroma")
+    for _ in range(2):  # a second worker starting, then restarting
+        res = subprocess.run([sys.executable, "-c", OPEN_AND_SEARCH, str(ix)], capture_output=True, text=True, cwd=ROOT)
+        assert res.returncode == 0, res.stderr
+    assert files_stamp(ix / "chroma") != stamp  # the other reader did commit to the files
+    assert not reader.refresh() and reader.backend.client is client and reader.generation == 0
+    _write_elsewhere(ix, german[:3])  # and a write is still followed
+    assert reader.refresh() and reader.generation == 1
+
+
 def test_writes_in_this_process_are_searched_at_once(tmp_path, german, embedder, splitter_config):
     from xlrag.indexes.indexer import index_documents
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
 import pytest
 
 from tests.clitools import app, error_line, run, runner
 from xlrag.indexes.lexical import LEXICAL_DIR
+from xlrag.indexes.lexical_files import IdList
 from xlrag.indexes.store import LanguageStores
 
 
@@ -47,10 +49,20 @@ def _file_for_lexical_dir(ix):
 
 
 def _reordered_ids(ix):
-    p = _folder(ix, "en") / "ids.json"
-    raw = json.loads(p.read_text())
-    raw["ids"] = raw["ids"][::-1]
-    p.write_text(json.dumps(raw))
+    # the same ids, the same bytes and file sizes, in another order: every score would go to another passage
+    folder = _folder(ix, "en")
+    ids = list(IdList(folder))[::-1]
+    encoded = [i.encode("utf-8") for i in ids]
+    (folder / "ids.bin").write_bytes(b"".join(encoded))
+    np.save(folder / "ids.offsets.npy", np.concatenate([[0], np.cumsum([len(b) for b in encoded])]).astype(np.int64))
+
+
+def _rows_past_the_last(ix):
+    # a score array of the right size naming passages that do not exist: opening does not read it
+    # whole, so the first query that touches it finds it
+    path = _folder(ix, "en") / "indices.csc.index.npy"
+    indices = np.load(path)
+    np.save(path, np.full_like(indices, np.iinfo(indices.dtype).max))
 
 
 def _another_stores_files(ix):
@@ -60,7 +72,8 @@ def _another_stores_files(ix):
             shutil.copy(f, en / f.name)
 
 
-DAMAGE = [_empty_data, _unknown_param, _file_for_folder, _file_for_lexical_dir, _reordered_ids, _another_stores_files]
+DAMAGE = [_empty_data, _unknown_param, _file_for_folder, _file_for_lexical_dir, _reordered_ids, _another_stores_files,
+          _rows_past_the_last]
 
 
 @pytest.mark.parametrize("damage", DAMAGE, ids=lambda f: f.__name__.strip("_"))

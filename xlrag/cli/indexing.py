@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -25,6 +26,9 @@ from xlrag.cli._app import (
 )
 from xlrag.errors import XlragError
 
+if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
+
 NoWaitOpt = Annotated[bool, typer.Option("--no-wait", help="fail at once if another process is writing the index")]
 
 
@@ -44,6 +48,15 @@ def index(
     source: Annotated[str | None, typer.Option("--source", help="source name (default: the corpus file's path); re-indexing a source prunes documents gone from it")] = None,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
     no_wait: NoWaitOpt = False,
+    executor: Annotated[str | None, typer.Option(
+        "--executor", help=f"where to split and embed: local (this process) or ray (one embedder per Ray "
+                           f"worker; pip install 'xlrag[ray]') {config_default('index.executor')}")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="the Ray cluster's head, host:port or ray://host:port, or auto (default: "
+                              "index.ray_address from config, else a Ray started on this machine)")] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Ray workers, each with its own embedder (default: index.workers from config, "
+                                 "else one per CPU; 4 for a vendor embedder)")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Index a corpus into language-tagged stores (idempotent, resumable).
@@ -64,6 +77,15 @@ def index(
 
     try:
         cfg = _config(config, index_dir=index_dir, embedder=embedder, chunk_size=chunk_size)
+        chosen = {"executor": executor, "ray_address": ray_address, "workers": workers}
+        if any(v is not None for v in chosen.values()):
+            cfg = _with_index_options(cfg, chosen)
+        runner = None
+        if cfg.index.executor == "ray":
+            from xlrag.indexes.ray_executor import RayExecutor
+
+            runner = RayExecutor(cfg.embedder, address=cfg.index.ray_address, workers=cfg.index.workers,
+                                 batch_size=cfg.index.batch_size)
         with Progress(TextColumn("[bold]indexing[/] {task.fields[lang]}"), BarColumn(), MofNCompleteColumn(),
                       TimeRemainingColumn(), console=err, transient=True,
                       disable=not err.is_terminal) as bar:  # off a terminal it would only leave a blank line
@@ -72,10 +94,11 @@ def index(
             def progress(done: int, total: int, lang: str) -> None:
                 bar.update(task, completed=done, total=total, lang=lang)
 
-            report = build_index(corpus, cfg.index_dir, embedder_config=cfg.embedder, splitter=cfg.splitter,
-                                 fields=FieldMap.parse(fields), skip_bad=skip_bad, progress=progress,
-                                 source=source, store=cfg.store, rebuild=rebuild, wait=not no_wait,
-                                 on_wait=_waiting, notice=warn)
+            with runner or nullcontext():
+                report = build_index(corpus, cfg.index_dir, embedder_config=cfg.embedder, splitter=cfg.splitter,
+                                     fields=FieldMap.parse(fields), skip_bad=skip_bad, progress=progress,
+                                     source=source, store=cfg.store, rebuild=rebuild, wait=not no_wait,
+                                     on_wait=_waiting, notice=warn, executor=runner)
     except XlragError as e:
         _fail(e)
     for row in report.skipped_rows:
@@ -86,6 +109,7 @@ def index(
         + (f", {report.removed_stale} stale removed" if report.removed_stale else "")
         + (f" ({len(report.pruned_documents)} documents gone from the source)" if report.pruned_documents else "")
         + (f", {len(report.skipped_rows)} bad rows skipped" if report.skipped_rows else "")
+        + (f" on {report.executor}" if report.executor != "local" else "")
         + f" ({report.seconds:.1f}s)",
         highlight=False,
     )
@@ -100,6 +124,21 @@ def index(
                    if c.lexical_stale else "")
                 + (" (fix: xlrag check --repair)" if not c.ok else " (full check: xlrag check)"))
         (echo if c.ok else lambda m: warn(m, "check"))(line)
+
+
+def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragConfig:
+    """The config with the index section's command-line options on top, validated as the file's are."""
+    from pydantic import ValidationError
+
+    from xlrag.config import IndexConfig
+    from xlrag.errors import ConfigError
+
+    merged = {**cfg.index.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
+    try:
+        return cfg.model_copy(update={"index": IndexConfig(**merged)})
+    except ValidationError as e:
+        first = e.errors()[0]
+        raise ConfigError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
 
 
 def counts_table(counts: dict[str, int], embedder: str, status: str | None = None) -> None:

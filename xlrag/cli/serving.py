@@ -23,8 +23,12 @@ def serve(
         "with a key: the host names the server answers to, separated by commas (e.g. "
         "xlrag.example.org,*.example.org,10.0.0.5); default any. --no-auth: loopback names only"))] = None,
     llm: LLMOpt = None,
-    max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once")] = 1,
-    max_queue: Annotated[int, typer.Option(min=0, help="requests waiting for a generation; more get 503")] = 16,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help=(
+        "server processes on the one address, each loading the index and the model; the limits below hold "
+        "per worker, and a chat session lives in the worker that made it"))] = 1,
+    max_concurrent: Annotated[int, typer.Option(min=1, help="generations at once, per worker")] = 1,
+    max_queue: Annotated[int, typer.Option(min=0, help=(
+        "requests waiting for a generation, per worker; more get 503"))] = 16,
     max_body_bytes: Annotated[int, typer.Option(min=256, help="larger request bodies get 413")] = 65_536,
     grace_seconds: Annotated[float, typer.Option(min=1, help=(
         "on SIGTERM, seconds running answers may take to finish; no new one starts, and a stream still "
@@ -49,10 +53,14 @@ def serve(
         resolve_allowed_hosts(allowed_hosts, no_auth)
         if no_auth and os.environ.get("XLRAG_API_KEY"):
             warn("--no-auth: XLRAG_API_KEY is set but not asked for; local clients need no key")
+        if workers > 1:
+            warn(f"--workers {workers}: each worker keeps its own chat sessions, so a /v1/chat follow-up that "
+                 "reaches another worker gets 404 unknown_session; serve chat with --workers 1, or run "
+                 "single-worker servers behind a proxy with sticky sessions")
         cfg = _config(config, index_dir=index_dir, llm=llm, explanation=explanation)
         limits = ServerLimits(max_concurrent=max_concurrent, max_queue=max_queue, max_body_bytes=max_body_bytes,
                               grace_seconds=grace_seconds)
         run(cfg, host=host, port=port, no_auth=no_auth, limits=limits, log_level=log_level,
-            allowed_hosts=allowed_hosts)
+            allowed_hosts=allowed_hosts, workers=workers)
     except XlragError as e:
         _fail(e)

@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import struct
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -211,11 +212,37 @@ def files_stamp(chroma_dir: Path) -> tuple[int, ...] | None:
     return (counter, ino, *wal_part)
 
 
+def content_stamp(chroma_dir: Path) -> tuple[object, ...] | None:
+    """What changes whenever a process changes what local Chroma files hold, or None when it
+    cannot be read: Chroma's write log (every add, update and delete is one entry: its newest
+    and how many) and the collections. :func:`files_stamp` alone moves for more than that:
+    every Chroma client commits a row of its own when it opens the files (its ``acquire_write``
+    table), so under ``serve --workers 2`` each worker's reload made the other reload, for as
+    long as they searched, and each reload built the store's vector index anew (Chroma inserts
+    the vectors its last sync left out into a new HNSW graph, which differs from the last),
+    answering some questions with other passages each time."""
+    try:
+        con = sqlite3.connect(f"file:{chroma_dir / SQLITE}?mode=ro", uri=True, timeout=5)
+        try:
+            log = con.execute("SELECT MAX(seq_id), COUNT(*) FROM embeddings_queue").fetchone()
+            collections = con.execute("SELECT id FROM collections ORDER BY id").fetchall()
+        finally:
+            con.close()
+    except sqlite3.DatabaseError:
+        return None
+    return (*log, *(c for (c,) in collections))
+
+
 # The files' stamp when this process's cached Chroma system for a directory loaded them.
 # A local system keeps the vector index in memory and never sees what another process
 # writes later: passages added there are never found, and ids deleted there come back
 # without text or metadata. Readers compare this stamp with the files' and load afresh.
 _loaded_at: dict[str, tuple[int, ...] | None] = {}
+_loaded_content: dict[str, tuple[object, ...] | None] = {}  # and their content_stamp
+# Chroma clients are built one at a time: a server's first requests arrive together (each
+# worker of serve --workers takes a burst), and a second PersistentClient built while the first
+# is still starting finds Chroma's shared system half made ('RustBindingsAPI' has no 'bindings')
+_OPENING = threading.Lock()
 
 
 class Backend:
@@ -229,6 +256,7 @@ class Backend:
         self.manifest_collection = f"xlrag-manifest.{self.name}"
         self._client: Any = None
         self._stamp: tuple[int, ...] | None = None
+        self._content: tuple[object, ...] | None = None
 
     @property
     def _chroma_dir(self) -> Path:
@@ -241,7 +269,14 @@ class Backend:
         (a Chroma server serves every client the same current state: never outdated)."""
         if self.store.kind != "persistent" or self._client is None:
             return False
-        return files_stamp(self._chroma_dir) != self._stamp
+        now = files_stamp(self._chroma_dir)
+        if now == self._stamp:
+            return False
+        same_file = now is not None and self._stamp is not None and now[1:] == self._stamp[1:]
+        if same_file and self._content is not None and content_stamp(self._chroma_dir) == self._content:
+            self._stamp = now  # another client opened the files: nothing they hold changed
+            return False
+        return True
 
     def reload(self) -> None:
         """Drop this client so the next use loads the files as they are now.
@@ -265,6 +300,7 @@ class Backend:
             SharedSystemClient._identifier_to_system.pop(key, None)
             SharedSystemClient._identifier_to_refcount.pop(key, None)
             _loaded_at.pop(key, None)
+            _loaded_content.pop(key, None)
         self._client = None
 
     @property
@@ -293,34 +329,41 @@ class Backend:
         self._open()
 
     def _open(self) -> Any:
-        if self._client is None:
-            os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-            import chromadb
-            from chromadb.config import Settings
+        # read once: another thread's reload() may drop self._client at any moment
+        if (client := self._client) is not None:
+            return client
+        with _OPENING:
+            if (client := self._client) is None:
+                os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+                import chromadb
+                from chromadb.config import Settings
 
-            settings = Settings(anonymized_telemetry=False)
-            with guard(self.index_dir, self.store):
-                if self.store.kind == "http":
-                    try:
-                        self._client = chromadb.HttpClient(
-                            host=self.store.host, port=self.store.port, ssl=self.store.ssl,
-                            headers=dict(self.store.headers) or None, settings=settings,
-                        )
-                    except ValueError as e:  # what HttpClient raises when nothing answers
-                        raise ConnectionError(str(e)) from None
-                else:
-                    from chromadb.api.shared_system_client import SharedSystemClient
+                settings = Settings(anonymized_telemetry=False)
+                with guard(self.index_dir, self.store):
+                    if self.store.kind == "http":
+                        try:
+                            client = self._client = chromadb.HttpClient(
+                                host=self.store.host, port=self.store.port, ssl=self.store.ssl,
+                                headers=dict(self.store.headers) or None, settings=settings,
+                            )
+                        except ValueError as e:  # what HttpClient raises when nothing answers
+                            raise ConnectionError(str(e)) from None
+                    else:
+                        from chromadb.api.shared_system_client import SharedSystemClient
 
-                    key = str(self._chroma_dir)
-                    fresh = key not in SharedSystemClient._identifier_to_system
-                    self._client = chromadb.PersistentClient(path=key, settings=settings)
-                    if fresh:
-                        # Stamped after the client commits its own start-up write, and before any
-                        # vectors load (lazily, at a collection's first query): a write landing
-                        # in between is loaded and only costs one needless reload later.
-                        _loaded_at[key] = files_stamp(self._chroma_dir)
-                    self._stamp = _loaded_at.get(key)
-        return self._client
+                        key = str(self._chroma_dir)
+                        fresh = key not in SharedSystemClient._identifier_to_system
+                        client = chromadb.PersistentClient(path=key, settings=settings)
+                        if fresh:
+                            # Stamped after the client commits its own start-up write, and before any
+                            # vectors load (lazily, at a collection's first query): a write landing
+                            # in between is loaded and only costs one needless reload later.
+                            _loaded_at[key] = files_stamp(self._chroma_dir)
+                            _loaded_content[key] = content_stamp(self._chroma_dir)
+                        self._stamp, self._content = _loaded_at.get(key), _loaded_content.get(key)
+                        # published last: a thread that sees the client (outdated()) sees its stamps
+                        self._client = client
+        return client
 
     def collection_name(self, lang: str) -> str:
         return self.prefix + lang

@@ -156,10 +156,10 @@ def check_index(stores: LanguageStores | str | Path, *, store: StoreConfig | Non
 
 def _lexical_problems(stores: LanguageStores, ids_by_lang: dict[str, list[str]]) -> list[str]:
     """'lang: why' for each store whose lexical index is not built from exactly its passages
-    (a Chroma server's are built in memory by each reader: nothing to check)."""
-    from xlrag.indexes.lexical import ids_digest, unusable
+    (a Chroma server's without store.lexical_dir are built in memory by each reader: nothing to check)."""
+    from xlrag.indexes.lexical import built_in_memory, ids_digest, unusable
 
-    if stores.store.kind != "persistent":
+    if built_in_memory(stores):
         return []
     out = []
     for lang, ids in ids_by_lang.items():
@@ -221,6 +221,9 @@ def repair_index(
                 raise
             stores = _recover_manifest(Path(index_dir), store or StoreConfig(), e)
             repaired["manifest rebuilt from the stores' own metadata"] = 1
+        from xlrag.indexes.lexical import prune_lexical, require_lexical_dir, sync_lexical
+
+        require_lexical_dir(stores)
         before = check_index(stores, sample=sample)
         broken = sorted({m.split(":", 1)[0] for m in before.missing_vectors} | set(before.lost_stores))
         if broken:
@@ -230,15 +233,14 @@ def repair_index(
                 repaired["stores rewritten"] += 1
         repaired["misplaced or duplicate copies removed"] += _fix_placement(stores)
         repaired["old versions and orphans removed"] += _drop_old_versions(stores)
-        from xlrag.indexes.lexical import prune_lexical, sync_lexical
-
         # an unreadable folder may still carry a current name: rebuilt, never reused
         stale = {s.split(":", 1)[0] for s in before.lexical_stale}
         lexical = sync_lexical(stores, force=stale)
         repaired["lexical indexes rebuilt"] += len(
             stale | {lang for lang, ref in lexical.items() if stores.manifest.lexical.get(lang) != ref})
+        replaced = stores.manifest.lexical
         stores.save_manifest(counts=stores.counts(), lexical=lexical)
-        prune_lexical(Path(index_dir), lexical)
+        prune_lexical(stores, lexical, replaced)
         after = check_index(stores, sample=sample)
     after.repaired = {k: v for k, v in repaired.items() if v}
     return after

@@ -5,28 +5,31 @@ A store holds one language, so its lexical index can use that language's analyze
 where one index over a mixed corpus could only use a generic one. Scoring is bm25s
 (sparse-matrix BM25, Lucene's variant), never a hand-written scorer.
 
-On disk (local Chroma files) each store's index is a folder ``lexical/<lang>-<digest>``
-named after what it was built from; the manifest's ``lexical`` entry points at it. A write
-run builds new folders first and rewrites the manifest last, so a killed run leaves the
-old folder, still named by the manifest, and readers see either the old pair or the new
-one, never half of each. Folders no manifest names are removed by the next write.
+Each store's index is a folder named after what it was built from
+(:mod:`xlrag.indexes.lexical_files`), under :func:`lexical_base`: ``index_dir/lexical`` for
+local Chroma files; for a Chroma server (``store.kind: http``), ``store.lexical_dir/<index
+name>``, a folder every client can read (NFS, a mounted bucket), since the server has no
+place for them and a folder beside one client is seen by no other. The manifest's ``lexical``
+entry names each folder; a server's manifest lives on the server (:mod:`xlrag.indexes.chroma`),
+so every client reads the same names. A write builds new folders first, once, and rewrites
+the manifest last, so a killed run leaves the old folder, still named by the manifest, and
+readers see either the old pair or the new one, never half of each. Readers open the folder
+the manifest names memory-mapped: their start-up reads the vocabulary and a few checks, not
+the passages. Folders no manifest names are removed by the next write (a server's keep the
+previous write's too, for clients that read the manifest a moment before it).
 
 A reader trusts a lexical index only when the manifest names it, its analyzer is this
 xlrag's, and it holds as many passages as the store: anything else is reported (the
 retriever searches that store dense-only, flags the result incomplete and says why) and
-``xlrag check`` finds it by comparing ids, ``check --repair`` rebuilds it.
-
-With a Chroma server (``store.kind: http``) the stores are shared by every client, but a
-folder beside one client is not: each client builds its lexical indexes in memory from the
-server's passages on first use, and again after any write changes the manifest.
+``xlrag check`` finds it by comparing ids, ``check --repair`` rebuilds it. A reader never
+opens a folder the manifest does not name, and never builds one itself, with one exception:
+a server whose writers set no ``store.lexical_dir``, where each client builds its lexical
+indexes in memory from the server's passages on first use and after every write (the way
+before ``lexical_dir``; a cost that grows with the corpus).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,14 +38,28 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from xlrag.errors import IndexDirError
 from xlrag.indexes.analyzers import analyzer_for
+from xlrag.indexes.lexical_files import (
+    folder_name,
+    ids_digest,
+    prune_folders,
+    read_folder,
+    write_folder,
+)
 from xlrag.indexes.store import LEXICAL_FOLDER, LanguageStores, LexicalRef
 
-__all__ = ["LEXICAL_DIR", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores", "ids_digest", "problem",
-           "prune_lexical", "sync_lexical", "unreadable", "unusable"]
+__all__ = ["LEXICAL_DIR", "LexicalDamageError", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores",
+           "built_in_memory", "ids_digest", "lexical_base", "problem", "prune_lexical", "require_lexical_dir", "sync_lexical",
+           "unreadable", "unusable"]
 
-LEXICAL_DIR = LEXICAL_FOLDER  # the folder under the index that holds the lexical indexes
-_IDS = "ids.json"
+LEXICAL_DIR = LEXICAL_FOLDER  # the folder under a local index that holds the lexical indexes
+_DENSE_ONLY = "; searched dense-only: run 'xlrag check --repair' to rebuild it"
+
+
+class LexicalDamageError(ValueError):
+    """A lexical index whose files passed the opening checks and failed a query (a damaged score
+    array of the right size); its message is the retriever's note."""
 
 
 class LexicalRanking(BaseModel):
@@ -55,20 +72,10 @@ class LexicalRanking(BaseModel):
     scores: list[float]
 
 
-def ids_digest(ids: Iterable[str]) -> str:
-    """Order-free digest of a store's passage ids. Ids embed the document's fingerprint and the
-    passage text, so equal digests mean equal contents."""
-    h = hashlib.sha1(usedforsecurity=False)
-    for pid in sorted(ids):
-        h.update(pid.encode("utf-8"))
-        h.update(b"\n")
-    return h.hexdigest()[:16]
-
-
 class LexicalIndex:
     """BM25 over one store's passages."""
 
-    def __init__(self, lang: str, ids: list[str], bm25: Any, analyzer: str, empty: int):
+    def __init__(self, lang: str, ids: Sequence[str], bm25: Any, analyzer: str, empty: int):
         self.lang = lang
         self.ids = ids
         self.bm25 = bm25  # None when no passage gave a token
@@ -94,74 +101,30 @@ class LexicalIndex:
         return LexicalRef(analyzer=self.analyzer, digest=ids_digest(self.ids), passages=len(self.ids),
                           empty=self.empty, folder=folder)
 
-    def save(self, root: Path, overwrite: bool = False) -> LexicalRef:
-        """Write under ``root/lexical/``: built in a temporary folder whose files are synced, then
-        renamed into place, so a folder with the final name is always whole, even after a power
-        cut. A readable folder of that name is kept (the same ids and analyzer) unless
-        ``overwrite`` (``check --repair`` of a damaged one); anything else standing at its path
-        (a damaged folder, a plain file, a plain file where ``lexical/`` should be) is replaced."""
+    def save(self, base: Path, overwrite: bool = False) -> LexicalRef:
+        """Write under ``base`` (:func:`lexical_base`) as :func:`~xlrag.indexes.lexical_files.write_folder`
+        does. A readable folder of that name is kept (the same ids and analyzer) unless
+        ``overwrite`` (``check --repair`` of a damaged one)."""
         digest = ids_digest(self.ids)
-        folder = f"{self.lang}-{digest}-{hashlib.sha1(self.analyzer.encode(), usedforsecurity=False).hexdigest()[:6]}"
-        base = root / LEXICAL_DIR
-        final = base / folder
-        ref = self.ref(folder)
-        if not overwrite and unreadable(root, ref) is None:
-            return ref  # the same ids, same analyzer, and whole: already written
-        _clear(base, keep_dir=True)
-        base.mkdir(parents=True, exist_ok=True)
-        tmp = base / f".tmp-{folder}-{os.getpid()}-{threading.get_ident()}"
-        _clear(tmp)
-        tmp.mkdir(parents=True)
-        if self.bm25 is not None:
-            self.bm25.save(str(tmp), show_progress=False)
-        # each file's size: a stat per file tells a file of another store or of another write
-        # (same shape, other bytes) from its own without reading the arrays
-        sizes = {f.name: f.stat().st_size for f in sorted(tmp.iterdir())}
-        (tmp / _IDS).write_text(json.dumps({"ids": self.ids, "order": _order_digest(self.ids), "sizes": sizes,
-                                            "ref": ref.model_dump()}, ensure_ascii=False), encoding="utf-8")
-        for f in tmp.iterdir():  # the data first: a synced rename of unsynced files can name empty ones
-            _fsync(f, os.O_RDONLY)
-        _fsync(tmp, os.O_RDONLY)
-        if final.exists() or final.is_symlink():
-            trash = base / f".old-{folder}-{os.getpid()}"
-            _clear(trash)
-            os.replace(final, trash)
-            _clear(trash)
-        os.replace(tmp, final)
-        _fsync(base, os.O_RDONLY)
+        ref = LexicalRef(analyzer=self.analyzer, digest=digest, passages=len(self.ids), empty=self.empty,
+                         folder=folder_name(self.lang, digest, self.analyzer))
+        if overwrite or unreadable(base, ref) is not None:
+            write_folder(base, ref.folder, self.bm25, self.ids, ref)
         return ref
 
     @classmethod
-    def load(cls, root: Path, lang: str, ref: LexicalRef, *, mmap: bool = False) -> LexicalIndex:
-        """The folder ``ref`` names. :class:`FileNotFoundError` when it is missing; :class:`ValueError`
-        when it cannot be read for any other reason (a truncated array, a file of another store, an
-        unknown parameter, a file where a folder should be...), the shape check included."""
-        folder = root / LEXICAL_DIR / ref.folder
-        if not folder.is_dir():
-            raise FileNotFoundError(f"lexical folder {LEXICAL_DIR}/{ref.folder} is missing")
+    def load(cls, base: Path, lang: str, ref: LexicalRef, *, mmap: bool = True, verify: bool = False) -> LexicalIndex:
+        """The folder ``ref`` names under ``base``, memory-mapped unless ``mmap`` is False, with the
+        opening checks (``verify``: the full ones, which read the whole folder). :class:`FileNotFoundError`
+        when it is missing; :class:`ValueError` when it cannot be read for any other reason (a
+        truncated array, a file of another store, an unknown parameter, a file where a folder
+        should be...)."""
+        if not (base / ref.folder).is_dir():
+            raise FileNotFoundError(f"lexical folder {ref.folder} is missing")
         try:
-            return cls._read(folder, lang, ref, mmap)
+            ids, bm25 = read_folder(base, ref, mmap=mmap, verify=verify)
         except Exception as e:  # numpy, json and bm25s raise what they like on damaged files
             raise ValueError(f"lexical folder {ref.folder} is unreadable: {type(e).__name__}: {str(e)[:120]}") from e
-
-    @classmethod
-    def _read(cls, folder: Path, lang: str, ref: LexicalRef, mmap: bool) -> LexicalIndex:
-        import bm25s
-
-        raw = json.loads((folder / _IDS).read_text(encoding="utf-8"))
-        ids = raw["ids"]
-        if len(ids) != ref.passages or LexicalRef.model_validate(raw["ref"]).digest != ref.digest \
-                or ids_digest(ids) != ref.digest:
-            raise ValueError("it does not hold the passages the manifest names")
-        if raw.get("order") != _order_digest(ids):
-            raise ValueError("its ids are not in the order the index was built in")
-        sizes = {f.name: f.stat().st_size for f in folder.iterdir() if f.name != _IDS}
-        if sizes != raw.get("sizes"):
-            raise ValueError("its files are not the ones it was written with (missing, cut short or replaced)")
-        bm25 = None
-        if ref.passages > ref.empty:
-            bm25 = bm25s.BM25.load(str(folder), mmap=mmap, show_progress=False, verbosity=0)
-            _check_shape(bm25, len(ids))
         return cls(lang, ids, bm25, ref.analyzer, ref.empty)
 
     def holding(self, names: Sequence[str]) -> np.ndarray | None:
@@ -179,11 +142,24 @@ class LexicalIndex:
             mask = np.ones(len(self.ids), dtype=bool) if words else np.zeros(len(self.ids), dtype=bool)
             for word in words:
                 terms = [t for t in word if t in vocab]
-                mask &= self.bm25.get_scores(terms) > 0 if terms else False
+                mask &= self._scores(terms) > 0 if terms else False
                 if not mask.any():
                     break
             held |= mask
         return held if held.any() else None
+
+    def _scores(self, terms: list[str]) -> np.ndarray:
+        """BM25 of every passage for ``terms`` (known to the vocabulary); a damaged array is a
+        :class:`LexicalDamageError`."""
+        try:
+            scores = self.bm25.get_scores(terms)
+            if len(scores) != len(self.ids):
+                raise ValueError(f"it scored {len(scores)} passages, its ids list {len(self.ids)}")
+        except (IndexError, ValueError) as e:
+            # opening does not read the score arrays whole (:mod:`xlrag.indexes.lexical_files`)
+            raise LexicalDamageError(f"store {self.lang!r}'s lexical index is unreadable "
+                                     f"({type(e).__name__}: {str(e)[:120]}){_DENSE_ONLY}") from e
+        return scores
 
     def rank(self, text: str, n: int, tie: float = 0.0, *, within: np.ndarray | None = None) -> LexicalRanking:
         """The ``n`` best passages for ``text``, less those tied with the ``n``-th (within ``tie``
@@ -197,7 +173,7 @@ class LexicalIndex:
         known = [t for t in tokens if self.bm25 is not None and t in self.bm25.vocab_dict]
         if not known or n <= 0:
             return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
-        scores = self.bm25.get_scores(known)
+        scores = self._scores(known)
         positive = int(np.count_nonzero(scores > 0))
         n = min(n, positive)
         if n == 0:
@@ -216,56 +192,41 @@ class LexicalIndex:
                               ids=[self.ids[i] for i in top], scores=[float(scores[i]) for i in top])
 
 
-def _order_digest(ids: Sequence[str]) -> str:
-    """Digest of the ids in their order: BM25's rows are positions, so a reordered ``ids.json``
-    would credit every score to another passage."""
-    return hashlib.sha1("\n".join(ids).encode("utf-8"), usedforsecurity=False).hexdigest()[:16]
+def lexical_base(stores: LanguageStores) -> Path | None:
+    """The folder holding the index's lexical folders, or None for a Chroma server without
+    ``store.lexical_dir`` (its clients build them in memory)."""
+    if stores.store.kind == "persistent":
+        return stores.index_dir / LEXICAL_DIR
+    if stores.store.lexical_dir is None:
+        return None
+    # one server can hold several indexes, and each write prunes what its manifest does not name
+    return Path(stores.store.lexical_dir).expanduser().resolve() / stores.backend.name
 
 
-def _check_shape(bm25: Any, n_ids: int) -> None:
-    """The cheap consistency of a loaded BM25 matrix with its ids: files of another store, or of
-    two writes, disagree here. A CSC matrix: one column per vocabulary term, rows are passages."""
-    scores = bm25.scores
-    data, indices, indptr = scores["data"], scores["indices"], scores["indptr"]
-    if int(scores["num_docs"]) != n_ids:
-        raise ValueError(f"it scores {scores['num_docs']} passages, its ids list {n_ids}")
-    if len(data) != len(indices) or len(indptr) < 1 or int(indptr[-1]) != len(data) \
-            or len(indptr) - 1 > len(bm25.vocab_dict):
-        raise ValueError("its score arrays disagree with each other or with its vocabulary")
-    if len(indices) and int(np.max(indices)) >= n_ids:
-        raise ValueError("it scores passages its ids list does not have")
+def require_lexical_dir(stores: LanguageStores) -> None:
+    """Refuse a write that could not keep the index's lexical indexes where its clients read
+    them: before anything is written."""
+    if stores.store.kind == "persistent":
+        return
+    shared = stores.store.lexical_dir
+    if shared is None and stores.manifest.lexical:
+        raise IndexDirError(
+            f"index {stores.backend.name!r} on {stores.backend.where} keeps its lexical indexes in a shared folder "
+            f"and this writer sets no store.lexical_dir; set it to that folder (XLRAG_STORE__LEXICAL_DIR)")
+    if shared is not None and not Path(shared).expanduser().is_dir():
+        raise IndexDirError(
+            f"store.lexical_dir {shared} is not a folder; mount the folder the index's clients share there "
+            f"(or create it), or fix store.lexical_dir")
 
 
-def unreadable(root: Path, ref: LexicalRef) -> str | None:
-    """Why the folder ``ref`` names cannot be used, or None: loaded memory-mapped (cheap), with
-    the shape check."""
+def unreadable(base: Path, ref: LexicalRef) -> str | None:
+    """Why the folder ``ref`` names under ``base`` cannot be used, or None: every check, the
+    whole folder read (memory-mapped)."""
     try:
-        LexicalIndex.load(root, "", ref, mmap=True)
+        LexicalIndex.load(base, "", ref, verify=True)
     except (OSError, ValueError) as e:
         return str(e)
     return None
-
-
-def _fsync(path: Path, flags: int) -> None:
-    # a rename is durable only once its folder is synced, and names whole files only once they are
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _clear(path: Path, keep_dir: bool = False) -> None:
-    """Remove what stands at ``path``: a file or link always, a folder unless ``keep_dir``."""
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-    elif path.is_dir() and not keep_dir:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _build(stores: LanguageStores, lang: str) -> LexicalIndex:
@@ -278,9 +239,12 @@ def sync_lexical(stores: LanguageStores, force: Iterable[str] = ()) -> dict[str,
     digest) or analyzer differ from its lexical index's is indexed again from the passages
     Chroma holds; the others keep theirs. Comparing digests, not a list of what this run
     changed, also catches a run killed after its vector writes. Call it holding the writer
-    lock, before the manifest is saved. A Chroma server keeps no lexical folders (see the
-    module's docstring): returns {}. Stores in ``force`` are rebuilt whatever their state."""
-    if stores.store.kind != "persistent":
+    lock, before the manifest is saved. A Chroma server without ``store.lexical_dir`` keeps no
+    lexical folders (see the module's docstring): returns {}. Stores in ``force`` are rebuilt
+    whatever their state."""
+    base = lexical_base(stores)
+    if base is None:
+        require_lexical_dir(stores)
         return {}
     force = set(force)
     refs: dict[str, LexicalRef] = {}
@@ -289,24 +253,22 @@ def sync_lexical(stores: LanguageStores, force: Iterable[str] = ()) -> dict[str,
         digest = ids_digest(pid for pid, _, _ in stores.scan(lang))
         fresh = (old is not None and lang not in force and old.digest == digest
                  and old.analyzer == analyzer_for(lang).version
-                 and unreadable(stores.index_dir, old) is None)
-        refs[lang] = old if fresh and old is not None else \
-            _build(stores, lang).save(stores.index_dir, overwrite=lang in force)
+                 and unreadable(base, old) is None)
+        refs[lang] = old if fresh and old is not None else _build(stores, lang).save(base, overwrite=lang in force)
     return refs
 
 
-def prune_lexical(index_dir: Path, refs: dict[str, LexicalRef]) -> int:
-    """Remove lexical folders the manifest no longer names (after it was saved). Returns how many."""
-    base = Path(index_dir) / LEXICAL_DIR
-    if not base.is_dir():
+def prune_lexical(stores: LanguageStores, refs: dict[str, LexicalRef], before: dict[str, LexicalRef]) -> int:
+    """Remove lexical folders the manifest no longer names (after it was saved); a server's keep
+    those of ``before``, the manifest this write replaced: a client that read it a moment ago
+    still finds its folders. Returns how many."""
+    base = lexical_base(stores)
+    if base is None:
         return 0
     keep = {r.folder for r in refs.values()}
-    gone = 0
-    for p in base.iterdir():
-        if p.name not in keep:
-            _clear(p)
-            gone += 1
-    return gone
+    if stores.store.kind != "persistent":
+        keep |= {r.folder for r in before.values()}
+    return prune_folders(base, keep)
 
 
 def problem(stores: LanguageStores, lang: str) -> str | None:
@@ -320,8 +282,15 @@ def problem(stores: LanguageStores, lang: str) -> str | None:
     count = stores.manifest.counts.get(lang)
     if count is not None and count != ref.passages:
         return f"store {lang!r}'s lexical index holds {ref.passages} passages, the store {count}"
-    if not (stores.index_dir / LEXICAL_DIR / ref.folder).is_dir():
-        return f"store {lang!r}'s lexical folder {LEXICAL_DIR}/{ref.folder} is missing"
+    base = lexical_base(stores)
+    if base is None:
+        return (f"store {lang!r}'s lexical index is in the index's shared folder and this client sets no "
+                f"store.lexical_dir: set it to the folder the index's writer uses")
+    if not (base / ref.folder).is_dir():
+        if stores.store.kind == "persistent":
+            return f"store {lang!r}'s lexical folder {LEXICAL_DIR}/{ref.folder} is missing"
+        return (f"store {lang!r}'s lexical folder {ref.folder} is missing from store.lexical_dir "
+                f"(not mounted here, or another folder than the writer's)")
     return None
 
 
@@ -329,13 +298,19 @@ def unusable(stores: LanguageStores, lang: str) -> str | None:
     """:func:`problem`, or why its files cannot be read: what ``check`` reports and ``check
     --repair`` rebuilds, what ``xlrag index`` never reuses."""
     why = problem(stores, lang)
-    if why is None and (broken := unreadable(stores.index_dir, stores.manifest.lexical[lang])) is not None:
+    base = lexical_base(stores)
+    if why is None and base is not None and (broken := unreadable(base, stores.manifest.lexical[lang])) is not None:
         why = f"store {lang!r}'s lexical index is unreadable ({broken[:160]})"
     return why
 
 
+def built_in_memory(stores: LanguageStores) -> bool:
+    """A Chroma server whose writers keep no lexical folders: each client builds its own."""
+    return lexical_base(stores) is None and not stores.manifest.lexical
+
+
 class LexicalStores:
-    """The lexical indexes of one open index, loaded on first use and reloaded after writes."""
+    """The lexical indexes of one open index, opened on first use and again after writes."""
 
     def __init__(self, stores: LanguageStores):
         self.stores = stores
@@ -345,9 +320,9 @@ class LexicalStores:
 
     def _key(self, lang: str) -> Any:
         m = self.stores.manifest
-        ref = m.lexical.get(lang)
-        if self.stores.store.kind != "persistent":
+        if built_in_memory(self.stores):
             return (m.updated, m.counts.get(lang))
+        ref = m.lexical.get(lang)
         return (ref.folder, ref.analyzer) if ref is not None else None
 
     def index(self, lang: str) -> tuple[LexicalIndex | None, str | None]:
@@ -361,17 +336,15 @@ class LexicalStores:
             # rebuilds it under the same name, which a reader keyed on the name alone never sees
             if hit is not None and hit[0] == key and (hit[1] is not None or hit[3] == self.stores.manifest_version):
                 return hit[1], hit[2]
-            if self.stores.store.kind != "persistent":
+            idx: LexicalIndex | None = None
+            if built_in_memory(self.stores):
                 idx, why = _build(self.stores, lang), None
-            elif (why := problem(self.stores, lang)) is not None:
-                idx = None
-            else:
-                ref = self.stores.manifest.lexical[lang]
+            elif (why := problem(self.stores, lang)) is None and (base := lexical_base(self.stores)) is not None:
                 try:
-                    idx = LexicalIndex.load(self.stores.index_dir, lang, ref)
+                    idx = LexicalIndex.load(base, lang, self.stores.manifest.lexical[lang])
                 except (OSError, ValueError) as e:
-                    idx, why = None, f"store {lang!r}'s lexical index is unreadable ({str(e)[:160]})"
+                    why = f"store {lang!r}'s lexical index is unreadable ({str(e)[:160]})"
             if why is not None:
-                why += "; searched dense-only: run 'xlrag check --repair' to rebuild it"
+                why += _DENSE_ONLY
             self._cache[lang] = (key, idx, why, self.stores.manifest_version)
             return idx, why

@@ -25,7 +25,7 @@ from xlrag.errors import ConfigError, XlragError, XlragWarning
 from xlrag.indexes import fusion as fusion_rules
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
-from xlrag.indexes.lexical import LexicalStores
+from xlrag.indexes.lexical import LexicalDamageError, LexicalStores
 from xlrag.indexes.named import named_stores
 from xlrag.indexes.named import prefer as _prefer
 from xlrag.indexes.names import NameTranslator, names_of, subjects_in
@@ -286,8 +286,13 @@ class CrossLingualRetriever:
                 t1 = time.perf_counter()
                 text = self._lexical_text(q, s.store, s.text, notes)
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
-                ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE,
-                                     within=index.holding([n for c in places for n in names_of(c, s.store)]))
+                try:
+                    ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE,
+                                         within=index.holding([n for c in places for n in names_of(c, s.store)]))
+                except LexicalDamageError as e:
+                    notes.append(str(e))
+                    complete = False
+                    continue
                 if text != q.question:
                     texts[s.store] = text  # "" when nothing of the question carries over by name
                 if not ranking.tokens:

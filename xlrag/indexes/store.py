@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +30,7 @@ from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError
 from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
 from xlrag.schema import Passage
 
-__all__ = ["FORMAT_VERSION", "IndexManifest", "LanguageStores", "LexicalRef", "StoreRanking", "StoreResult"]
+__all__ = ["FORMAT_VERSION", "SERVED_MANIFEST_AGE", "IndexManifest", "LanguageStores", "LexicalRef", "StoreRanking", "StoreResult"]
 
 # 2: passage ids include the document fingerprint; metadata holds source and fp;
 # collections are named xlrag.<index>.<lang>.
@@ -37,6 +38,9 @@ FORMAT_VERSION = 2
 _PAGE = 2000
 LEXICAL_FOLDER = "lexical"  # xlrag.indexes.lexical.LEXICAL_DIR: that module imports this one
 _RETRIES = 6  # deeper searches past ids deleted meanwhile, before giving up
+# seconds a client of a Chroma server trusts its copy of the manifest (LanguageStores.refresh):
+# a write by another client is seen by the first search this long after the manifest changed
+SERVED_MANIFEST_AGE = 0.2
 
 
 class LexicalRef(BaseModel):
@@ -57,7 +61,9 @@ class IndexManifest(BaseModel):
     status: str = "building"  # "building" while (or if a crash stopped) a write run
     counts: dict[str, int] = Field(default_factory=dict, description="passages per store after the last write")
     lexical: dict[str, LexicalRef] = Field(default_factory=dict,
-                                           description="each store's lexical index (local files only)")
+                                           description="each store's lexical index: its folder under "
+                                                       "index_dir/lexical, or under store.lexical_dir/<name> "
+                                                       "for a Chroma server")
     created: str = Field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     updated: str | None = None
 
@@ -116,6 +122,8 @@ class LanguageStores:
         self.generation = 0  # bumped by every reload: what callers key their caches on
         self._manifest_stamp = self.backend.manifest_stamp()
         self.manifest_version = 0  # bumped whenever the manifest is written or read afresh
+        # a Chroma server's manifest: the text last read or written, and when (see refresh)
+        self._served: tuple[str | None, float] = (None, time.monotonic())
 
     @property
     def complete(self) -> bool:
@@ -145,7 +153,9 @@ class LanguageStores:
         if verify and store.kind == "persistent":
             verify_files(index_dir)
         cls._check(index_dir, manifest, embedder, dim)
-        return cls(index_dir, manifest, store)
+        stores = cls(index_dir, manifest, store)
+        stores._served = (text, time.monotonic())
+        return stores
 
     @staticmethod
     def _parse(index_dir: Path, text: str) -> IndexManifest:
@@ -205,7 +215,9 @@ class LanguageStores:
         self.manifest = self.manifest.model_copy(
             update={**updates, "updated": datetime.now(UTC).isoformat(timespec="seconds")}
         )
-        self.backend.write_manifest(self.manifest.model_dump_json(indent=2))
+        text = self.manifest.model_dump_json(indent=2)
+        self.backend.write_manifest(text)
+        self._served = (text, time.monotonic())
         self.manifest_version += 1
 
     def _guard(self):
@@ -317,6 +329,8 @@ class LanguageStores:
         local Chroma rewrites its files and must not happen under a writer. Until then
         searches answer from the last loaded state, flagged incomplete. True if reloaded."""
         with self._lock:
+            if self.store.kind == "http":
+                return self._refresh_served()
             vectors = self.backend.outdated()
             # a write that touched the manifest alone (a lexical-only check --repair) is followed too
             stamp = self.backend.manifest_stamp()
@@ -335,6 +349,33 @@ class LanguageStores:
             self._collections.clear()
             self.generation += 1
             return True
+
+    def _refresh_served(self) -> bool:
+        """:meth:`refresh` for a Chroma server, which serves every client its current vectors but
+        tells none that another wrote: the manifest is read again when this copy is older than
+        :data:`SERVED_MANIFEST_AGE`, one small request per retrieve rather than one per store
+        searched. A new manifest (another client's write) drops the collection handles (a
+        rebuild makes new collections) and bumps ``generation``, so stores added are listed."""
+        text, read_at = self._served
+        now = time.monotonic()
+        if now - read_at < SERVED_MANIFEST_AGE:
+            return False
+        fresh = self.backend.read_manifest()
+        if fresh is None:
+            raise IndexNotFoundError(self.index_dir, f"the Chroma server {self.backend.where} no longer holds it, "
+                                     "removed or being rebuilt: open it again once that ends")
+        self._served = (fresh, now)
+        if fresh == text:
+            return False
+        manifest = self._parse(self.index_dir, fresh)
+        self._check(self.index_dir, manifest, self.manifest.embedder, self.manifest.dim)
+        self.manifest = manifest
+        self.manifest_version += 1
+        if not self.complete:
+            return False
+        self._collections.clear()
+        self.generation += 1
+        return True
 
     def _empty_or_damaged(self, lang: str, col: Any) -> None:
         """A search returned no ids: fine for an empty store, damage for one holding passages.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -82,8 +83,8 @@ Every endpoint but `/v1/health` needs the server's key (`{API_KEY_ENV}`) as
 `Authorization: Bearer KEY` or `X-API-Key: KEY`. Errors are `{{"error": {{"type", "message"}}}}`.
 Chat sessions are issued by the server and belong to the key that made them. A server without a key
 (`--no-auth`) answers requests for 127.0.0.1, localhost or [::1] from its own page only.
-Generations run at most `max_concurrent` at a time; a bounded queue waits behind them and a
-full queue answers 503 with `Retry-After`."""
+Generations run at most `max_concurrent` at a time in each worker process; a bounded queue waits
+behind them and a full queue answers 503 with `Retry-After`."""
 
 _ERROR_TEXT = {400: "a Host the server does not answer to (host_not_allowed)",
                401: "missing or wrong API key",
@@ -334,7 +335,8 @@ async def health(server: Server) -> HealthResponse:
         status="ok", version=__version__,
         index=IndexHealth(languages=sorted(counts), passages=counts, complete=stores.complete),
         generation=GenerationHealth(active=lim.active, queued=lim.queued, max_concurrent=lim.max_concurrent,
-                                    max_queue=lim.max_queue))
+                                    max_queue=lim.max_queue),
+        worker=os.getpid())
 
 
 def _openapi(app: FastAPI, secured: bool) -> dict[str, Any]:

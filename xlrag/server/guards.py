@@ -8,7 +8,9 @@
   without ``Content-Length`` is cut off at the limit too (413).
 * :class:`GenerationLimiter` lets ``max_concurrent`` generations run (a local llama.cpp
   model answers one call at a time); up to ``max_queue`` more wait, at most
-  ``queue_timeout`` seconds; beyond that the answer is 503 with ``Retry-After``. A stream
+  ``queue_timeout`` seconds; beyond that the answer is 503 with ``Retry-After``. The limiter
+  is one process's: under ``serve --workers N`` each worker has its own, so the server as a
+  whole runs up to N times as many, and a request is refused when its own worker is full. A stream
   takes its place in the queue (:meth:`GenerationLimiter.reserve`) before its 200 is sent, so
   a burst of streams is refused with 503s, not answered 200 and then told it was refused.
 """
@@ -45,7 +47,8 @@ LOOPBACK = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
 class ServerLimits(BaseModel):
-    """The server's limits; each has a command-line option of the same name."""
+    """The limits of one server process; each has a command-line option of the same name. Under
+    ``serve --workers N`` every worker holds them on its own (:mod:`xlrag.server.workers`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

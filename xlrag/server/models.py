@@ -263,6 +263,8 @@ class HealthResponse(_Out):
     version: str
     index: IndexHealth | None = Field(description="None when the server answers closed-book (mode no_ir)")
     generation: GenerationHealth
+    worker: int = Field(description="the process id of the worker that answered: under `serve --workers N` "
+                                    "each worker has its own generation queue, and `generation` is this one's")
 
 
 class ErrorDetail(_Out):

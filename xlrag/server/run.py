@@ -5,22 +5,19 @@ connections and the app starts no new answer, while running ones get ``limits.gr
 to finish (a stream cut at the deadline is told so); then the app's lifespan exit closes the
 retriever and the process exits 0. A second Ctrl-C quits at once. Chat sessions live in
 memory and end with the process.
+
+``workers`` > 1 runs that server in as many processes on one socket (:mod:`xlrag.server.workers`).
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import threading
-from collections.abc import Iterator
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
+from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options, warm
 
 if TYPE_CHECKING:
-    from xlrag.server.drain import Drain
     from xlrag.server.guards import ServerLimits
 
 __all__ = ["LOCAL_HOSTS", "check_bind", "require_server", "serve"]
@@ -46,68 +43,37 @@ def require_server() -> None:
     require("swagger_ui_bundle", "server", "xlrag serve")
 
 
-def _log_to_stderr(level: str) -> None:
-    """xlrag's own log lines (startup, shutdown, each internal error with its traceback) beside
-    uvicorn's; the root logger is left alone, so libraries keep their own levels."""
-    import logging
-
-    logger = logging.getLogger("xlrag")
-    if not any(getattr(h, "_xlrag_serve", False) for h in logger.handlers):
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(levelname)s:     %(name)s: %(message)s"))
-        handler._xlrag_serve = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    known = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}
-    logger.setLevel(level.upper() if level.upper() in known else "INFO")
-
-
-def _graceful_server(config: Any, drain: Drain, grace: float) -> Any:
-    import uvicorn
-
-    class GracefulServer(uvicorn.Server):
-        """uvicorn's server, telling the app when the grace period starts, and exiting 0 after
-        a shutdown that kept its promise (uvicorn re-raises the signal once it has shut down,
-        so the process would end 'killed by SIGTERM', exit 143)."""
-
-        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-            super().handle_exit(sig, frame)
-            drain.begin(grace)
-
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            if threading.current_thread() is not threading.main_thread():
-                yield
-                return
-            handled = (signal.SIGINT, signal.SIGTERM)
-            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
-            try:
-                yield
-            finally:
-                for sig, handler in original.items():
-                    signal.signal(sig, handler)
-
-    return GracefulServer(config)
-
-
 def serve(config: XlragConfig, *, host: str = "127.0.0.1", port: int = 8000, no_auth: bool = False,
           api_key: str | None = None, limits: ServerLimits | None = None, log_level: str = "info",
-          allowed_hosts: str | list[str] | None = None) -> None:
-    """Run the server in the foreground until it is stopped (SIGTERM or Ctrl-C: gracefully)."""
+          allowed_hosts: str | list[str] | None = None, workers: int = 1) -> None:
+    """Run the server in the foreground until it is stopped (SIGTERM or Ctrl-C: gracefully);
+    ``workers`` processes, each with its own ``limits``, on one socket."""
     require_server()
     import uvicorn
 
-    from xlrag.server.app import create_app
-    from xlrag.server.drain import CLOSE_SECONDS
     from xlrag.server.guards import ServerLimits, resolve_api_keys
     from xlrag.server.hosts import resolve_allowed_hosts
 
+    if workers < 1:
+        raise ConfigError(f"--workers {workers}: a server needs at least 1 worker process")
     bind = check_bind(host, no_auth)
-    resolve_api_keys(api_key, no_auth)  # fail before loading anything
+    keys = resolve_api_keys(api_key, no_auth)  # fail before loading anything
     resolve_allowed_hosts(allowed_hosts, no_auth)
 
-    _log_to_stderr(log_level)
+    log_to_stderr(log_level)
     limits = limits or ServerLimits()
+    if workers > 1:
+        from xlrag.server.workers import WorkerSpec, bind_socket, serve_workers
+
+        # the hosts as given, not as resolved: each worker's create_app resolves them again
+        given = allowed_hosts.split(",") if isinstance(allowed_hosts, str) else allowed_hosts
+        spec = WorkerSpec(config=config, api_keys=keys, limits=limits, log_level=log_level,
+                          allowed_hosts=tuple(h for h in given or () if h.strip()) or None)
+        serve_workers(spec, bind_socket(bind, port), workers)
+        return
+    from xlrag.server.app import create_app
+
     app = create_app(config, api_key=api_key, no_auth=no_auth, limits=limits, allowed_hosts=allowed_hosts)
-    options: dict[str, Any] = {"host": bind, "port": port, "log_level": log_level,
-                               "timeout_graceful_shutdown": limits.grace_seconds + CLOSE_SECONDS, "server_header": False}
-    _graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()
+    warm(app)
+    options = {"host": bind, "port": port, **uvicorn_options(limits, log_level)}
+    graceful_server(uvicorn.Config(app, **options), app.state.xlrag.drain, limits.grace_seconds).run()

@@ -76,8 +76,8 @@ class Sessions:
     def _unknown(self, session_id: str) -> ApiError:
         return ApiError(404, "unknown_session", f"no session {capped(session_id, 40)} on this server: sessions are "
                         "issued by the server (send no session_id to start one; its id comes back in the reply), "
-                        "belong to the key that made them, and end when the server stops or drops the least "
-                        "recently used")
+                        "belong to the key that made them, live in the server process that made them (one of "
+                        "serve --workers N), and end when it stops or drops the least recently used")
 
     def _entry(self, session_id: str, owner: str) -> _Entry:
         entry = self._entries.get(session_id)
