@@ -44,6 +44,7 @@ browser:
 
 test: $(STAMP) docs browser
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
+	$(VENV)/bin/mypy
 	# two workers, each on cores of its own (tests/conftest.py); loadfile keeps a module's fixtures
 	# on one worker, in collection order (the files with slow tests first), not by test count
 	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
@@ -52,8 +53,8 @@ test: $(STAMP) docs browser
 screenshots: $(STAMP) browser
 	$(PY) scripts/screenshots.py
 
-# the inner loop (about 1.5 minutes of CPU): lint and the tests that load no model, no index, no
-# server; `make test` is what CI runs
+# the inner loop (about 2.5 minutes of CPU): lint, types and the tests that load no model, no index,
+# no server; `make test` is what CI runs
 CHECK_TESTS := tests/test_layers.py tests/test_public_api.py tests/test_config.py tests/test_modes.py \
 	tests/test_validation.py tests/test_vocabulary.py tests/test_jsonl.py tests/test_names.py tests/test_languages.py \
 	tests/test_formats.py tests/indexes/test_policies.py tests/indexes/test_fusion.py tests/indexes/test_analyzers.py \
@@ -61,6 +62,7 @@ CHECK_TESTS := tests/test_layers.py tests/test_public_api.py tests/test_config.p
 	tests/evals/test_stats.py tests/evals/test_agreement.py tests/evals/test_answers.py
 check: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
+	$(VENV)/bin/mypy
 	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -m "not slow" $(CHECK_TESTS)
 
 lint: $(STAMP)

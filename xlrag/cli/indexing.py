@@ -77,7 +77,7 @@ def index(
 
     try:
         cfg = _config(config, index_dir=index_dir, embedder=embedder, chunk_size=chunk_size)
-        chosen = {"executor": executor, "ray_address": ray_address, "workers": workers}
+        chosen: dict[str, object] = {"executor": executor, "ray_address": ray_address, "workers": workers}
         if any(v is not None for v in chosen.values()):
             cfg = _with_index_options(cfg, chosen)
         runner = None

@@ -143,7 +143,8 @@ class Executor(Protocol):
     embed (id → reason naming the passage); it raises on anything that is not one row's fault.
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def split(self, documents: Sequence[Document], splitter: SplitterConfig, source: str, started: float,
               progress: Progress | None, notice: Callable[[str], None] | None,

@@ -226,7 +226,7 @@ def connect(address: str | None) -> bool:
 
     if ray.is_initialized():
         return False
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
+    quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
         if address is None:  # "local": a Ray of this run's own, never one found running on this machine
             ray.init(address="local", include_dashboard=False, **quiet)

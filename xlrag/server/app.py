@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.openapi.utils import get_openapi
@@ -72,6 +72,9 @@ from xlrag.server.streaming import (
 )
 from xlrag.server.ui import install_ui
 
+if TYPE_CHECKING:
+    from xlrag.indexes.retriever import CrossLingualRetriever
+
 __all__ = ["XlragServer", "create_app"]
 
 log = logging.getLogger("xlrag.server")
@@ -125,7 +128,7 @@ class XlragServer:
         # where the index lives, absolute (as given and resolved): never sent to a client (see
         # public()); a relative name such as "ix" is not a path to hide, and is a word in passages
         stores = getattr(self.retriever, "stores", None)
-        dirs = {config.index_dir, getattr(stores, "index_dir", None)} - {None}
+        dirs = {d for d in (config.index_dir, getattr(stores, "index_dir", None)) if d is not None}
         paths = {str(p) for d in dirs for p in (Path(d), Path(d).resolve()) if p.is_absolute() and len(p.parts) > 1}
         self._paths = sorted(paths, key=len, reverse=True)
 
@@ -259,7 +262,7 @@ async def chat(body: ChatRequest, server: Server, request: Request) -> Any:
     server.admit_question(body.question, lang=body.lang)
     who = owner(request)
     new = body.session_id is None
-    session_id = server.sessions.new_id() if new else body.session_id
+    session_id = body.session_id if body.session_id is not None else server.sessions.new_id()
     if not new:
         server.sessions.check(session_id, who)  # 404 now, not a 200 whose stream says so
     inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
@@ -293,14 +296,20 @@ async def forget(session_id: str, server: Server, request: Request) -> Response:
                          "generation slot for all its answers.")
 async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
     server.admit_question(body.question, lang=body.lang)
-    if server.retriever is None:
-        raise ApiError(422, "no_index", "this server answers closed-book (mode no_ir): it has no language stores "
-                                        "to compare")
+    _searcher(server)
     # everything a bad request can be refused for, before it queues: a 422 now, not after the
     # answers ahead of it (up to queue_timeout)
     await asyncio.to_thread(server.perspectives_view.validate_input, body.view_input())
     async with server.limiter.slot():
         return server.public(await server.drain.bounded(server.perspectives_view.ainvoke(body.view_input())))
+
+
+def _searcher(server: XlragServer) -> CrossLingualRetriever:
+    """The server's retriever; a stack built without one (a closed-book pipeline) has no stores."""
+    if server.retriever is None:
+        raise ApiError(422, "no_index", "this server answers closed-book (mode no_ir): it has no language stores "
+                                        "to search or compare")
+    return server.retriever
 
 
 @router.post("/retrieve", response_model=RetrieveResponse, responses=_errors(401, 413, 422, 500, 503),
@@ -313,8 +322,9 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
                          target_lang=body.target_lang)
     mode = body.mode or server.config.retrieval.mode
     k = body.k or server.config.retrieval.k
-    call = server.retriever.aretrieve(query, mode=mode, k=k, channels=body.channels)
-    if server.retriever.translates(mode, body.channels):
+    searcher = _searcher(server)
+    call = searcher.aretrieve(query, mode=mode, k=k, channels=body.channels)
+    if searcher.translates(mode, body.channels):
         # translations run on the generation model: they queue like an answer
         async with server.limiter.slot():
             result = await call
@@ -328,7 +338,7 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
 async def health(server: Server) -> HealthResponse:
     if server.drain.draining:  # a load balancer's probe: route new work elsewhere
         raise server.drain.refusal()
-    stores = server.retriever.stores
+    stores = _searcher(server).stores
     counts = await asyncio.to_thread(stores.counts)
     lim = server.limiter
     return HealthResponse(
