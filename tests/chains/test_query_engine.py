@@ -64,11 +64,14 @@ def test_query_answers_with_citations_as_source_nodes(engine):
     assert answer.lang == "en" and answer.mode == "qlang_en" and answer.model.startswith("local/gemma-3-270m")
     assert len(answer.passages) == 3 and {h.lang for h in answer.passages} <= {"en"}
     assert response.source_nodes, answer.raw_output  # the answer rests on something: model or post-hoc
-    # the async path answers the same question the same way (temperature 0, seed 0)
+    # the async path sends the model the same request and answers with checked sources. The two
+    # replies are not compared: llama.cpp reuses the KV cache of the prompt prefix the process
+    # asked before, and a greedy reply can turn on that (the suite saw "10 points" and "10")
+    pipeline = engine.chain.pipeline
+    assert asyncio.run(pipeline.aprepare(QUESTION_EN)).model_dump() == pipeline.prepare(QUESTION_EN).model_dump()
     again = asyncio.run(engine.aquery(QUESTION_EN))
     check_sources(again)
-    assert again.response == response.response
-    assert [n.node.node_id for n in again.source_nodes] == [n.node.node_id for n in response.source_nodes]
+    assert again.response.strip()
 
 
 def test_retrieve_returns_the_passages_the_model_is_shown(engine, retriever):

@@ -235,9 +235,13 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
     translator = CachedTranslator(Counting(local_llm))
     policy = Translate(translator, languages=["en", "de", "ru"])
     hits = retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode=policy, k=6)
-    texts = {h.store: h.query_text for h in hits}
-    assert set(texts) <= {"en", "de", "ru"} and texts.get("en", QUESTION_EN) == QUESTION_EN
-    assert any(t != QUESTION_EN for s, t in texts.items() if s != "en")
+    assert sorted(calls) == ["de", "ru"]
+    # each store is searched with the model's translation into its language (read from the cache:
+    # what the model says may be the question unchanged, so the texts are compared with its words)
+    planned = {"en": QUESTION_EN, **{lang: translator.translate(QUESTION_EN, "en", lang) for lang in ("de", "ru")}}
+    assert {h.store: h.query_text for h in hits}.items() <= planned.items()
+    plan = policy.plan(make_query(QUESTION_EN, lang="en"), "en", ["en", "de", "ru"], 6)
+    assert {s.store: s.text for s in plan.searches} == planned
     retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode=policy, k=6)
     assert sorted(calls) == ["de", "ru"]  # cached: translated once per language
 

@@ -75,16 +75,12 @@ class XlragQueryEngine(BaseQueryEngine):
     """A LlamaIndex query engine over an xlrag :class:`~xlrag.chains.rag.GroundedChain`.
 
     ``query``/``aquery`` return a ``Response`` carrying xlrag's answer and citations;
-    ``retrieve`` returns the passages the model would be shown, as nodes. ``owns_retriever``:
-    whether :meth:`close` closes the chain's retriever (True when :func:`build_query_engine`
-    built it; a retriever handed in belongs to the caller, who may share it).
+    ``retrieve`` returns the passages the model would be shown, as nodes.
     """
 
-    def __init__(self, chain: GroundedChain, callback_manager: CallbackManager | None = None, *,
-                 owns_retriever: bool = False):
+    def __init__(self, chain: GroundedChain, callback_manager: CallbackManager | None = None):
         super().__init__(callback_manager)
         self.chain = chain
-        self.owns_retriever = owns_retriever
 
     def _get_prompt_modules(self) -> PromptMixinType:
         # xlrag's prompts are per language (xlrag.prompts), not LlamaIndex PromptTemplates.
@@ -105,10 +101,9 @@ class XlragQueryEngine(BaseQueryEngine):
         return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp))]
 
     def close(self) -> None:
-        """Stop the search threads of the retriever this engine built (the engine is unusable
-        afterwards); a retriever the caller handed in is left open."""
-        if self.owns_retriever and self.chain.retriever is not None:
-            self.chain.retriever.close()
+        """Stop the search threads of a retriever the engine's pipeline opened (the engine is
+        unusable afterwards); a retriever the caller handed in is left open."""
+        self.chain.pipeline.close()
 
 
 @strict_kwargs
@@ -124,5 +119,4 @@ def build_query_engine(config: XlragConfig | str | Path | None = None, *, llm: R
     """
     from xlrag.chains.rag import GroundedChain
 
-    return XlragQueryEngine(GroundedChain.from_config(resolve_config(config), llm=llm, retriever=retriever),
-                            owns_retriever=retriever is None)
+    return XlragQueryEngine(GroundedChain.from_config(resolve_config(config), llm=llm, retriever=retriever))
