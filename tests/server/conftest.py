@@ -184,6 +184,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextmanager
+def serving(proc: Any, url: str) -> Iterator[tuple[Any, str]]:
+    """``(proc, url)`` once the server answers; killed on the way out if still running."""
+    try:
+        wait_until_up(proc, url)
+        yield proc, url
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def wait_until_up(proc: Any, url: str, seconds: float = 180, path: str = "/v1/health") -> None:
     """Until ``url``'s ``path`` answers 200; fails with the server's output if it exits first.
     ``path`` "/openapi.json": up without a request that opens the index."""

@@ -24,7 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import QUESTION, free_port, iter_sse_events, wait_until_up
+from tests.server.conftest import QUESTION, free_port, iter_sse_events, serving
 
 REPLY = ("Cited Documents: <doc0>\nAnswer: La defensa de los Panthers permitió 308 puntos.\n"
          "Explanation: Según <doc0>, la defensa solo permitió 308 puntos en toda la temporada.")
@@ -104,14 +104,8 @@ def server(index: Path, llm_url: str, grace: float, cwd: Path) -> Iterator[tuple
     env.update({"OPENAI_API_KEY": "sk-test-drain", "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1"})
     proc = subprocess.Popen([sys.executable, "-c", SERVE.format(grace=grace), str(index), llm_url, str(port)],
                             cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(proc, url)
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    with serving(proc, f"http://127.0.0.1:{port}") as running:
+        yield running
 
 
 def _stream_then_sigterm(proc: subprocess.Popen, url: str, after_tokens: int) -> tuple[list, float]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.conftest import AUTH, KEY, QUESTION, free_port, wait_until_up
+from tests.server.conftest import AUTH, KEY, QUESTION, free_port, serving
 from tests.server.openai_standin import StandIn, openai_standin, standin_config, standin_env
 
 
@@ -43,14 +43,8 @@ def workers(index: Path, standin: StandIn, tmp_path: Path, *options: str) -> Ite
     proc = subprocess.Popen([str(xlrag), "serve", "--config", str(cfg), "--workers", "2", "--port", str(port),
                              *options], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_up(proc, url)
-        yield proc, url
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    with serving(proc, f"http://127.0.0.1:{port}") as running:
+        yield running
 
 
 def _pids(url: str, want: int = 2, seconds: float = 120) -> set[int]:
