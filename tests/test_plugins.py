@@ -124,6 +124,8 @@ def test_an_installed_plugin_is_seen_without_an_import_and_bad_ones_are_one_line
             "    out = {'embedder': registry.available('embedder'), 'plugins': registry.plugins(),\n"
             "           'rrf': registry.get('fusion', 'rrf').__module__}\n"
             "out['warnings'] = [str(w.message) for w in caught if 'plugin' in str(w.message)]\n"
+            "from xlrag.server.ui import mode_descriptions\n"
+            "out['modes'] = {m.name: m.description for m in mode_descriptions()}\n"
             "print(json.dumps(out))\n")
     run = subprocess.run([sys.executable, "-c", code], env=_env(site), capture_output=True, text=True, check=True)
     out = json.loads(run.stdout)
@@ -132,6 +134,9 @@ def test_an_installed_plugin_is_seen_without_an_import_and_bad_ones_are_one_line
                                                           ["mode", "toy_last_store"]]
     assert out["plugins"]["xlrag-broken-plugin"] == [] and out["plugins"]["xlrag-taker-plugin"] == []
     assert out["rrf"] == "xlrag.indexes.fusion"  # a plugin cannot take a built-in's name
+    # the server's list of modes (/v1/modes, the web page's menu) names the plugin's, after the built-ins
+    assert list(out["modes"])[-1] == "toy_last_store" and list(out["modes"])[:2] == ["auto", "no_ir"]
+    assert out["modes"]["toy_last_store"] == "Only the store whose language comes last in the alphabet."
     broken = [w for w in out["warnings"] if "xlrag-broken-plugin" in w]
     taker = [w for w in out["warnings"] if "xlrag-taker-plugin" in w]
     assert len(broken) == 1 and "the toy vendor SDK is missing" in broken[0] and "\n" not in broken[0]

@@ -111,13 +111,16 @@ def _first_sentence(doc: str | None) -> str:
 
 
 def mode_descriptions() -> list[ModeOut]:
-    """auto, then each IR mode with its policy's one-line description: the list is
-    :class:`xlrag.modes.IRMode`'s, the words are each policy's own docstring."""
-    from xlrag.indexes.policies import MODES
+    """auto, then each IR mode with its policy's one-line description: the built-in modes in
+    :class:`xlrag.modes.IRMode`'s order, then the plugins' (the registry's), the words each
+    policy's own docstring."""
     from xlrag.modes import AUTO, IRMode
+    from xlrag.registry import available, get
 
+    builtin = [m.value for m in IRMode]
+    names = [*builtin, *(m for m in available("mode") if m not in builtin)]
     return [ModeOut(name=AUTO, description=AUTO_DESCRIPTION),
-            *(ModeOut(name=m.value, description=_first_sentence(MODES[m].__doc__)) for m in IRMode)]
+            *(ModeOut(name=m, description=_first_sentence(get("mode", m).__doc__)) for m in names)]
 
 
 def _server(request: Request) -> Any:
