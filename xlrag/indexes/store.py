@@ -212,8 +212,11 @@ class LanguageStores:
             raise EmbedderMismatchError(index_dir, m.embedder, m.dim, embedder, dim or 0)
 
     def save_manifest(self, **updates: Any) -> None:
+        # to the microsecond: a reader keys on it (another client's write, the in-memory lexical
+        # index) and a write within the same second as the last (check --repair rebuilding a
+        # folder under its own name) must still read as a change
         self.manifest = self.manifest.model_copy(
-            update={**updates, "updated": datetime.now(UTC).isoformat(timespec="seconds")}
+            update={**updates, "updated": datetime.now(UTC).isoformat(timespec="microseconds")}
         )
         text = self.manifest.model_dump_json(indent=2)
         self.backend.write_manifest(text)
