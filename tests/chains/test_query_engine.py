@@ -99,10 +99,8 @@ def test_citation_nodes_keep_only_valid_citations_in_order(retriever):
     assert [n.score for n in nodes] == [hits[2].score, hits[0].score]  # the retrieval score, as LlamaIndex expects
 
 
-def test_close_leaves_a_retriever_it_was_handed_open(xquad_index, retriever):
-    from langchain_core.language_models.fake_chat_models import FakeListChatModel
-
-    llm = FakeListChatModel(responses=["x"])
+def test_close_leaves_a_retriever_it_was_handed_open(xquad_index, retriever, engine):
+    llm = engine.chain.pipeline.llm  # the module's real local model (no model call is made here)
     shared = build_query_engine(XlragConfig(**settings(xquad_index)), llm=llm, retriever=retriever)
     shared.close()
     assert retriever.retrieve("Wie viele Punkte?", k=1).hits  # still searching
