@@ -17,7 +17,7 @@ over words that are not names (benchmarks/channels.py measures it against the LL
 from __future__ import annotations
 
 import threading
-from functools import cache
+from functools import cache, lru_cache
 
 from xlrag.errors import UnknownLanguageError
 from xlrag.indexes.analyzers import analyzer_for
@@ -199,7 +199,13 @@ def subjects_in(text: str, lang: str) -> list[str]:
     what a question can be about, page by page. A region names a class of countries that many
     passages mention in passing, and its names meet adjectives and compass words ("American"
     the Americas, German "West Side" Westasien: benchmarks/languages.py, XQuAD)."""
-    return [code for code in names_in(text, lang) if not code.isdigit()]
+    return list(_subjects(text, lang))
+
+
+@lru_cache(maxsize=256)
+def _subjects(text: str, lang: str) -> tuple[str, ...]:
+    # the retriever asks twice per question: which stores hold them, and each store's lexical mask
+    return tuple(code for code in names_in(text, lang) if not code.isdigit())
 
 
 class NameTranslator:
