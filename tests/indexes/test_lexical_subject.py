@@ -8,9 +8,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import DATA, read_jsonl
 from xlrag.indexes.indexer import index_documents
 from xlrag.indexes.lexical import LexicalIndex
-from xlrag.indexes.names import names_in, names_of, subjects_in
+from xlrag.indexes.names import names_in, names_of, spellings, subjects_in
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.indexes.store import LanguageStores
 from xlrag.schema import Document, make_query
@@ -100,3 +101,55 @@ def test_a_region_is_no_subject():
         assert region in names_in(text, lang)
         assert subjects_in(text, lang) == []
     assert subjects_in("Can I use my credit card in Somalia?", "en") == ["SO"]
+
+
+def test_a_tie_at_the_cut_is_kept_whole_when_it_ends_within_the_spill():
+    # four passages tie on "carte"; a cut of 2 would pick two of them by their place in the store
+    rows = [("a", "carte carte crédit"), ("t1", "carte"), ("t2", "carte"), ("t3", "carte"), ("z", "taxi")]
+    ix = LexicalIndex.build("fr", rows)
+    assert ix.rank("carte crédit", 2, tie=0.1).ids == ["a"]  # no spill: the tie is left out
+    kept = ix.rank("carte crédit", 2, tie=0.1, spill=2)
+    assert kept.ids[0] == "a" and sorted(kept.ids[1:]) == ["t1", "t2", "t3"]
+    assert ix.rank("carte crédit", 2, tie=0.1, spill=1).ids == ["a"]  # the tie runs past the spill
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["carte", "crédit", "taxi", "Somalie", "partout", "112"]),
+                         min_size=1, max_size=5), min_size=2, max_size=9),
+       st.integers(1, 4), st.integers(0, 4), st.sampled_from([0.0, 0.1, 0.3]), st.randoms())
+def test_which_passages_the_cut_keeps_never_depends_on_their_place_in_the_store(texts, n, spill, tie, rnd):
+    rows = [(f"p{i}", " ".join(t)) for i, t in enumerate(texts)]
+    shuffled = rows[:]
+    rnd.shuffle(shuffled)
+    question = "carte crédit taxi Somalie"
+    a = LexicalIndex.build("fr", rows).rank(question, n, tie=tie, spill=spill)
+    b = LexicalIndex.build("fr", shuffled).rank(question, n, tie=tie, spill=spill)
+    assert sorted(a.ids) == sorted(b.ids)
+    assert len(a.ids) <= n + spill
+
+
+def test_a_non_latin_store_holds_a_place_by_its_english_name():
+    assert spellings("KE", "ru") == ["Кения", "Kenya"]
+    assert spellings("IT", "fr") == names_of("IT", "fr")  # a Latin-script store: its own names only
+    # XQuAD's Russian paragraph on Kenya spells it in Latin letters
+    ix = LexicalIndex.build("ru", [("ke", "Kenya имеет низкий рейтинг по индексу восприятия коррупции."),
+                                   ("so", "Сомали имеет низкий рейтинг по индексу восприятия коррупции.")])
+    held = ix.holding(spellings("KE", "ru"))
+    assert held is not None and [ix.ids[i] for i in np.flatnonzero(held)] == ["ke"]
+    assert ix.holding(names_of("KE", "ru")) is None
+
+
+def test_the_own_store_that_spells_the_place_in_latin_goes_first(tmp_path, embedder, splitter_config):
+    keep = {"xquad-37-ru", "xquad-37-en", "xquad-31-ru", "xquad-31-en"}
+    docs = [Document(**r) for r in read_jsonl(DATA / "xquad" / "corpus.jsonl") if r["id"] in keep]
+    assert len(docs) == 4 and "Kenya" in next(d.text for d in docs if d.id == "xquad-37-ru")
+    index_documents(docs, tmp_path / "ix", embedder, splitter_config)
+    r = CrossLingualRetriever(LanguageStores.open(tmp_path / "ix"), embedder, "balanced", k=2,
+                              channels=["dense", "lexical"])
+    q = make_query("Где находится Кения по шкале ИВК?", lang="ru")
+    plan = r.policy.plan(q, "ru", r.stores.languages(), 2)
+    named = r.named_stores(q, plan)
+    res = r.retrieve(q)
+    r.close()
+    assert named == {"ru", "en"}
+    assert res.hits[0].doc_id == "xquad-37-ru", [h.doc_id for h in res.hits]

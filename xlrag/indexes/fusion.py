@@ -22,7 +22,7 @@ from xlrag.indexes.store import StoreResult
 from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select",
+__all__ = ["LEXICAL_SPILL", "LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select",
            "tier_ranks"]
 
 _RRF_K = 60
@@ -30,6 +30,10 @@ _RRF_K = 60
 # chosen by benchmarks/languages.py on the many-language test bed, Travel and XQuAD in one run
 # (exact ties only cost the test bed's template pages; 0.1 kept Travel and XQuAD at dense's level).
 LEXICAL_TIE = 0.1
+# How many passages past a store's lexical cut a tie at the cut may run and still be kept whole,
+# as a share of the cut (:meth:`xlrag.indexes.lexical.LexicalIndex.rank`); a longer tie is left
+# out. Chosen with LEXICAL_TIE by the same benchmark.
+LEXICAL_SPILL = 1.0
 # Floor for a store's score spread: with a handful of near-identical scores the
 # z-score would otherwise blow tiny differences up into large ones.
 _MIN_STD = 0.01

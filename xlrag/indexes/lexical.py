@@ -161,14 +161,18 @@ class LexicalIndex:
                                      f"({type(e).__name__}: {str(e)[:120]}){_DENSE_ONLY}") from e
         return scores
 
-    def rank(self, text: str, n: int, tie: float = 0.0, *, within: np.ndarray | None = None) -> LexicalRanking:
-        """The ``n`` best passages for ``text``, less those tied with the ``n``-th (within ``tie``
-        times the best score) when the tie runs past the cut: the cut would pick some of the
-        tied passages by their position in the store, and fusion would take that pick for
-        evidence. Only passages sharing a token with ``text`` score. ``within`` (a mask from
-        :meth:`holding`) then drops the passages outside it: it only takes evidence away, so a
-        passage that shares little but the name with ``text`` is not lifted into the cut (lifting
-        them cost XQuAD's Chinese two questions of 95 and Travel nothing: docs/explanation/languages.md)."""
+    def rank(self, text: str, n: int, tie: float = 0.0, *, spill: int = 0,
+             within: np.ndarray | None = None) -> LexicalRanking:
+        """The ``n`` best passages for ``text``. Where passages tied with the ``n``-th (within
+        ``tie`` times the best score) run past the cut, the cut would pick some of them by their
+        position in the store, and fusion would take that pick for evidence: the whole tie is
+        kept when it ends within ``spill`` passages past the cut (each shares the tie's rank in
+        fusion, :func:`xlrag.indexes.fusion.tier_ranks`), and left out when it runs further (a
+        template's words, shared by every page). Only passages sharing a token with ``text``
+        score. ``within`` (a mask from :meth:`holding`) then drops the passages outside it: it
+        only takes evidence away, so a passage that shares little but the name with ``text`` is
+        not lifted into the cut (lifting them cost XQuAD's Chinese two questions of 95 and
+        Travel nothing: docs/explanation/languages.md)."""
         tokens = analyzer_for(self.lang).tokens(text)
         known = [t for t in tokens if self.bm25 is not None and t in self.bm25.vocab_dict]
         if not known or n <= 0:
@@ -178,12 +182,18 @@ class LexicalIndex:
         n = min(n, positive)
         if n == 0:
             return LexicalRanking(store=self.lang, query_text=text, tokens=tokens, ids=[], scores=[])
-        top = np.argpartition(-scores, min(n, positive - 1))[:min(n + 1, positive)]
+        m = n + max(spill, 0)  # the most a tie at the cut may keep
+        top = np.argpartition(-scores, min(m, positive - 1))[:min(m + 1, positive)]
         # ties broken by position in the store: stable across runs
         top = top[np.lexsort((top, -scores[top]))]
         band = tie * scores[top[0]]
-        if len(top) > n and scores[top[n]] >= scores[top[n - 1]] - band:  # the tie runs past the cut
-            top = top[:n][scores[top[:n]] > scores[top[n - 1]] + band]
+        floor = scores[top[n - 1]] - band
+        if len(top) > n and scores[top[n]] >= floor:  # the tie runs past the cut
+            tied = int(np.count_nonzero(scores[top] >= floor))  # top is sorted: a prefix
+            if tied <= m and not (len(top) > m and scores[top[m]] >= floor):
+                top = top[:tied]  # the tie ends within the spill: kept whole
+            else:
+                top = top[:n][scores[top[:n]] > scores[top[n - 1]] + band]
         else:
             top = top[:n]
         if within is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.indexes.lexical import LexicalStores
-from xlrag.indexes.names import names_of, subjects_in
+from xlrag.indexes.names import spellings, subjects_in
 from xlrag.indexes.policies import RetrievalPlan
 from xlrag.schema import Query
 
@@ -44,7 +44,7 @@ def named_stores(lexical: LexicalStores, q: Query, plan: RetrievalPlan) -> froze
         # knows: 科摩罗) is in every Chinese store's vocabulary, so evidence needs a longer term
         if any((words := groups(name)) and all(any(t in vocab for t in w) for w in words)
                and any(len(t) > 1 for w in words for t in w if t in vocab)
-               for code in codes for name in names_of(code, s.store)):
+               for code in codes for name in spellings(code, s.store)):
             out.add(s.store)
     return frozenset(out)
 

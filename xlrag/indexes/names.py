@@ -23,7 +23,7 @@ from xlrag.errors import UnknownLanguageError
 from xlrag.indexes.analyzers import analyzer_for
 from xlrag.languages import normalize_code
 
-__all__ = ["NameTranslator", "name_of", "names_in", "names_of", "subjects_in"]
+__all__ = ["NameTranslator", "name_of", "names_in", "names_of", "spellings", "subjects_in"]
 
 _MAX_NAME_TERMS = 6
 # CLDR's territory names are keyed by ISO 3166 code ("KM") or UN M49 region ("002"); the same
@@ -78,6 +78,28 @@ def names_of(code: str, lang: str) -> list[str]:
     first = names.get(lang) or _name(names, normalize_code(lang))
     rest = [names[k] for k in _locales(normalize_code(lang)) if k in names]
     return list(dict.fromkeys([n for n in (first, *rest) if n]))
+
+
+@cache
+def _latin(lang: str) -> bool:
+    import langcodes
+
+    try:
+        return langcodes.Language.get(lang).maximize().script == "Latn"
+    except (ValueError, LookupError):
+        return True  # a code langcodes cannot place: add nothing
+
+
+def spellings(code: str, lang: str) -> list[str]:
+    """The names a passage in ``lang`` may give the place ``code``: CLDR's in the language
+    (:func:`names_of`), and for a language written in another script than Latin, the English
+    name too, since such text often keeps a foreign name in Latin letters (XQuAD's Russian
+    paragraph on Kenya writes "Kenya"). Latin-script languages get nothing more: the English
+    name there is a foreign word ("Italy" in an Italian page), seldom written."""
+    own = names_of(code, lang)
+    if _latin(normalize_code(lang)):
+        return own
+    return list(dict.fromkeys([*own, *names_of(code, "en")]))
 
 
 def name_of(code: str, lang: str) -> str | None:

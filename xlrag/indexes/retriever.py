@@ -28,7 +28,7 @@ from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, norm
 from xlrag.indexes.lexical import LexicalDamageError, LexicalStores
 from xlrag.indexes.named import named_stores
 from xlrag.indexes.named import prefer as _prefer
-from xlrag.indexes.names import NameTranslator, names_of, subjects_in
+from xlrag.indexes.names import NameTranslator, spellings, subjects_in
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
 from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
@@ -288,7 +288,8 @@ class CrossLingualRetriever:
                 seconds["translate"] = seconds.get("translate", 0.0) + time.perf_counter() - t1
                 try:
                     ranking = index.rank(text, s.quota, tie=fusion_rules.LEXICAL_TIE,
-                                         within=index.holding([n for c in places for n in names_of(c, s.store)]))
+                                         spill=int(fusion_rules.LEXICAL_SPILL * s.quota),
+                                         within=index.holding([n for c in places for n in spellings(c, s.store)]))
                 except LexicalDamageError as e:
                     notes.append(str(e))
                     complete = False
