@@ -26,7 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
-GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
+GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats",
+          "xlrag.jsonl",
           "xlrag.outputs",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
           "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
@@ -281,7 +282,8 @@ TWO_BODIES = {
     "xlrag.chains.local.runtime: LocalLlamaChat._stream/_astream", "xlrag.chains.pipeline: Pipeline.generate/agenerate",
     "xlrag.chains.pipeline: Pipeline.generate_stream/agenerate_stream",
     "xlrag.chains.pipeline: Pipeline.stream_answer/astream_answer", "xlrag.evals.studies.base: StudyRun.run/arun",
-    "xlrag.indexes.retriever: CrossLingualRetriever.retrieve/aretrieve", "xlrag.steps: _do/_ado", "xlrag.steps: run/arun",
+    "xlrag.indexes.retriever: CrossLingualRetriever.retrieve/aretrieve", "xlrag.steps: _do/_ado",
+    "xlrag.steps: run/arun",
 }
 
 
@@ -317,5 +319,6 @@ def test_async_is_written_once(tmp_path):
     (tmp_path / "xlrag" / "check.py").write_text(
         "class C:\n"
         "    def check(self, x):\n        y = x + 1\n        z = y * 2\n        return self.llm.invoke(z)\n"
-        "    async def acheck(self, x):\n        y = x + 1\n        z = y * 2\n        return await self.llm.ainvoke(z)\n")
+        "    async def acheck(self, x):\n        y = x + 1\n        z = y * 2\n        return await "
+        "self.llm.ainvoke(z)\n")
     assert twin_bodies(tmp_path / "xlrag") == {"xlrag.check: C.check/acheck"}

@@ -73,7 +73,8 @@ def check_demo_target(index_dir: str | Path) -> None:
                             f"to it, so build the demo in another folder with -i, e.g. xlrag demo -i .demo-index")
 
 
-def build_demo_index(index_dir: str | Path, progress: Callable[[int, int, str], None] | None = None) -> list[IndexReport]:
+def build_demo_index(index_dir: str | Path,
+                     progress: Callable[[int, int, str], None] | None = None) -> list[IndexReport]:
     """Index the demo corpora into ``index_dir`` (idempotent); an index of other documents there
     is refused (:func:`check_demo_target`)."""
     check_demo_target(index_dir)

@@ -37,8 +37,8 @@ class Stack:
         if config.answer.attribution_check and pipeline.attribution is None:
             from xlrag.errors import ConfigError
 
-            raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; build it "
-                              "with Pipeline.from_config")
+            raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; "
+                              "build it with Pipeline.from_config")
 
     @classmethod
     def build(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -114,7 +114,8 @@ class Stack:
         # the view shows answer lines and citations: an explanation it never shows is not written
         # unless asked for (agent.perspectives.explanation), on the same loaded model and stores
         answer = self.pipeline.answer_config
-        answer = answer.model_copy(update={"explanation": answer.explanation and self.config.agent.perspectives.explanation})
+        answer = answer.model_copy(update={"explanation": answer.explanation
+                                           and self.config.agent.perspectives.explanation})
         pipeline = self.pipeline.model_copy(update={"answer_config": answer})
         return PerspectivesView(pipeline=pipeline, agent=self._agent(False, pipeline).graph(), judge=AgreementJudge(),
                                 rules=list(self.config.agent.rules),

@@ -97,7 +97,8 @@ class Pipeline(BaseModel):
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
-    translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks and repairs")
+    translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks "
+                                              "and repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
                                                "shared by the attribution reranker, the agent and the view; None: "
                                                "no step checks attribution")

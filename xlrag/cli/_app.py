@@ -76,7 +76,8 @@ TOP_K = ("--top-k", "-k")
 OUT = ("--out", "-o")
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help=(
     "xlrag.yaml to read (default: ./xlrag.yaml if present); XLRAG_* variables override it, options override both"))]
-IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help=f"index directory {config_default('index_dir')}")]
+IndexDirOpt = Annotated[Path | None,
+                        typer.Option("--index-dir", "-i", help=f"index directory {config_default('index_dir')}")]
 # the IR modes, as the help lists them (from the one owner, xlrag.modes)
 MODE_NAMES = ", ".join(m.value for m in IRMode)
 EmbedderOpt = Annotated[str | None, typer.Option(

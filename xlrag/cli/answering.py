@@ -57,7 +57,8 @@ def ask(
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
     options: Annotated[list[str] | None, typer.Option(
         "--option", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
-    k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
+    k: Annotated[int | None,
+                 typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
     llm: LLMOpt = None,
     channels: ChannelsOpt = None,
     lang: LangOpt = None,
@@ -71,8 +72,8 @@ def ask(
                                         "repair; --json adds the trace under 'trace'")] = False,
     perspectives: Annotated[bool, typer.Option(
         "--perspectives", help="answer once per language of sources (each checked by the agent), side by side, "
-                               "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or a "
-                               "disputed territory's, else the best-ranked stores; the answers stop at their "
+                               "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or "
+                               "a disputed territory's, else the best-ranked stores; the answers stop at their "
                                "explanation, which the view does not show, unless --explanation "
                                "(agent.perspectives.explanation)")] = False,
     max_langs: Annotated[int | None, typer.Option(
@@ -219,7 +220,8 @@ def print_answer(answer: Any) -> None:
 
     out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {shown(answer.model)}")
     if answer.chosen_option is not None:
-        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {shown(answer.chosen_option)}", highlight=False)
+        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {shown(answer.chosen_option)}",
+                  highlight=False)
     out.print(f"[bold]answer:[/] {shown(terminal_text(answer.answer or '—'))}", highlight=False)
     if answer.explanation:
         out.print(f"[bold]explanation:[/] {shown(terminal_text(answer.explanation))}", highlight=False)

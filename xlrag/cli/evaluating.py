@@ -55,7 +55,8 @@ def _check_inputs(mode: str | None, depth: int | None, trec: Path | None) -> Non
 
 @eval_app.command("retrieval")
 def eval_retrieval(
-    queries: Annotated[Path, typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")],
+    queries: Annotated[Path,
+                       typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")],
     qrels: Annotated[Path, typer.Option("--qrels", help="JSONL of {query_id, doc_id, relevance}")],
     index_dir: IndexDirOpt = None,
     mode: Annotated[str | None, typer.Option(

@@ -41,12 +41,18 @@ def index(
     corpus: Annotated[Path, typer.Option("--corpus", "-c", help="corpus file: .jsonl, .csv or .parquet")],
     index_dir: IndexDirOpt = None,
     embedder: EmbedderOpt = None,
-    fields: Annotated[str | None, typer.Option("--fields", help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
+    fields: Annotated[str | None,
+                      typer.Option("--fields",
+                                   help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
     chunk_size: Annotated[int | None, typer.Option(
         help=f"passage length in tokenizer units {config_default('splitter.chunk_size')}")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="skip malformed rows and report them")] = False,
-    source: Annotated[str | None, typer.Option("--source", help="source name (default: the corpus file's path); re-indexing a source prunes documents gone from it")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
+    source: Annotated[str | None,
+                      typer.Option("--source",
+                                   help="source name (default: the corpus file's path); re-indexing a source prunes "
+                                        "documents gone from it")] = None,
+    rebuild: Annotated[bool,
+                       typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
     no_wait: NoWaitOpt = False,
     executor: Annotated[str | None, typer.Option(
         "--executor", help=f"where to split and embed: local (this process) or ray (one embedder per Ray "
@@ -177,8 +183,12 @@ def info(index_dir: IndexDirOpt = None, config: ConfigOpt = None,
 @app.command()
 def check(
     index_dir: IndexDirOpt = None,
-    repair: Annotated[bool, typer.Option("--repair", help="re-embed missing vectors, remove duplicates, misplaced copies, old versions and orphans")] = False,
-    sample: Annotated[int, typer.Option("--sample", min=0, help="passages checked to retrieve themselves at rank 1")] = 20,
+    repair: Annotated[bool,
+                      typer.Option("--repair",
+                                   help="re-embed missing vectors, remove duplicates, misplaced copies, old versions "
+                                        "and orphans")] = False,
+    sample: Annotated[int,
+                      typer.Option("--sample", min=0, help="passages checked to retrieve themselves at rank 1")] = 20,
     embedder: EmbedderOpt = None,
     no_wait: NoWaitOpt = False,
     config: ConfigOpt = None,
@@ -205,7 +215,8 @@ def check(
     else:
         for what, n in report.repaired.items():
             echo(f"repaired: {n} {what}")
-        for label, items in (("vector files lost", report.lost_stores), ("missing vector", report.missing_vectors), ("duplicate", report.duplicates),
+        for label, items in (("vector files lost", report.lost_stores), ("missing vector", report.missing_vectors),
+                             ("duplicate", report.duplicates),
                              ("misplaced", report.misplaced), ("stale document", report.stale_documents),
                              ("orphan", report.orphans), ("count mismatch", report.count_mismatches),
                              ("not rank 1 for its own vector", report.self_miss)):
@@ -214,7 +225,8 @@ def check(
             if len(items) > 10:
                 warn(f"... and {len(items) - 10} more", label)
         if report.unfinished:
-            warn(f"status {report.status}: a write run did not finish; rerun 'xlrag index' for its corpus", "unfinished")
+            warn(f"status {report.status}: a write run did not finish; rerun 'xlrag index' for its corpus",
+                 "unfinished")
         echo(("ok: " if report.ok else f"{report.problems} problems: ") + report.summary())
     if not report.ok:
         raise typer.Exit(code=1)

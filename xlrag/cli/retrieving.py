@@ -55,7 +55,8 @@ def retrieve(
     lang: LangOpt = None,
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
-    queries: Annotated[Path | None, typer.Option(help="batch input: JSONL of {id, question, lang?, relevant_langs?, target_lang?}")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        help="batch input: JSONL of {id, question, lang?, relevant_langs?, target_lang?}")] = None,
     out_path: Annotated[Path | None, typer.Option(*OUT, help="batch output JSONL (with --queries)")] = None,
     embedder: EmbedderOpt = None,
     config: ConfigOpt = None,

@@ -30,14 +30,21 @@ def _rows(path: Path, what: str, model):
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(map(str, first["loc"]))
-            raise CorpusRowError(path, n, f"{where}: {first['msg']}" if where else first["msg"], skippable=False) from None
+            raise CorpusRowError(path, n, f"{where}: {first['msg']}" if where else first["msg"],
+                                 skippable=False) from None
     return rows
 
 
 @eval_app.command("cs")
 def eval_cs(
-    responses: Annotated[Path, typer.Option("--responses", "-r", help='JSONL of {"territory", "query_lang", "answer"}; answer is the claimant\'s English name or null')],
-    territories: Annotated[Path, typer.Option("--territories", "-t", help='JSONL of territory rows: {"territory", "controller", "claimants", "claimant_langs"}')],
+    responses: Annotated[Path,
+                         typer.Option("--responses", "-r",
+                                      help='JSONL of {"territory", "query_lang", "answer"}; answer is the claimant\'s '
+                                           'English name or null')],
+    territories: Annotated[Path,
+                           typer.Option("--territories", "-t",
+                                        help='JSONL of territory rows: {"territory", "controller", "claimants", '
+                                             '"claimant_langs"}')],
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of a table")] = False,
 ) -> None:
     """Cross-lingual consistency (BordIRlines): KB, Con, Non, ΔCS, Cst CS and # countries,

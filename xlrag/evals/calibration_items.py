@@ -10,9 +10,10 @@ in equal numbers per dataset, language and kind:
   question whose gold is written as a sentence, as the travel set's are);
 - wrong: the gold of the other question on the same passage, sharing no word with this one
   (``other_gold``), and the same in another script (``parallel_other_gold``: a judge that
-  takes every answer in another script for correct is caught here); the question itself (``echo``); a sentence of the same language from an
-  article about something else (``wrong_sentence``; in the travel set, another question's
-  answer); nothing, a ``<docN>`` marker or a line of the answer-format template
+  takes every answer in another script for correct is caught here); the question itself
+  (``echo``); a sentence of the same language from an article about something else
+  (``wrong_sentence``; in the travel set, another question's answer); nothing, a ``<docN>``
+  marker or a line of the answer-format template
   (``non_answer``); against a sentence gold as in ``span_of_sentence``, the span that answers
   another question on the passage, from another sentence (``other_span_of_sentence``) or
   from the very sentence that is the gold (``same_sentence_other_span``: words of the gold
@@ -229,7 +230,8 @@ class _XQuAD:
         found = self._in_otherdominant_script(q, other, lang, rng) if other else None
         if found is None or any(_holds(found[1], g, lang) for g in q["answers"]):
             return None
-        return found[1], f"the gold answer of another question on the same passage, from its parallel {found[0]} question"
+        return found[1], (f"the gold answer of another question on the same passage, from its parallel {found[0]} "
+                          "question")
 
     def echo(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return None if _holds(q["question"], q["answers"][0], lang) else (q["question"], "the question")

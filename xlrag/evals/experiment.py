@@ -163,7 +163,8 @@ class Published(_Strict):
         lines = ["## Published figures (other models, other data)", ""]
         if self.rows:
             lines += ["| | " + " | ".join(self.columns) + " |", "|---" + "|---:" * len(self.columns) + "|"]
-            lines += [f"| {label} | " + " | ".join(num(v) for v in values) + " |" for label, values in self.rows.items()]
+            lines += [f"| {label} | " + " | ".join(num(v) for v in values) + " |"
+                      for label, values in self.rows.items()]
             lines += [""]
         if self.findings:
             lines += [*(f"- {x}" for x in self.findings), ""]
@@ -235,7 +236,8 @@ class ExperimentConfig(_Strict):
     timeout: float = Field(300.0, gt=0, description="seconds per record before it is recorded as failed")
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
     human_labels: Path | None = Field(
-        None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
+        None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against '
+                          'them')
 
     @model_validator(mode="before")
     @classmethod
@@ -382,7 +384,8 @@ def validate_as(model: type[M], data: dict[str, Any], path: Path | str) -> M:
         raise ConfigError(f"{path}: {where}: {err['msg']}") from None
 
 
-def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | None) -> tuple[dict[str, Any], list[str]]:
+def with_settings(model: type[M], data: dict[str, Any],
+                  settings: XlragConfig | None) -> tuple[dict[str, Any], list[str]]:
     """``data`` (a run YAML) with each of ``model.FROM_SETTINGS`` it leaves out taken from what
     ``settings`` sets explicitly (xlrag.yaml, XLRAG_* variables, arguments; not its defaults),
     and the names of the fields so filled."""

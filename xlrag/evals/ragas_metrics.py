@@ -317,5 +317,6 @@ async def score_rows(rows: Iterable[RagasRow | dict[str, Any]], metrics: RagasMe
     jobs = [[one(row, lang, name) for name in metrics.names] for row, lang in zip(checked, langs, strict=True)]
     flat = await asyncio.gather(*(job for row_jobs in jobs for job in row_jobs))
     n = len(metrics.names)
-    return [RowScores(index=i, id=row.id, lang=lang, scores=dict(zip(metrics.names, flat[i * n:(i + 1) * n], strict=True)))
+    return [RowScores(index=i, id=row.id, lang=lang,
+                      scores=dict(zip(metrics.names, flat[i * n:(i + 1) * n], strict=True)))
             for i, (row, lang) in enumerate(zip(checked, langs, strict=True))]

@@ -115,7 +115,8 @@ def verify_files(index_dir: Path) -> None:
     if lost:
         name, segment, count = lost[0]
         raise IndexCorruptError(
-            index_dir, f"the vector files of store {name.rsplit('.', 1)[-1]!r} (chroma/{segment}/) are missing; {count} passages have no vectors"
+            index_dir, f"the vector files of store {name.rsplit('.', 1)[-1]!r} (chroma/{segment}/) are missing; "
+                       f"{count} passages have no vectors"
         )
 
 
@@ -135,7 +136,8 @@ def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
     with db.open("rb") as fh:
         magic = fh.read(16)
     if magic != _SQLITE_MAGIC:
-        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)", repairable=False)
+        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)",
+                                repairable=False)
     try:
         # mode=rw, not ro: like Chroma, roll back the hot journal a killed writer left behind.
         con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=60, isolation_level=None)

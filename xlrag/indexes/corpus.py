@@ -78,7 +78,8 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
                     why = next((w for c in cells if isinstance(c, str) and (w := undecodable(c))), None)
                     yield reader.line_num, CorpusRowError(path, reader.line_num, why) if why else row
         except UnicodeError as e:  # only a UTF-16 file cut mid-character is left to fail here
-            raise CorpusError(f"corpus file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as UTF-8") from None
+            raise CorpusError(f"corpus file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as "
+                              "UTF-8") from None
         except OSError as e:
             raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
         except csv.Error as e:

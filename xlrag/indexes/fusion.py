@@ -22,7 +22,8 @@ from xlrag.indexes.store import StoreResult
 from xlrag.registry import register
 from xlrag.schema import Passage
 
-__all__ = ["LEXICAL_SPILL", "LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select",
+__all__ = ["LEXICAL_SPILL", "LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser",
+           "select",
            "tier_ranks"]
 
 _RRF_K = 60

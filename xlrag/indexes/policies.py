@@ -303,7 +303,8 @@ class Translate:
         searches = [
             StoreQuery(
                 store=lang,
-                text=query.question if lang == query_lang else self.translator.translate(query.question, query_lang, lang),
+                text=(query.question if lang == query_lang
+                      else self.translator.translate(query.question, query_lang, lang)),
                 quota=k,
             )
             for lang in langs

@@ -1,9 +1,9 @@
 """The FastAPI application: ``create_app(config)`` and its endpoints.
 
 One retriever and one chat model per server, shared by the agent (``/v1/ask``), the chat
-(``/v1/chat``), the perspectives view (``/v1/perspectives``) and retrieval (``/v1/retrieve``). ``/v1/ask`` and ``/v1/chat`` answer with
-one JSON body or, with ``"stream": true`` in the request, server-sent events
-(:mod:`xlrag.server.streaming`). Generations go through one
+(``/v1/chat``), the perspectives view (``/v1/perspectives``) and retrieval (``/v1/retrieve``).
+``/v1/ask`` and ``/v1/chat`` answer with one JSON body or, with ``"stream": true`` in the
+request, server-sent events (:mod:`xlrag.server.streaming`). Generations go through one
 :class:`~xlrag.server.guards.GenerationLimiter`; retrieval alone does not wait for it.
 """
 
@@ -234,7 +234,8 @@ class _Stream(StreamingResponse):
              description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
                          "repair what failed. The trace says what was done.")
 async def ask(body: AskRequest, server: Server) -> Any:
-    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
+                          target_lang=body.target_lang)
     if not body.stream:
         async with server.limiter.slot():
             return server.public(ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input()))))

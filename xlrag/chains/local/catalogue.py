@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict
 from xlrag.errors import MissingDependencyError, UnknownProviderError
 from xlrag.text import capped
 
-__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry", "check_chat_format", "lookup", "names"]
+__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry",
+           "check_chat_format", "lookup", "names"]
 
 
 class CatalogueEntry(BaseModel):

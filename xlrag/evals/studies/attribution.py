@@ -203,7 +203,8 @@ class AttributionRunner(StudyRun):
                 result = await scorer.acheck(q["question"], answer, ans.passages, q["lang"], setting=setting)
                 rec["ais"][setting] = {v.passage_id: v.verdict for v in result.votes}
             # the chain option's rule (rerank_citations), so the study measures what users run
-            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"], setting=self.config.rerank_setting)
+            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"],
+                                           setting=self.config.rerank_setting)
             rec["rerank"] = rerank_record(ans, set(ranked.supporting))
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec

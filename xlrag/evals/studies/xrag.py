@@ -226,7 +226,8 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
 
         notes = JudgePanel(config.judges, generator=config.llm).notes
     return {"study": "xrag", "experiment": config.name, "llm": llm_label(config.llm),
-            "judges": [llm_label(j) if j in config.judges.llm_judges else j.label for j in config.judges.judges] if config.judges else [],
+            "judges": [llm_label(j) if j in config.judges.llm_judges else j.label for j in config.judges.judges]
+            if config.judges else [],
             "notes": notes, "published": PUBLISHED.model_dump(),
             "questions_per_lang": config.per_lang, "distractors": config.distractors,
             "plan": {c: v.model_dump() for c, v in contexts("X", config.distractors).items()},
