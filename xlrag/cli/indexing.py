@@ -24,7 +24,9 @@ from xlrag.cli._app import (
     out,
     warn,
 )
-from xlrag.errors import XlragError
+from xlrag.config import IndexConfig
+from xlrag.errors import ConfigError, XlragError
+from xlrag.languages import display_name
 
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
@@ -136,9 +138,6 @@ def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragCon
     """The config with the index section's command-line options on top, validated as the file's are."""
     from pydantic import ValidationError
 
-    from xlrag.config import IndexConfig
-    from xlrag.errors import ConfigError
-
     merged = {**cfg.index.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
     try:
         return cfg.model_copy(update={"index": IndexConfig(**merged)})
@@ -148,8 +147,6 @@ def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragCon
 
 
 def counts_table(counts: dict[str, int], embedder: str, status: str | None = None) -> None:
-    from xlrag.languages import display_name
-
     table = Table(title=escape(f"embedder: {embedder}" + (f"   status: {status}" if status else "")))
     table.add_column("lang")
     table.add_column("language")

@@ -35,9 +35,10 @@ from xlrag.cli._app import (
     shown_warnings,
     warn,
 )
-from xlrag.errors import XlragError
-from xlrag.outputs import jsonl_kind
-from xlrag.schema import Hit, Retrieval
+from xlrag.errors import ConfigError, EmptyQueryError, XlragError
+from xlrag.outputs import check_output, jsonl_kind
+from xlrag.queries import read_queries
+from xlrag.schema import Hit, Retrieval, make_query
 
 # what `retrieve --queries --out` writes: a file holding anything else is refused, not replaced
 RESULTS = jsonl_kind("retrieval results", "results.jsonl", "query_id", "results")
@@ -63,9 +64,7 @@ def retrieve(
     as_json: Annotated[bool, typer.Option("--json", help="print hits as JSON")] = False,
 ) -> None:
     """Retrieve passages for a question (or a batch) with an IR mode."""
-    from xlrag.errors import ConfigError, EmptyQueryError
     from xlrag.indexes.retriever import CrossLingualRetriever
-    from xlrag.schema import make_query
 
     try:
         if (question is None) == (queries is None):
@@ -78,8 +77,6 @@ def retrieve(
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder,
                       channels=channels)
         if out_path is not None:
-            from xlrag.outputs import check_output
-
             check_output(out_path, "--out", RESULTS)
         retriever = CrossLingualRetriever.from_config(cfg)
         if question is not None:
@@ -88,8 +85,6 @@ def retrieve(
                 hits = retriever.retrieve(q)
             retrieval_warnings(hits.complete, hits.notes)
         elif batch is not None:
-            from xlrag.queries import read_queries
-
             prepared = read_queries(batch[0])
     except XlragError as e:
         _fail(e)

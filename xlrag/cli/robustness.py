@@ -9,7 +9,8 @@ import typer
 
 from xlrag.cli._app import _fail, out, warn
 from xlrag.cli.evaluating import _f, _table, eval_app
-from xlrag.errors import XlragError
+from xlrag.errors import CorpusRowError, XlragError
+from xlrag.jsonl import read_objects
 
 _LABELS = {"kb_cs": "KB CS", "con_cs": "Con CS", "non_cs": "Non CS", "delta_cs": "ΔCS", "delta_cs_abs": "ΔCS abs",
            "cst_cs_unk": "Cst CS (unk)", "cst_cs_all": "Cst CS (all)", "n_countries_mean": "# countries",
@@ -19,9 +20,6 @@ _COVERS = {"n_countries_mean": "n_countries", "n_countries_std": "n_countries"}
 
 def _rows(path: Path, what: str, model):
     from pydantic import ValidationError
-
-    from xlrag.errors import CorpusRowError
-    from xlrag.jsonl import read_objects
 
     rows = []
     for n, obj in read_objects(path, what):

@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 from xlrag.checks.lexical import dominant_script, tokenize
 from xlrag.errors import ConfigError
 from xlrag.judges.lexical import SENTENCE_GOLD_TOKENS
+from xlrag.languages import normalize_code
 
 __all__ = [
     "CORRECT_KINDS",
@@ -277,8 +278,6 @@ def build_items(langs: Sequence[str] | None = None, seed: int = 0, xquad_per_kin
     """The calibration items in ``langs`` (default: every vendored language), the same for
     the same seed: per dataset, language and kind, the first questions of a seeded shuffle
     for which that kind can be built."""
-    from xlrag.languages import normalize_code
-
     known = vendored_langs()
     wanted = [normalize_code(x) for x in langs] if langs else known
     stray = [x for x in wanted if x not in known]

@@ -43,20 +43,22 @@ from pydantic import (
 )
 
 from xlrag.config import (
+    AnswerConfig,
     EmbedderConfig,
     LLMConfig,
     RerankConfig,
     RetrievalConfig,
+    XlragConfig,
 )
 from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode, Mode
+from xlrag.yamlio import read_yaml_file
 
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
-    from xlrag.config import XlragConfig
     from xlrag.prompts import PromptLibrary
 
 __all__ = ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"]
@@ -346,8 +348,6 @@ class Cell(_Strict):
 def answering_config(k: int) -> XlragConfig:
     """The stack settings of a run (:meth:`xlrag.chains.pipeline.Pipeline.from_config`), all
     given, so that no ``XLRAG_*`` variable or ``xlrag.yaml`` of the machine changes a run."""
-    from xlrag.config import AnswerConfig, RetrievalConfig, XlragConfig
-
     return XlragConfig.model_construct(retrieval=RetrievalConfig(k=k),
                                        answer=AnswerConfig())
 
@@ -365,8 +365,6 @@ def read_yaml(path: Path, what: str = "experiment file", hint: str = "pass the p
               shape: str = "must be a mapping with at least 'name' and 'datasets'") -> dict[str, Any]:
     """A YAML file (an experiment, a study, a panel) as a mapping, or a one-line error: ``what``
     names the file, ``hint`` says what to give instead, ``shape`` what a mapping must hold."""
-    from xlrag.yamlio import read_yaml_file
-
     data = read_yaml_file(path, what, hint)
     if not isinstance(data, dict):
         raise ConfigError(f"{path} {shape}")

@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from xlrag.detect import LinguaDetector
 from xlrag.errors import InvalidArgumentError
 from xlrag.evals.ragas_adapter import (
     PromptAdaptationError,
@@ -276,8 +277,6 @@ async def score_rows(rows: Iterable[RagasRow | dict[str, Any]], metrics: RagasMe
             langs.append(normalize_code(row.lang))
             continue
         if detector is None:
-            from xlrag.detect import LinguaDetector
-
             detector = LinguaDetector()
         langs.append(detector.detect(row.question))
 

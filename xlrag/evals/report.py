@@ -17,12 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.errors import CorpusRowError
 from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
 from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
+from xlrag.jsonl import read_objects
 from xlrag.judges.panel import VERDICTS
 from xlrag.pages import citation_inclusion_figure, html_document, png, pyplot
 
@@ -67,9 +69,6 @@ def _answers(recs: list[dict]) -> dict[str, Any]:
 
 def read_labels(path: Path) -> dict[str, str]:
     """Human verdicts ``{"query_id", "label"}`` per line; a bad row is an error naming its line."""
-    from xlrag.errors import CorpusRowError
-    from xlrag.jsonl import read_objects
-
     labels: dict[str, str] = {}
     for n, row in read_objects(path, "human labels"):
         if row.get("label") not in VERDICTS or not row.get("query_id"):

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.config import StoreConfig
-from xlrag.errors import DiskFullError, IndexCorruptError, IndexDirError
+from xlrag.errors import DiskFullError, IndexCorruptError, IndexDirError, IndexNotFoundError
 
 __all__ = ["MANIFEST", "Backend", "disk_full", "guard", "missing_vector_dirs", "verify_files"]
 
@@ -291,8 +291,6 @@ class Backend:
             return
         now = files_stamp(self._chroma_dir)
         if now is None:
-            from xlrag.errors import IndexNotFoundError
-
             raise IndexNotFoundError(self.index_dir, "its Chroma files were removed while it was open, "
                                      "e.g. by 'xlrag index --rebuild'; open it again once that ends")
         key = str(self._chroma_dir)
@@ -320,8 +318,6 @@ class Backend:
         a database that makes the folder no index and no empty folder. Writers create it with
         :meth:`create_database`."""
         if self._client is None and self.store.kind == "persistent" and not (self._chroma_dir / SQLITE).is_file():
-            from xlrag.errors import IndexNotFoundError
-
             raise IndexNotFoundError(self.index_dir, f"its Chroma database chroma/{SQLITE} is not there: the folder "
                                      f"was moved or removed, or its build never began")
         return self._open()

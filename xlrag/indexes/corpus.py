@@ -19,6 +19,7 @@ from xlrag.detect import LanguageDetector, LinguaDetector
 from xlrag.errors import CorpusError, CorpusRowError, UnknownLanguageError
 from xlrag.jsonl import open_text, read_rows, undecodable, unencodable
 from xlrag.languages import normalize
+from xlrag.registry import require
 from xlrag.schema import Document
 from xlrag.text import capped
 
@@ -86,8 +87,6 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
             raise CorpusError(f"corpus file {path} is not a readable CSV file ({e}); check its quoting") from None
     elif suffix in {".parquet", ".pq"}:
         # Arrow checks its strings are UTF-8 when it reads them: no row holds a lone surrogate
-        from xlrag.registry import require
-
         require("pyarrow", "parquet", "a Parquet corpus")
         import pyarrow.parquet as pq
 

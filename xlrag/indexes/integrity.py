@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from xlrag.config import EmbedderConfig, StoreConfig
 from xlrag.errors import EmbedderMismatchError, IndexCorruptError
 from xlrag.indexes.chroma import missing_vector_dirs
+from xlrag.schema import Passage
 
 if TYPE_CHECKING:
     from xlrag.indexes.embedders import Embedder
@@ -284,8 +285,6 @@ def _embedder_for(stores: LanguageStores, embedder: Embedder | None, config: Emb
 def _rewrite_store(stores: LanguageStores, lang: str, embedder: Embedder) -> int:
     """Recreate one store from its passages: kept vectors where Chroma still has them, fresh ones
     where not. Returns how many passages were re-embedded."""
-    from xlrag.schema import Passage
-
     rows = list(stores.scan(lang, texts=True))
     col = stores.collection(lang)
     vectors: dict[str, np.ndarray] = {}
@@ -310,8 +309,6 @@ def _rewrite_store(stores: LanguageStores, lang: str, embedder: Embedder) -> int
 
 def _fix_placement(stores: LanguageStores) -> int:
     """Each passage ends up once, in the store of its metadata language."""
-    from xlrag.schema import Passage
-
     rows: dict[str, list[tuple[str, str | None, dict]]] = defaultdict(list)
     for lang in stores.languages():
         for pid, text, meta in stores.scan(lang, texts=True):

@@ -17,7 +17,7 @@ from xlrag.errors import PolicyError
 from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
 from xlrag.modes import SHARE_MARGIN, IRMode, parse_mode
-from xlrag.registry import register
+from xlrag.registry import get, register
 from xlrag.schema import Query
 
 __all__ = [
@@ -324,8 +324,6 @@ for _mode, _cls in MODES.items():
 
 
 def _policy_class(mode: str) -> Any:
-    from xlrag.registry import get
-
     try:
         return get("mode", str(parse_mode(mode)))
     except ValueError as e:

@@ -28,8 +28,10 @@ from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
+from xlrag.modes import AUTO
 from xlrag.perspectives.models import Perspectives
-from xlrag.schema import Query
+from xlrag.queries import check_question
+from xlrag.schema import Query, make_query
 from xlrag.server.docs_ui import install_docs
 from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
@@ -110,7 +112,6 @@ class XlragServer:
     def __init__(self, config: XlragConfig, llm: Runnable | None, retriever: Any, limits: ServerLimits,
                  ping_every: float = 15.0):
         from xlrag.agents.build import Stack
-        from xlrag.modes import AUTO
 
         self.config, self.limits, self.ping_every = config, limits, ping_every
         # one stack for the agent and the chat: one model, one retriever, one translator;
@@ -152,9 +153,6 @@ class XlragServer:
               target_lang: str | None = None) -> Query:
         """The request's question and languages as a :class:`Query`, refused before any work
         with a typed 422."""
-        from xlrag.queries import check_question
-        from xlrag.schema import make_query
-
         try:
             check_question(question, self.max_question_chars, setting=None)  # a client cannot raise it
         except QuestionTooLongError as e:

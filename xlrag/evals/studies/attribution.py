@@ -33,7 +33,7 @@ from pydantic import Field
 
 from xlrag.checks.attribution import Setting
 from xlrag.checks.attribution import Vote as AISVote
-from xlrag.config import LLMConfig
+from xlrag.config import EmbedderConfig, LLMConfig, RetrievalConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import PassageRecord, Record
 from xlrag.evals.run_folder import RunSummary
@@ -166,7 +166,6 @@ class AttributionRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.config import EmbedderConfig, RetrievalConfig
             from xlrag.evals.run_index import run_retriever
 
             # the shipped XQuAD embeddings: nothing to embed

@@ -28,13 +28,14 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from xlrag.borderlines import MCQuery, Territory, load_territories
-from xlrag.config import LLMConfig
+from xlrag.config import EmbedderConfig, LLMConfig, RetrievalConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
+from xlrag.languages import normalize_code
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import make_query
 from xlrag.validate import DEFAULT_K, k_field
@@ -126,8 +127,6 @@ class BordIRlinesConfig(_Strict):
 
 
 def _langs(t: Territory) -> list[str]:
-    from xlrag.languages import normalize_code
-
     return list(dict.fromkeys(normalize_code(k) for k in t.langs))
 
 
@@ -221,7 +220,6 @@ class BordIRlinesRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.config import EmbedderConfig, RetrievalConfig
             from xlrag.evals.run_index import run_retriever
 
             # each call names its mode; a corpus brings the index up to date, an index alone is read as it is

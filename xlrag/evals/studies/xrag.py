@@ -35,6 +35,7 @@ from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
 from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode
+from xlrag.schema import Passage
 
 __all__ = ["ABLATIONS", "SETTINGS", "Context", "XRAGConfig", "XRAGRunner", "contexts", "xrag_figures",
            "xrag_markdown", "xrag_report"]
@@ -116,7 +117,6 @@ class XRAGRunner(StudyRun):
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
         self.config: XRAGConfig = config
-        from xlrag.schema import Passage
 
         self.passages = {r["id"]: Passage(id=r["id"], doc_id=r["id"], text=r["text"], lang=r["lang"],
                                           title=r.get("title"), metadata=r.get("metadata") or {})
