@@ -196,7 +196,8 @@ def shipped(tokens: Tokens, stores: dict[str, list[tuple[str, str, str]]], queri
         ids, _ = indexes[q["lang"]].rank(q["question"])
         docs = list(dict.fromkeys(doc_of[i] for i in ids))
         per.setdefault(q["lang"], []).append((int(docs[:1] == [q["gold"]]), int(q["gold"] in docs[:5])))
-    out = {lang: {"hit1": round(float(np.mean([h for h, _ in v])), 3), "hit5": round(float(np.mean([h for _, h in v])), 3),
+    out = {lang: {"hit1": round(float(np.mean([h for h, _ in v])), 3),
+                  "hit5": round(float(np.mean([h for _, h in v])), 3),
                   "questions": len(v)} for lang, v in sorted(per.items())}
     every = [x for v in per.values() for x in v]
     out["all"] = {"hit1": round(float(np.mean([h for h, _ in every])), 3),
@@ -258,7 +259,8 @@ def main() -> None:
                      "names": {"old": b["names"], "new": a["names"]},
                      "names_text": {"old": b["names_text"], "new": a["names_text"]}, "countries": a["countries"]})
         print(f"{lang:8} hit1 {b['hit1']:.3f} -> {a['hit1']:.3f}   names {b['names']}/8 -> {a['names']}/8"
-              f"   in text {b['names_text']}/8 -> {a['names_text']}/8   {new_module.analyzer_for(lang).name}", flush=True)
+              f"   in text {b['names_text']}/8 -> {a['names_text']}/8   {new_module.analyzer_for(lang).name}",
+              flush=True)
     lucene: dict = {}
     if args.lucene:
         terms, missing = lucene_terms(args.lucene, langs)

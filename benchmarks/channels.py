@@ -254,7 +254,8 @@ def peers(stores, queries, qrels, inventory) -> dict:
     nodes = [TextNode(id_=pid, text=text or "", metadata={"doc_id": meta["doc_id"], "lang": meta["lang"]})
              for lang in stores.languages() for pid, text, meta in stores.scan(lang, texts=True)]
     bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=K)
-    client = chromadb.PersistentClient(path=str(stores.index_dir / "chroma"), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(path=str(stores.index_dir / "chroma"),
+                                       settings=Settings(anonymized_telemetry=False))
     embed = llama_embedding()
     vectors = [VectorStoreIndex.from_vector_store(
         ChromaVectorStore(chroma_collection=client.get_collection(stores.backend.collection_name(lang))),
@@ -281,7 +282,8 @@ def peers(stores, queries, qrels, inventory) -> dict:
         out[name]["by_cell"] = {c: {m: round(v[m], 4) for m in (*METRICS, "n")} for c, v in report["by_cell"].items()}
         out[name]["ms_per_query"] = round(1000 * (time.perf_counter() - t0) / len(queries), 1)
         # the known failure: a non-Latin question scored 0.0 against every passage
-        out[name]["zero_score_queries"] = sum(1 for rk in rankings if not rk.passages or max(p.score for p in rk.passages) <= 0)
+        out[name]["zero_score_queries"] = sum(1 for rk in rankings if not rk.passages
+                                              or max(p.score for p in rk.passages) <= 0)
     return out
 
 
@@ -405,12 +407,14 @@ def main() -> None:
         reranker.scorer = scores
         # the reranker's cost is the point here: one reranked arm, the default's, beside both unreranked
         for name, rr in (("dense/zscore", None), (DEFAULT, None), (DEFAULT, reranker)):
-            what = f" + rerank {reranker.model}, {cfg.candidates or K} of {K}, {cfg.max_passage_tokens} tokens" if rr else ""
+            what = (f" + rerank {reranker.model}, {cfg.candidates or K} of {K}, {cfg.max_passage_tokens} tokens"
+                    if rr else "")
             key = f"balanced/{name}{what} (sample {len(sample)})"
             r = run_arm(stores, embedder, sample, qrels, inventory, "balanced", None, reranker=rr, **ARMS[name])
             travel_r[key] = r
             print(line(f"travel {key}", r), flush=True)
-        results.setdefault("rerank", {})[tag] = {"config": cfg.model_dump(mode="json"), "sample": len(sample), "model": reranker.model,
+        results.setdefault("rerank", {})[tag] = {"config": cfg.model_dump(mode="json"), "sample": len(sample),
+                                                 "model": reranker.model,
                              "seconds_per_question": {"n": len(scores.seconds),
                                                       "median": round(statistics.median(scores.seconds), 2),
                                                       "mean": round(statistics.mean(scores.seconds), 2)}}

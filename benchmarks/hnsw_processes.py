@@ -106,7 +106,8 @@ def demo_copies(copies: int, tmp: Path) -> dict:
             m /= np.linalg.norm(m, axis=1, keepdims=True)
             lists[lang] = [stores.rank(lang, v, TOP).ids for v in vectors]
             exact = [[got["ids"][j] for j in np.argsort(-(m @ v))[:TOP]] for v in vectors]
-            missed.setdefault(lang, []).append(sum(len(set(e) - set(g)) for e, g in zip(exact, lists[lang], strict=True)))
+            missed.setdefault(lang, []).append(
+                sum(len(set(e) - set(g)) for e, g in zip(exact, lists[lang], strict=True)))
             counts[lang] = len(got["ids"])
         per_copy.append(lists)
     return {"index": "the demo index (benchmarks/.cache/load-index)", "questions": len(qs), "top": TOP,

@@ -50,7 +50,8 @@ def main() -> None:
     judge = LexicalJudge(LexicalJudgeConfig(kind="lexical"))
     texts = {"answer_and_explanation": lambda r: "\n".join(x for x in (r["answer"], r["explanation"]) if x),
              "answer_line": lambda r: r["answer"] or ""}
-    out: dict = {"benchmark": "judge_travel", "judge": judge.config.label, "labels": str(LABELS.relative_to(HERE.parent)),
+    out: dict = {"benchmark": "judge_travel", "judge": judge.config.label,
+                 "labels": str(LABELS.relative_to(HERE.parent)),
                  "figures": {}, "rows": []}
     votes: dict[str, list[bool]] = {}
     for name, text in texts.items():

@@ -200,7 +200,8 @@ def role_server_client(port: int, name: str, shared: str) -> dict:
     from xlrag.indexes.lexical import LexicalStores
     from xlrag.indexes.store import LanguageStores
 
-    store = StoreConfig(kind="http", host="127.0.0.1", port=port, name=name, lexical_dir=Path(shared) if shared else None)
+    store = StoreConfig(kind="http", host="127.0.0.1", port=port, name=name,
+                        lexical_dir=Path(shared) if shared else None)
     stores = LanguageStores.open(Path(tempfile.gettempdir()) / name, store=store)
     before = _status()
     t0 = time.perf_counter()

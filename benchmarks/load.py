@@ -202,7 +202,8 @@ async def serial(url: str, qs: list[dict], pids: list[int]) -> tuple[dict[int, d
 def disagreements(qs: list[dict], reference: dict[int, dict[int, list]]) -> list[dict]:
     """The questions whose serial replies differ from one worker to another."""
     first = next(iter(reference.values()))
-    return [{"question": q["id"], "index": i, "per_worker": {pid: [d for d, _ in ref[i]] for pid, ref in reference.items()}}
+    return [{"question": q["id"], "index": i,
+             "per_worker": {pid: [d for d, _ in ref[i]] for pid, ref in reference.items()}}
             for i, q in enumerate(qs)
             if any((g := score_gap(ref[i], first[i])) is None or g > SCORE_TOLERANCE for ref in reference.values())]
 

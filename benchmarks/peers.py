@@ -185,7 +185,8 @@ def retrieval(stores: LanguageStores, li_embed: Any, queries: list[dict], rounds
     xl = CrossLingualRetriever(stores, embedder, "all", k=K, fusion="score", channels="dense")
     langs = stores.languages()
     # the same Chroma files, through a client of the peer's own
-    client = chromadb.PersistentClient(path=str(stores.index_dir / "chroma"), settings=Settings(anonymized_telemetry=False))
+    client = chromadb.PersistentClient(path=str(stores.index_dir / "chroma"),
+                                       settings=Settings(anonymized_telemetry=False))
     peers = [VectorStoreIndex.from_vector_store(
         ChromaVectorStore(chroma_collection=client.get_collection(stores.backend.collection_name(lang))),
         embed_model=li_embed).as_retriever(similarity_top_k=K) for lang in langs]
@@ -346,7 +347,8 @@ def rel_langs(stores: LanguageStores, queries: list[dict], rounds: int) -> dict:
     rel = {q["id"]: [x for x in langs if x != q["lang"]] for q in queries}
     sides = {
         "qlang": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"]), mode="qlang"),
-        "rel_langs": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"], relevant_langs=rel[q["id"]]), mode="rel_langs"),
+        "rel_langs": lambda q: xl.retrieve(make_query(q["question"], lang=q["lang"], relevant_langs=rel[q["id"]]),
+                                           mode="rel_langs"),
         "embed_query": lambda q: embedder.embed([q["question"]], "query"),
     }
     for q in queries[:3]:

@@ -305,7 +305,8 @@ def main() -> None:
               "summary": summary, "validation": validation, "rows": rows["default"]}
     if len(views) > 1:
         # every other view of the run (a layout, a repair budget), under its name
-        result["layouts"] = {name: {"summary": _summary(rs), "rows": rs} for name, rs in rows.items() if name != "default"}
+        result["layouts"] = {name: {"summary": _summary(rs), "rows": rs} for name, rs in rows.items()
+                             if name != "default"}
     path = write_json(args.out, result)
     print(json.dumps(summary, indent=1, ensure_ascii=False, default=str)[:4000])
     for name, other in result.get("layouts", {}).items():

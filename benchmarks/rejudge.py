@@ -56,7 +56,8 @@ def main() -> None:
     args = ap.parse_args()
     judged, changed = asyncio.run(rejudge(args.run_dir))
     paths = write_reports(args.run_dir)
-    print(f"{judged} answers judged again, {changed} final verdicts changed; reports: {', '.join(map(str, paths.values()))}")
+    print(f"{judged} answers judged again, {changed} final verdicts changed; reports: "
+          f"{', '.join(map(str, paths.values()))}")
 
 
 if __name__ == "__main__":

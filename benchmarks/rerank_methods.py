@@ -80,7 +80,8 @@ def build_candidates(data: Path) -> list[dict]:
         cands = [h.passage.model_dump() for h in others]
         cands.insert(min(pos, len(cands)), gp.model_dump())
         out.append({"id": q["id"], "question": q["question"], "lang": q["lang"], "gold_doc": g,
-                    "cell": f"{q['lang']}->{q['gold_doc_lang']}", "retrieved_rank": None if found is None else found + 1,
+                    "cell": f"{q['lang']}->{q['gold_doc_lang']}",
+                    "retrieved_rank": None if found is None else found + 1,
                     "candidates": cands})
     retriever.close()
     CANDIDATES.write_text(json.dumps(out, ensure_ascii=False), encoding="utf-8")
@@ -169,7 +170,8 @@ def main() -> None:
 
     items = build_candidates(args.data)
     if args.limit:
-        items = [it for c in sorted({i["cell"] for i in items}) for it in [i for i in items if i["cell"] == c][: args.limit]]
+        items = [it for c in sorted({i["cell"] for i in items})
+                 for it in [i for i in items if i["cell"] == c][: args.limit]]
     path = RESULTS / OUT
     results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"arms": {}}
     results.update({"benchmark": "travel", "questions": len(items), "candidates": K, "max_passage_tokens": 160,

@@ -212,10 +212,12 @@ def targets(results: dict, fusions: list[str]) -> dict:
     a = results.get("all/score")
     if a:
         for key, ref in REFERENCE["all"].items():
-            got = a["summary"]["same_lang"]["hit@20"] if key == "same_hit20" else a["by_cell"][key.split("_")[0]]["hit@20"]
+            got = (a["summary"]["same_lang"]["hit@20"] if key == "same_hit20"
+                   else a["by_cell"][key.split("_")[0]]["hit@20"])
             ok = abs(got - ref) <= 0.03
             values[f"all/score {key}"] = {"got": got, "reference": ref, "ok": ok}
-            lines.append(f"  all (raw score) {key}: {got:.3f} vs reference {ref:.2f}  {'OK' if ok else 'MISS'} (within 3 points)")
+            lines.append(f"  all (raw score) {key}: {got:.3f} vs reference {ref:.2f}  {'OK' if ok else 'MISS'} (within "
+                         "3 points)")
     b = results.get("balanced/score")
     if b:
         got = b["summary"]["cross_lang"]["hit@20"]
@@ -231,7 +233,8 @@ def targets(results: dict, fusions: list[str]) -> dict:
             drop = base["summary"]["same_lang"]["hit@5"] - r["summary"]["same_lang"]["hit@5"]
             ok = cross5 >= 0.5 and drop <= 0.03
             values[f"{mode}/{f}"] = {"cross_hit5": cross5, "same_hit5_drop": drop, "ok": ok}
-            lines.append(f"  {mode}/{f}: cross hit@5 {cross5:.3f} (>= 0.5), same hit@5 drop {drop * 100:+.1f} pts (<= 3)  {'OK' if ok else 'MISS'}")
+            lines.append(f"  {mode}/{f}: cross hit@5 {cross5:.3f} (>= 0.5), same hit@5 drop {drop * 100:+.1f} pts (<= "
+                         f"3)  {'OK' if ok else 'MISS'}")
     return {"lines": lines, "values": values}
 
 

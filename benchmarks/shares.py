@@ -126,15 +126,16 @@ def main() -> None:
                           "answer_benchmark": summary([r for r in rows if r["id"] in in_answers]),
                           "seconds": round(time.perf_counter() - t0, 1)}
             a = arms[name]["held_out"]
-            print(f"{name:22s} travel gold {a['travel']['gold_shown']['mean']:.3f} off {a['travel']['off_corpus']['mean']:.2f}"
-                  f" | xquad gold {a['xquad']['gold_shown']['mean']:.3f} langs {a['xquad']['languages']['mean']:.2f}"
-                  f" off {a['xquad']['off_corpus']['mean']:.2f}", flush=True)
+            print(f"{name:22s} travel gold {a['travel']['gold_shown']['mean']:.3f} off "
+                  f"{a['travel']['off_corpus']['mean']:.2f} | xquad gold {a['xquad']['gold_shown']['mean']:.3f} langs "
+                  f"{a['xquad']['languages']['mean']:.2f} off {a['xquad']['off_corpus']['mean']:.2f}", flush=True)
         retriever.close()
     path = write_json("shares.json", {
         "what": "balanced over the demo index (Travel + XQuAD, six stores), by share_margin; default retriever "
                 "(hybrid, rrf, no reranker), every question of both corpora; held_out: outside the answer "
                 "benchmark's 100, where the margin is chosen",
-        "questions": {"travel": sum(q["source"] == "travel" for q in qs), "xquad": sum(q["source"] == "xquad" for q in qs)},
+        "questions": {"travel": sum(q["source"] == "travel" for q in qs),
+                      "xquad": sum(q["source"] == "xquad" for q in qs)},
         "arms": arms,
     })
     print(f"wrote {path}")

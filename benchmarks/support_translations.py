@@ -49,7 +49,8 @@ def items() -> list[dict]:
             assert r["shown_langs"] == shown[r["id"]]["shown_langs"], r["id"]
             out.append({**r, **shown[r["id"]], "truth": lab["label"] == "correct", "by": "hand"})
     for (arm, _), r in rows.items():
-        if arm == JUDGED_ARM and r["source"] == "xquad" and r["answer"] and r.get("panel_final") in ("correct", "incorrect"):
+        if (arm == JUDGED_ARM and r["source"] == "xquad" and r["answer"]
+                and r.get("panel_final") in ("correct", "incorrect")):
             out.append({**r, "truth": r["panel_final"] == "correct", "by": "judge"})
     return out
 

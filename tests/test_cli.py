@@ -114,7 +114,8 @@ def test_error_unknown_language(xquad_index):
 
 
 def test_error_missing_corpus(tmp_path):
-    assert "does not exist" in error_line(run("index", "--corpus", tmp_path / "nope.jsonl", "--index-dir", tmp_path / "ix"))
+    assert "does not exist" in error_line(run("index", "--corpus", tmp_path / "nope.jsonl", "--index-dir",
+                                              tmp_path / "ix"))
 
 
 def test_error_malformed_jsonl_and_skip_bad(tmp_path):
@@ -136,7 +137,8 @@ def test_error_embedder_mismatch(csv_index):
     register("embedder", "renamed-e5")(lambda cfg: Renamed())
     line = error_line(run("retrieve", "--index-dir", csv_index, "--embedder", "renamed-e5", "visa rules"))
     assert "local/multilingual-e5-small-q4" in line and "local/renamed-e5" in line
-    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", csv_index, "--embedder", "renamed-e5"))
+    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", csv_index, "--embedder",
+                          "renamed-e5"))
     assert "was built with embedder" in line
 
 
@@ -147,7 +149,8 @@ def test_error_not_an_index(tmp_path):
 
 def test_error_missing_api_key(tmp_path, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", tmp_path / "ix", "--embedder", "openai"))
+    line = error_line(run("index", "--corpus", BAD / "corpus.csv", "--index-dir", tmp_path / "ix", "--embedder",
+                          "openai"))
     assert "OPENAI_API_KEY" in line or "pip install" in line
 
 
@@ -176,9 +179,11 @@ def test_ask_table_mc(xquad_index, monkeypatch):
 
 def test_ask_errors(xquad_index):
     assert "empty" in error_line(run("ask", "--index-dir", xquad_index, " "))
-    assert "unknown answer format 'essay'" in error_line(run("ask", "--index-dir", xquad_index, "--format", "essay", "hi there"))
-    assert "at least two answer options" in error_line(run("ask", "--index-dir", xquad_index, "--format", "mc", "-k", "1",
-                                             "How many points did the Panthers defense surrender?"))
+    assert "unknown answer format 'essay'" in error_line(run("ask", "--index-dir", xquad_index, "--format", "essay",
+                                                             "hi there"))
+    assert "at least two answer options" in error_line(run("ask", "--index-dir", xquad_index, "--format", "mc",
+                                                           "-k", "1",
+                                                           "How many points did the Panthers defense surrender?"))
     assert "unknown llm" in error_line(run("ask", "--index-dir", xquad_index, "--llm", "nope:x", "hi there"))
 
 

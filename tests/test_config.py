@@ -90,7 +90,8 @@ def test_the_retries_are_max_retries_only():
     assert "max_retries" in EmbedderConfig.model_fields and "max_retries" in LLMConfig.model_fields
 
 
-@pytest.mark.parametrize(("section", "field", "kind"), [("retrieval", "fusion", "fusion"), ("rerank", "name", "reranker")])
+@pytest.mark.parametrize(("section", "field", "kind"),
+                         [("retrieval", "fusion", "fusion"), ("rerank", "name", "reranker")])
 def test_a_setting_naming_a_provider_is_checked_against_the_registry(section, field, kind):
     from xlrag.config import XlragConfig
     from xlrag.registry import available

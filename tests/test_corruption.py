@@ -39,7 +39,8 @@ DAMAGE = {
     "sqlite truncated": (lambda ix: _truncate(_sqlite(ix)), IndexCorruptError, "is truncated"),
     "sqlite garbage": (lambda ix: _sqlite(ix).write_bytes(os.urandom(300_000)), IndexCorruptError,
                        "is not a SQLite database"),
-    "manifest deleted": (lambda ix: (ix / "xlrag-index.json").unlink(), IndexCorruptError, "xlrag-index.json is missing"),
+    "manifest deleted": (lambda ix: (ix / "xlrag-index.json").unlink(), IndexCorruptError,
+                         "xlrag-index.json is missing"),
     "manifest truncated": (lambda ix: _truncate(ix / "xlrag-index.json"), IndexCorruptError,
                            "xlrag-index.json is unreadable"),
     "hnsw folder deleted": (_lose_vectors, IndexCorruptError,
@@ -91,7 +92,8 @@ def test_check_repair_repairs_or_says_what_to_run_instead(damage, pristine, tmp_
     """check --repair never answers with the message that told the user to run it."""
     ix = tmp_path / "ix"
     shutil.copytree(pristine, ix)
-    before = runner.invoke(app, ["retrieve", "Wie viele Punkte?", "--lang", "de", "--json", "--index-dir", str(pristine)])
+    before = runner.invoke(app,
+                           ["retrieve", "Wie viele Punkte?", "--lang", "de", "--json", "--index-dir", str(pristine)])
     DAMAGE[damage][0](ix)
     result = runner.invoke(app, ["check", "--repair", "--index-dir", str(ix)])
     if damage in LOSES_PASSAGES:

@@ -62,7 +62,8 @@ def test_the_cli_page_holds_every_command_and_option(hooks):
                 assert re.search(rf"`[^`]*(?<![\w-]){re.escape(name)}(?![\w-])", section), \
                     f"{' '.join(path)}: {name} is not in its section"
             if getattr(param, "help", None):
-                assert hooks._cell(param.help.split("  [")[0])[:40] in section, f"{' '.join(path)}: help of {param.name}"
+                assert hooks._cell(param.help.split("  [")[0])[:40] in section, (
+                    f"{' '.join(path)}: help of {param.name}")
     assert "`-h, --help`" in page  # the help option comes from the app's context settings
 
 

@@ -120,7 +120,8 @@ def test_a_reply_copying_the_sent_choice_line_is_an_echo(retriever):
             self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{CHOICE_HEADER} {line}")])
             return super()._generate(messages, stop, run_manager, **kwargs)
 
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, Copier(messages=iter([])), fmt="citation", k=2, few_shot=False))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, Copier(messages=iter([])), fmt="citation", k=2,
+                                                   few_shot=False))
     a = chain.invoke({"question": "¿Quién controla Ceuta?", "lang": "es", "options": ["España", "Marruecos"]})
     assert seen and "prompt_echo" in a.flags and a.answer is None and a.chosen_option is None
 
@@ -198,7 +199,8 @@ def test_every_marker_form_is_read_by_the_parser_and_made_inert(form):
 
 
 @given(st.one_of(st.text(), st.lists(st.sampled_from(_MARKER_PIECES), max_size=40).map("".join),
-                 st.lists(st.one_of(st.sampled_from(MARKER_FORMS), st.sampled_from(_MARKER_PIECES), st.text(max_size=3)),
+                 st.lists(st.one_of(st.sampled_from(MARKER_FORMS), st.sampled_from(_MARKER_PIECES),
+                                    st.text(max_size=3)),
                           max_size=12).map("".join)))
 @settings(max_examples=1000, deadline=None)
 @example("doc3doc4")  # the second is read only once the first is gone

@@ -101,7 +101,8 @@ def test_the_echo_cap_is_one_helper_used_by_the_typed_errors():
     huge = "z" * 100_000
     assert capped("short") == "'short'" and capped(huge).endswith("… (100,000 characters)")
     assert len(capped(huge)) < ECHO_LIMIT + 30 and len(capped(list(range(10_000)))) == ECHO_LIMIT
-    for err in (UnknownLanguageError(huge), LanguageNotIndexedError(huge, ["en"]), InvalidArgumentError("k", "x", huge)):
+    for err in (UnknownLanguageError(huge), LanguageNotIndexedError(huge, ["en"]),
+                InvalidArgumentError("k", "x", huge)):
         assert capped(huge) in str(err) and len(str(err)) < 600
     assert did_you_mean(huge, ["zz"]) == ""
 

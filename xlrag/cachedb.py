@@ -17,7 +17,8 @@ __all__ = ["open_cache"]
 
 
 def open_cache(path: str | Path, what: str, *schema: str, timeout: float = 5.0,
-               isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"] | None = "DEFERRED") -> sqlite3.Connection:
+               isolation_level: Literal["DEFERRED", "EXCLUSIVE", "IMMEDIATE"]
+               | None = "DEFERRED") -> sqlite3.Connection:
     """A connection to the cache at ``path`` (created if absent) with ``schema`` applied;
     ``what`` names the cache in the error a damaged file raises."""
     path = Path(path)

@@ -188,7 +188,8 @@ class StoreConfig(_Section):
     ssl: bool = Field(False, description="use https to reach the Chroma server")
     headers: dict[str, str] = Field(default_factory=dict, description="extra HTTP headers, e.g. auth tokens")
     name: str | None = Field(
-        None, description="index name on the server (kind: http): namespaces its collections; default: the index_dir folder name"
+        None, description="index name on the server (kind: http): namespaces its collections; default: the index_dir "
+                          "folder name"
     )
     # the shared counterpart of index_dir for what Chroma has no place for: named for what it holds
     # (the lexical indexes, nothing else) and, like index_dir, a folder path
@@ -242,7 +243,9 @@ class LLMConfig(_Section):
     timeout: float = Field(120.0, gt=0)
     max_retries: int = Field(2, ge=0, description="retries with exponential backoff on transient errors")
     n_ctx: int = Field(4096, ge=256, description="context window of the local llama.cpp model")
-    n_threads: int | None = Field(None, description="threads for the local model (default: every core this process may run on)")
+    n_threads: int | None = Field(None,
+                                  description="threads for the local model (default: every core this process may run "
+                                              "on)")
     model_path: Path | None = Field(
         None, description="local provider: any GGUF file to load instead of a catalogue entry"
     )
@@ -396,7 +399,8 @@ class AgentRule(_Section):
 class ChatConfig(_Section):
     history_turns: int = Field(4, ge=0, description="earlier turns shown to the condense prompt")
     retention_turns: int = Field(50, ge=1, description="turns kept per chat session; older ones are dropped")
-    retention_sessions: int = Field(200, ge=1, description="sessions kept in a chat database; the least recently used go first")
+    retention_sessions: int = Field(200, ge=1,
+                                    description="sessions kept in a chat database; the least recently used go first")
 
 
 class PerspectivesConfig(_Section):

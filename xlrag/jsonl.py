@@ -107,7 +107,8 @@ def parse_line(line: str | bytes) -> Any:
     return value
 
 
-def read_rows(path: str | Path, what: str, *, skippable: bool = True) -> Iterator[tuple[int, dict[str, Any] | CorpusRowError]]:
+def read_rows(path: str | Path, what: str, *,
+              skippable: bool = True) -> Iterator[tuple[int, dict[str, Any] | CorpusRowError]]:
     """``(line number, object or the error that line is)`` for every non-blank line of the
     ``what`` file at ``path``: a bad line is a value, for a reader that may skip it."""
     path = Path(path)
@@ -130,7 +131,8 @@ def read_rows(path: str | Path, what: str, *, skippable: bool = True) -> Iterato
                     continue
                 yield n, row
     except UnicodeError as e:  # only a UTF-16 file cut mid-character is left to fail here
-        raise CorpusError(f"{what} file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as UTF-8") from None
+        raise CorpusError(f"{what} file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as "
+                          "UTF-8") from None
     except OSError as e:
         raise CorpusError(f"cannot read {what} file {path}: {e.strerror or e}; check its permissions") from None
 

@@ -11,6 +11,7 @@ import io
 from typing import Any
 
 from xlrag.outputs import document_kind
+from xlrag.text import strip_controls
 
 __all__ = ["HTML_PAGE", "citation_inclusion_figure", "grouped_bars", "html_document", "png", "pyplot"]
 
@@ -85,8 +86,6 @@ def html_document(title: str, md: str, figs: dict[str, bytes]) -> str:
     """A self-contained page: the Markdown report, then the figures as embedded PNGs. Corpus and
     model text reach it (a perspectives page, a report's answers): its control characters are
     dropped, since html.escape leaves an ESC or a NUL as it is."""
-    from xlrag.text import strip_controls
-
     title, md = strip_controls(title), strip_controls(md)
     body = "<pre>" + html.escape(md) + "</pre>"
     imgs = "".join(

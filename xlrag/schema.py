@@ -11,7 +11,8 @@ from xlrag.errors import EmptyQueryError, InvalidArgumentError, UnknownLanguageE
 from xlrag.formats import AnswerFormat
 from xlrag.languages import normalize_code
 
-__all__ = ["CHANNELS", "AnswerUsage", "Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit", "Passage", "Query", "QueryFields", "Retrieval",
+__all__ = ["CHANNELS", "AnswerUsage", "Channel", "Citation", "CitationSource", "Document", "GroundedAnswer", "Hit",
+           "Passage", "Query", "QueryFields", "Retrieval",
            "make_query"]
 
 #: The ways a store is searched (``retrieval.channels``): dense vectors, BM25 over the store

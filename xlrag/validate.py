@@ -47,7 +47,8 @@ def strict_kwargs(fn: F) -> F:
     XlragError and a TypeError), so the CLI prints it on one line.
     """
     params = inspect.signature(fn).parameters
-    keywords = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and n not in ("self", "cls")]
+    keywords = [n for n, p in params.items() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and n not in ("self", "cls")]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -38,7 +38,7 @@ def build_borderlines(src: Path, out: Path) -> dict:
     return {"territories": len(out_rows), "queries": sum(len(t["queries"]) for t in out_rows)}
 
 
-BORDERLINES_README = """\
+BORDERLINES_README = ("""\
 # BorderLines — vendored excerpt
 
 {n} well-known disputed territories, each with its multilingual query set
@@ -94,9 +94,15 @@ Claimant languages without a query (skipped):
 
 ```bibtex
 @inproceedings{{li-etal-2024-land,
-  title     = {{This Land is {{Your, My}} Land: Evaluating Geopolitical Bias in Language Models through Territorial Disputes}},
+"""
+    "  title     = {{This Land is {{Your, My}} Land: Evaluating Geopolitical Bias in Language Models through "
+    "Territorial Disputes}},\n"
+    """\
   author    = {{Li, Bryan and Haider, Samar and Callison-Burch, Chris}},
-  booktitle = {{Proceedings of the 2024 Conference of the North American Chapter of the Association for Computational Linguistics: Human Language Technologies (Volume 1: Long Papers)}},
+"""
+    "  booktitle = {{Proceedings of the 2024 Conference of the North American Chapter of the Association for "
+    "Computational Linguistics: Human Language Technologies (Volume 1: Long Papers)}},\n"
+    """\
   address   = {{Mexico City, Mexico}},
   publisher = {{Association for Computational Linguistics}},
   year      = {{2024}},
@@ -131,4 +137,4 @@ Islands, the Golan Heights, Imia/Kardak):
 It is deliberately partisan and synthetic: it shows and measures whether a system reports
 what each language's sources say, not what the world's sources say. Licence: as xlrag
 (Apache-2.0).
-"""
+""")

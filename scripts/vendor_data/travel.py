@@ -118,7 +118,7 @@ The material is provided as-is, without warranties of any kind; see the
 licence for the disclaimer of warranties and limitation of liability.
 """
 
-TRAVEL_README = """\
+TRAVEL_README = ("""\
 # Travel (Arabic / English) — vendored excerpt
 
 A bilingual Arabic/English travel-advice corpus with labelled questions, for
@@ -129,9 +129,15 @@ about half of the question–document pairs are cross-lingual.
 
 | file | lines | content |
 | --- | --- | --- |
-| `corpus.jsonl` | {n_docs} | all documents: `{{"id", "text", "lang", "title", "metadata": {{"country"}}}}`; `lang` is `en` ({n_en}) or `ar` ({n_ar}) |
-| `queries.jsonl` | {n_q} | `{{"id", "question", "lang", "gold_doc_id", "gold_doc_lang", "answer"}}`, {per_pair} per language pair en→en, en→ar, ar→en, ar→ar |
-| `qrels.jsonl` | {n_qrels} | `{{"query_id", "doc_id", "relevance"}}`: the judgements of the questions in `queries.jsonl` (the shared copy's `qrels.jsonl` rows for them, `doc_id` prefixed like the corpus), for `xlrag eval retrieval --qrels` |
+"""
+    '| `corpus.jsonl` | {n_docs} | all documents: `{{"id", "text", "lang", "title", "metadata": {{"country"}}}}`; '
+    '`lang` is `en` ({n_en}) or `ar` ({n_ar}) |\n'
+    '| `queries.jsonl` | {n_q} | `{{"id", "question", "lang", "gold_doc_id", "gold_doc_lang", "answer"}}`, {per_pair} '
+    'per language pair en→en, en→ar, ar→en, ar→ar |\n'
+    "| `qrels.jsonl` | {n_qrels} | `{{\"query_id\", \"doc_id\", \"relevance\"}}`: the judgements of the questions in "
+    "`queries.jsonl` (the shared copy's `qrels.jsonl` rows for them, `doc_id` prefixed like the corpus), for `xlrag "
+    "eval retrieval --qrels` |\n"
+    """\
 | `LICENSE` | – | CC BY 4.0 notice |
 
 `lang` of a question is its actual language (detected from its script);
@@ -189,4 +195,4 @@ Made for this excerpt by `scripts/build_vendor.py`:
    `source_rows` dropped); question ids are the shared copy's `tq` ids.
 7. `qrels.jsonl` keeps the shared copy's judgements of the sampled questions
    only, with document ids prefixed as in 5.
-"""
+""")

@@ -103,7 +103,7 @@ def build_xquad(src: Path, out: Path) -> dict:
     return {"docs": len(docs), "queries": len(queries), "distractors": len(distractors)}
 
 
-XQUAD_README = """\
+XQUAD_README = ("""\
 # XQuAD — vendored excerpt ({n_langs} languages)
 
 A small parallel multilingual corpus and question set: the same
@@ -114,9 +114,15 @@ every language whose gold paragraph and gold answers are known.
 
 | file | lines | content |
 | --- | --- | --- |
-| `corpus.jsonl` | {n_docs} | `{{"id": "xquad-<i>-<lang>", "text", "lang", "title", "metadata": {{"parallel_id": "xquad-<i>", "article", "source": "xquad"}}}}` |
-| `queries.jsonl` | {n_q} | `{{"id": "<xquad question id>-<lang>", "question", "lang", "parallel_id", "gold_doc_id", "answers": [...]}}` ({q_per_lang} per language) |
-| `distractors.jsonl` | {n_dis} | the other paragraphs of articles `xquad-00`…: `{{"id": "xquad-<i>-p<j>-<lang>", "text", "lang", "title", "metadata": {{"parallel_id": "xquad-<i>-p<j>", "article", "gold_parallel_id": "xquad-<i>", "source"}}}}`; not in the corpus |
+"""
+    '| `corpus.jsonl` | {n_docs} | `{{"id": "xquad-<i>-<lang>", "text", "lang", "title", "metadata": {{"parallel_id": '
+    '"xquad-<i>", "article", "source": "xquad"}}}}` |\n'
+    '| `queries.jsonl` | {n_q} | `{{"id": "<xquad question id>-<lang>", "question", "lang", "parallel_id", '
+    '"gold_doc_id", "answers": [...]}}` ({q_per_lang} per language) |\n'
+    '| `distractors.jsonl` | {n_dis} | the other paragraphs of articles `xquad-00`…: `{{"id": "xquad-<i>-p<j>-<lang>", '
+    '"text", "lang", "title", "metadata": {{"parallel_id": "xquad-<i>-p<j>", "article", "gold_parallel_id": '
+    '"xquad-<i>", "source"}}}}`; not in the corpus |\n'
+    """\
 | `LICENSE` | – | CC BY-SA 4.0 legal code (copied unchanged) |
 
 Documents with the same `parallel_id` are translations of each other. The
@@ -169,4 +175,4 @@ Made by `scripts/build_vendor.py`:
 6. `distractors.jsonl`: paragraphs 2…5 of the first {n_dis_articles} articles, in every
    language, cleaned as in rule 2. They are the same-article distractors of XRAG-style
    controlled contexts (`experiments/xrag.yaml`) and are not part of the retrieval corpus.
-"""
+""")

@@ -228,6 +228,7 @@ def test_no_answer_line_even_when_asked_again_shows_the_passages_sentence_never_
     first = next(c for c in trace.checks if c.check == "non_answer" and c.attempt == 0)
     assert not first.passed and first.detail.startswith("no answer line")
     quoted = answer.citations[0]
-    assert quoted.source == "quote" and quoted.lang == "es" and answer.answer in answer.passages[quoted.marker].passage.text
+    assert (quoted.source == "quote" and quoted.lang == "es"
+            and answer.answer in answer.passages[quoted.marker].passage.text)
     assert "308" in answer.answer  # the Spanish passage's sentence about the points the defense gave up
     assert QUOTED_ONLY in answer.flags and QUOTED_ONLY in unverified(answer)

@@ -79,7 +79,8 @@ def test_the_repl_streams_the_answering_model_only(retriever, capsys):
 
     # English first (streamed), then the repair's Spanish (streamed too); no helper call streams
     llm = GenericFakeChatModel(messages=iter([AIMessage(ENGLISH), AIMessage(SPANISH)]))
-    graph = build_chat(XlragConfig(agent={"mode": "qlang_en", "quote": False}, retrieval={"k": 3}), llm=llm, retriever=retriever)
+    graph = build_chat(XlragConfig(agent={"mode": "qlang_en", "quote": False}, retrieval={"k": 3}), llm=llm,
+                       retriever=retriever)
     repl = _Repl(graph, "t", None, 5, None, None)
     assert repl.ask(QUESTION) == ENGLISH + SPANISH
     printed = capsys.readouterr().out

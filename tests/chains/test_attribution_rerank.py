@@ -50,7 +50,8 @@ def test_the_chain_option_reranks_with_the_checkers_votes():
              '{"justification": "It says Denver won.", "verdict": "attributable"}']
     checker = AttributionChecker(GenericFakeChatModel(messages=iter([AIMessage(v) for v in votes])))
     reply = "Cited Documents: <doc0>\n\nAnswer: Denver <doc0>.\n\nExplanation: <doc0> names Denver."
-    chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])), fmt="citation", postprocessors=[AttributionReranker(checker)]))
+    chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])),
+                                                   fmt="citation", postprocessors=[AttributionReranker(checker)]))
     ans = chain.invoke({"question": "Who won Super Bowl 50?", "lang": "en", "passages": PASSAGES})
     assert [(c.passage_id, c.source) for c in ans.citations] == [("p2", "attribution"), ("p0", "model")]
     assert "attribution_reranked" in ans.flags

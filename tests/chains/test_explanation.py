@@ -52,8 +52,12 @@ def test_an_explanation_under_a_header_the_stops_miss_is_not_shown(retriever) ->
     # a model that translated the header wrote its explanation all the same: the answer has the
     # same parts whatever the provider stopped at, and its citations are the model's still
     reply = "Cited Documents: <doc1>\nAnswer: 308\nالشرح: سمح الدفاع بـ 308 نقاط <doc0>."
-    whole = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply), answer=AnswerConfig(post_hoc_citations=False), k=2)).invoke({"question": QUESTION, "lang": "en"})
-    brief = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply), answer=AnswerConfig(post_hoc_citations=False, explanation=False), k=2)).invoke(
+    whole = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply),
+                                                   answer=AnswerConfig(post_hoc_citations=False),
+                                                   k=2)).invoke({"question": QUESTION, "lang": "en"})
+    brief = GroundedChain(pipeline=Pipeline.create(retriever, _fake(reply),
+                                                   answer=AnswerConfig(post_hoc_citations=False, explanation=False),
+                                                   k=2)).invoke(
         {"question": QUESTION, "lang": "en"})
     assert whole.explanation and brief.explanation is None
     assert brief.answer == whole.answer == "308"
@@ -71,7 +75,10 @@ def test_a_stopped_reply_keeps_the_whole_replys_answer_and_citations(retriever) 
     for explanation, n_ctx in ((True, 2080), (False, 2096)):
         llm = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=120, n_threads=TEST_THREADS,
                                   n_ctx=n_ctx))
-        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(post_hoc_citations=False, explanation=explanation), mode="qlang_en", k=2))
+        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                       answer=AnswerConfig(post_hoc_citations=False,
+                                                                           explanation=explanation), mode="qlang_en",
+                                                       k=2))
         seen[explanation] = chain.invoke({"question": QUESTION, "lang": "en"})
     whole, brief = seen[True], seen[False]
     assert whole.explanation, whole.raw_output  # the model does write one when asked

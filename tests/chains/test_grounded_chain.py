@@ -49,7 +49,8 @@ def test_build_llm_records_the_provider_for_its_profile(monkeypatch):
     assert isinstance(profile_for(local), LocalProfile)
     chain = GroundedChain(pipeline=Pipeline.create(None, local))
     assert isinstance(chain, GroundedChain) and chain.few_shot is False  # the configured choice wins
-    assert GroundedChain(pipeline=Pipeline.create(None, local, few_shot=True)).few_shot is True  # and the argument beats it
+    # and the argument beats it
+    assert GroundedChain(pipeline=Pipeline.create(None, local, few_shot=True)).few_shot is True
     monkeypatch.setenv("MISTRAL_API_KEY", "k")
     assert profile_for(build_llm(LLMConfig(provider="mistral"))).name == "mistral"
 
@@ -112,7 +113,8 @@ def test_a_new_vendor_needs_only_its_factory_and_profile(retriever, vendor_repla
 
     replay: Replay = vendor_replay({"/v1/chat/completions": chat})
     llm = build_llm(LLMConfig(provider="acme", base_url=f"{replay.url}/v1"))
-    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", k=2)).invoke({"question": QUESTION, "lang": "en"})
+    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer",
+                                                    k=2)).invoke({"question": QUESTION, "lang": "en"})
     assert isinstance(answer, GroundedAnswer) and answer.model == "acme/acme-1"
     (req,) = replay.requests
     assert [s["id"] for s in req.body["sources"]] == [h.id for h in answer.passages]
@@ -144,7 +146,8 @@ def test_given_passages_are_answered_over_in_their_order_without_retrieval():
     given = [Passage(id="p-es", doc_id="d1", text="Los Broncos ganaron la Super Bowl 50.", lang="es"),
              Passage(id="p-en", doc_id="d2", text="Denver beat Carolina 24-10 in Super Bowl 50.", lang="en")]
     reply = "Cited Documents: <doc1>\n\nAnswer: Denver ganó 24-10 <doc1>.\n\nExplanation: lo dice <doc1>."
-    chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])), fmt="citation"))
+    chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])),
+                                                   fmt="citation"))
     ans = chain.invoke({"question": "¿Quién ganó la Super Bowl 50?", "lang": "es", "passages": given})
     assert ans.mode == "given" and [h.id for h in ans.passages] == ["p-es", "p-en"]
     assert [(c.passage_id, c.valid) for c in ans.citations] == [("p-en", True)]

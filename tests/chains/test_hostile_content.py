@@ -51,7 +51,9 @@ def _check(answer) -> None:
 def test_a_model_obeying_the_injection_gets_an_invalid_citation(hostile_retriever):
     reply = "Cited Documents: <doc9>\nAnswer: Rabat\nExplanation: because <doc9> says so."
     llm = GenericFakeChatModel(messages=iter([AIMessage(reply)]))
-    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm, answer=AnswerConfig(post_hoc_citations=False), fmt="citation")).invoke(
+    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm,
+                                                    answer=AnswerConfig(post_hoc_citations=False),
+                                                    fmt="citation")).invoke(
         {"question": QUESTION, "lang": "en"})
     _check(answer)
     (c,) = {c.marker: c for c in answer.citations}.values()
@@ -65,7 +67,8 @@ def test_the_local_model_over_a_hostile_passage(hostile_retriever):
     from xlrag.chains.llms import build_llm
 
     llm = build_llm(LLMConfig(max_tokens=64, n_threads=TEST_THREADS))
-    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm, fmt="citation")).invoke({"question": QUESTION, "lang": "en"})
+    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm,
+                                                    fmt="citation")).invoke({"question": QUESTION, "lang": "en"})
     _check(answer)
     if any(c.marker == 9 for c in answer.citations):
         assert "invalid_citation" in answer.flags

@@ -255,7 +255,8 @@ def anthropic_message(body: dict[str, Any], content: list[dict[str, Any]]) -> di
 
 
 def test_anthropic_adapter(vendor_replay: Any, travel_passage: Passage) -> None:
-    replay: Replay = vendor_replay({"/v1/messages": lambda b: (200, anthropic_message(b, [{"type": "text", "text": ANSWER}]))})
+    replay: Replay = vendor_replay({"/v1/messages": lambda b: (200, anthropic_message(b, [{"type": "text",
+                                                                                           "text": ANSWER}]))})
     llm = build_llm(LLMConfig(provider="anthropic", base_url=replay.url, max_tokens=200, temperature=0.2))
     assert type(llm).__name__ == "ChatAnthropic"
     msg = llm.invoke(rag_messages(travel_passage))
@@ -279,7 +280,8 @@ def test_anthropic_adapter(vendor_replay: Any, travel_passage: Passage) -> None:
 
 def test_anthropic_citations_land_in_content_blocks(vendor_replay: Any, travel_passage: Passage) -> None:
     doc = travel_passage.text
-    cited = "A citizen of the United Arab Emirates does not need a visa for up to 90 days of stay in each 180 day-period."
+    cited = ("A citizen of the United Arab Emirates does not need a visa for up to 90 days of stay in each "
+             "180 day-period.")
     start = doc.index(cited)
     content = [
         {"type": "text", "text": "According to the document, "},
@@ -307,7 +309,8 @@ def test_anthropic_citations_land_in_content_blocks(vendor_replay: Any, travel_p
     # document_index, document_title, start_char_index, end_char_index). msg.text joins the
     # text blocks. Nothing goes to additional_kwargs / response_metadata.
     assert isinstance(msg.content, list)
-    assert msg.text == "According to the document, UAE citizens need no visa for stays of up to 90 days in any 180-day period."
+    assert msg.text == ("According to the document, UAE citizens need no visa for stays of up to 90 days in any "
+                        "180-day period.")
     (block,) = [b for b in msg.content if b.get("citations")]
     (c,) = block["citations"]
     assert c["type"] == "char_location" and c["document_index"] == 0
@@ -374,7 +377,8 @@ def test_cohere_adapter_and_citations(vendor_replay: Any, travel_passage: Passag
     assert msg.usage_metadata["input_tokens"] == 1012 and msg.usage_metadata["output_tokens"] == 23
 
 
-def test_cohere_key_fallback_co_api_key(monkeypatch: pytest.MonkeyPatch, vendor_replay: Any, travel_passage: Passage) -> None:
+def test_cohere_key_fallback_co_api_key(monkeypatch: pytest.MonkeyPatch, vendor_replay: Any,
+                                        travel_passage: Passage) -> None:
     monkeypatch.delenv("COHERE_API_KEY")
     monkeypatch.setenv("CO_API_KEY", "co-fallback-key")
     replay: Replay = vendor_replay({"/v2/chat": lambda b: (200, cohere_chat(b, travel_passage))})

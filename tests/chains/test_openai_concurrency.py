@@ -65,7 +65,8 @@ def test_api_models_run_at_most_concurrency_records_at_once(llama_server, tmp_pa
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
     proxy = CountingProxy(llama_server)
     try:
-        exp = {"name": "openai-concurrency", "modes": ["qlang"], "retrieval": {"retrieve_k": 3, "k": 2}, "concurrency": 2,
+        exp = {"name": "openai-concurrency", "modes": ["qlang"], "retrieval": {"retrieve_k": 3, "k": 2},
+               "concurrency": 2,
                "datasets": [{"name": "travel", "sample": {"per_lang": 3}, "index_dir": str(tmp_path / "ix")}],
                "llms": [{"provider": "openai", "model": "gemma-3-270m", "base_url": proxy.base, "max_tokens": 24}]}
         path = tmp_path / "exp.yaml"

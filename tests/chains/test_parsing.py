@@ -100,8 +100,10 @@ MC_CASES: list[tuple[str, str, list[str], dict[int, list[str]] | None, int | Non
     ("russian-alias", "Россия", CRIMEA, {0: ["Россия"], 1: ["Украина"]}, 0, "ok", "alias"),
     ("japanese-fullwidth-letter-in-text", "答えは（Ｂ）です。", KURIL_JA, None, 1, "ok", "letter"),
     # echoes of the prompt
-    ("echoed-question-then-answer", "Is Ceuta a territory of A) Morocco or B) Spain?\nAnswer: B", CEUTA, None, 1, "ok", "header-letter"),
-    ("echoed-question-trailing-letter", "Is Ceuta a territory of A) Morocco or B) Spain? B", CEUTA, None, 1, "ok", "letter"),
+    ("echoed-question-then-answer", "Is Ceuta a territory of A) Morocco or B) Spain?\nAnswer: B", CEUTA, None, 1, "ok",
+     "header-letter"),
+    ("echoed-question-trailing-letter", "Is Ceuta a territory of A) Morocco or B) Spain? B", CEUTA, None, 1, "ok",
+     "letter"),
     ("echoed-next-question",
      "B\n\nQuestion: Is Gibraltar a territory of A) United Kingdom or B) Spain?\nAnswer: A",
      CEUTA, None, 1, "ok", "letter"),
@@ -121,10 +123,12 @@ MC_CASES: list[tuple[str, str, list[str], dict[int, list[str]] | None, int | Non
     ("unparseable-letter-beyond", "C", CEUTA, None, None, "unparseable", None),
     ("unparseable-header-beyond", "Answer: D) Portugal", CEUTA, None, None, "unparseable", None),
     ("unparseable-article", "A country in North Africa.", CEUTA, None, None, "unparseable", None),
-    ("unparseable-refusal", "I cannot answer this question based on the documents.", CEUTA, None, None, "unparseable", None),
+    ("unparseable-refusal", "I cannot answer this question based on the documents.", CEUTA, None, None, "unparseable",
+     None),
     ("unparseable-empty", "", CEUTA, None, None, "unparseable", None),
     ("unparseable-turn-token-only", "<end_of_turn>", CEUTA, None, None, "unparseable", None),
-    ("unparseable-word-starting-with-letter", "Based on the passages, it is unclear.", GIBRALTAR, None, None, "unparseable", None),
+    ("unparseable-word-starting-with-letter", "Based on the passages, it is unclear.", GIBRALTAR, None, None,
+     "unparseable", None),
 ]
 
 

@@ -33,7 +33,8 @@ def hits(retriever):
 def local_llm():
     from xlrag.chains.llms import build_llm
 
-    return build_llm(LLMConfig(model="gemma-3-270m", max_tokens=48, n_threads=TEST_THREADS))  # plumbing: the smallest entry
+    # plumbing: the smallest entry
+    return build_llm(LLMConfig(model="gemma-3-270m", max_tokens=48, n_threads=TEST_THREADS))
 
 
 def state(retriever, hits, fmt="citation", options=None, question=QUESTION_EN, lang="en"):
@@ -140,7 +141,8 @@ def test_cohere_native_citations_map_to_doc_markers(retriever, hits, vendor_repl
 
     replay = vendor_replay({"/v2/chat": chat})
     llm = build_llm(LLMConfig(provider="cohere", base_url=replay.url))
-    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=3)).invoke({"question": QUESTION_EN, "lang": "en"})
+    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en",
+                                               k=3)).invoke({"question": QUESTION_EN, "lang": "en"})
     vendor = [c for c in a.citations if c.source == "vendor"]
     assert [(c.marker, c.passage_id, c.text) for c in vendor] == [(1, a.passages[1].id, span)]
     assert [d["id"] for d in replay.requests[0].body["documents"]] == [h.id for h in a.passages]
@@ -165,7 +167,8 @@ def test_anthropic_citation_blocks_map_to_doc_markers(retriever, vendor_replay, 
 
     replay = vendor_replay({"/v1/messages": messages})
     llm = build_llm(LLMConfig(provider="anthropic", base_url=replay.url))
-    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=2)).invoke({"question": QUESTION_EN, "lang": "en"})
+    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en",
+                                               k=2)).invoke({"question": QUESTION_EN, "lang": "en"})
     assert a.answer == "308 points."
     assert [(c.marker, c.source, c.passage_id) for c in a.citations] == [(0, "vendor", a.passages[0].id)]
 
@@ -215,7 +218,8 @@ def test_runnable_protocol_with_local_model(retriever, local_llm):
 
 @pytest.mark.slow
 def test_closed_book(local_llm):
-    a = GroundedChain(pipeline=Pipeline.create(None, local_llm, fmt="answer")).invoke({"question": QUESTION_EN, "lang": "en"})
+    a = GroundedChain(pipeline=Pipeline.create(None, local_llm,
+                                               fmt="answer")).invoke({"question": QUESTION_EN, "lang": "en"})
     assert a.passages == [] and "closed_book" in a.flags and a.mode == "no_ir"
 
 

@@ -139,7 +139,9 @@ def test_listwise_returns_every_candidate_once(reranker):
 def test_an_unknown_rerank_name_is_one_line_naming_the_choices(tmp_path):
     cfg = tmp_path / "xlrag.yaml"
     cfg.write_text("rerank:\n  name: colbert\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=r"unknown rerank.name 'colbert' \(did you mean 'cohere'\?\); choose one of: cohere, llm, none") as e:
+    with pytest.raises(ConfigError,
+                       match=r"unknown rerank.name 'colbert' \(did you mean 'cohere'\?\); choose one of: cohere, llm, "
+                             r"none") as e:
         load_config(cfg)
     assert "\n" not in str(e.value)
 

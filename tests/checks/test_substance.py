@@ -260,7 +260,8 @@ def test_support_through_translations_on_parallel_items_of_known_truth():
     tally = dict.fromkeys(("bare_right", "bare_wrong", "restated_right", "restated_wrong"), 0)
     for q, qb, other, ob in items:
         passage = [PASSAGES[qb["gold_doc_id"]]]
-        for form, say in (("bare", lambda x, _q: x["answers"][0]), ("restated", lambda x, q_: restated(q_, x["answers"][0]))):
+        for form, say in (("bare", lambda x, _q: x["answers"][0]),
+                          ("restated", lambda x, q_: restated(q_, x["answers"][0]))):
             right = unsupported(say(q, q), q["question"], passage, q["lang"],
                                 renderings=[Rendering(answer=say(qb, qb), question=qb["question"], lang=qb["lang"])])
             wrong = unsupported(say(other, q), q["question"], passage, q["lang"],

@@ -208,9 +208,11 @@ TONGA = "Constitutional Day in Tonga is celebrated on November 4 every year."
         ("ما هي ارقام الاسعاف في السنغال؟", "يمكنك الاتصال بالإسعاف في السنغال على الرقم 15 أو الرقم 338891515.",
          "17", "ar", False),
         # Chinese: the question's characters are taken out one by one
-        ("除了1之外，素数可被什么唯一整除？", "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
+        ("除了1之外，素数可被什么唯一整除？",
+         "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
          "该数自身", "zh", True),
-        ("除了1之外，素数可被什么唯一整除？", "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
+        ("除了1之外，素数可被什么唯一整除？",
+         "素数是指在大于1的自然数中，除了1和 该数自身 外，无法被其他自然数整除的数。",
          "它的平方", "zh", False),
         # the answer line is read alone too: an explanation may say more than the gold
         ("When is Constitutional Day celebrated in Tonga?", TONGA,
@@ -282,7 +284,8 @@ def test_the_shipped_panels_still_load():
     from xlrag.evals.studies import load_run_config
 
     root = CALIBRATION_FILE.parents[2]
-    for cfg in (load_run_config(root / "experiments/xrag.yaml"), load_experiment(root / "benchmarks/experiments/travel_offline.yaml")):
+    for cfg in (load_run_config(root / "experiments/xrag.yaml"),
+                load_experiment(root / "benchmarks/experiments/travel_offline.yaml")):
         assert len(cfg.judges.llm_judges) == 3 == len(cfg.judges.judges)
     # the Travel report is judged by the calibrated panel
     travel = load_experiment(root / "experiments/travel_retrieval.yaml")

@@ -115,7 +115,8 @@ def test_the_justification_is_held_to_one_clause():
 
     pattern = judge_reply_schema()["properties"]["justification"]["pattern"]
     assert re.match(pattern, "Both say 308.") and re.match(pattern, "الرد يذكر 308؟") and re.match(pattern, "")
-    for run_on in ("It says 308. It also says", "وهي معلومات الإجابة، وهي", "厘米/秒²，SI", "a; b", 'a "quote"', "a\nb"):
+    for run_on in ("It says 308. It also says", "وهي معلومات الإجابة، وهي", "厘米/秒²，SI", "a; b", 'a "quote"',
+                   "a\nb"):
         assert not re.match(pattern, run_on), run_on
     assert judge_reply_schema()["required"] == ["justification", "verdict"]
 

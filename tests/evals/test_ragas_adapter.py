@@ -59,7 +59,8 @@ def test_telemetry_is_off_unless_the_user_turns_it_on():
 
 
 def test_importing_the_adapter_does_not_import_ragas():
-    code = "import sys, xlrag.evals.ragas_adapter, xlrag.evals.ragas_metrics, xlrag.evals.ragas_prompts; print('ragas' in sys.modules)"
+    code = ("import sys, xlrag.evals.ragas_adapter, xlrag.evals.ragas_metrics, xlrag.evals.ragas_prompts; "
+            "print('ragas' in sys.modules)")
     assert _run(code) == "False"
 
 

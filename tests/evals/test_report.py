@@ -130,7 +130,8 @@ def test_the_grid_report_reads_no_file(run_dir):
                                           | {"datasets": [{"name": "travel", "qrels": str(run_dir / "gone.jsonl")}]})
     records = read_records(run_dir / "records.jsonl")
     (run_dir / "labels.jsonl").unlink()
-    inputs = GridInputs(versions={"python": "3.x"}, inventories={"travel": {"doc_langs": {"d1": "en"}, "counts": {"en": 1}}},
+    inputs = GridInputs(versions={"python": "3.x"},
+                        inventories={"travel": {"doc_langs": {"d1": "en"}, "counts": {"en": 1}}},
                         qrels={"travel": {"q1": {"d1": 1}}}, human={"q1": "correct", "q2": "incorrect"})
     rep = grid_report(cfg, records, inputs)
     assert rep["versions"] == {"python": "3.x"}

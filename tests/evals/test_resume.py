@@ -69,6 +69,7 @@ def test_report_on_a_non_run_folder_is_one_line(tmp_path):
 def test_run_with_a_bad_experiment_is_one_line(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\ndatasets: [{name: travel}]\nmodes: [qlnag]\n", encoding="utf-8")
-    res = subprocess.run([*XLRAG, "eval", "run", str(bad), "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    res = subprocess.run([*XLRAG, "eval", "run", str(bad), "--out", str(tmp_path / "o")], capture_output=True,
+                         text=True)
     assert res.returncode == 2
     assert "did you mean 'qlang'" in res.stderr and res.stderr.count("\n") == 1

@@ -104,7 +104,8 @@ def test_passage_level_matches_passage_ids():
 
 
 def test_relevant_documents_missing_from_the_index_fail_loudly():
-    with pytest.raises(CorpusError, match=r"1 relevant document id\(s\) in the qrels are not in the index, e\.g\. '94'"):
+    with pytest.raises(CorpusError,
+                       match=r"1 relevant document id\(s\) in the qrels are not in the index, e\.g\. '94'"):
         retrieval_report(RANKINGS[:1], {"q1": {"94": 1}}, LANGS, INDEX, k=2)
 
 

@@ -92,7 +92,8 @@ def test_generate_modes_answer_some_modes_and_retrieve_the_rest(tmp_path):
         "variants": [{"name": "localized"}, {"name": "english", "prompt_lang": "en"}]}))
     cells = [(c.mode, c.llm, c.variant) for c in cfg.cells()]
     assert cells[:2] == [("qlang", None, "-"), ("qlang_en", None, "-")]
-    assert sorted(cells[2:]) == sorted(("balanced", llm, v) for llm in ("local:gemma-3-270m", "local:gemma-3-270m[seed=3]")
+    assert sorted(cells[2:]) == sorted(("balanced", llm, v)
+                                       for llm in ("local:gemma-3-270m", "local:gemma-3-270m[seed=3]")
                                         for v in ("localized", "english"))
     # no LLM at all: one retrieval-only cell per mode, not one per prompt variant
     bare = load_experiment(_write(tmp_path, {"name": "y", "datasets": [{"name": "travel"}], "modes": ["qlang"],

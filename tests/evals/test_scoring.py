@@ -67,7 +67,8 @@ def _records(runs, ans: GroundedAnswer) -> tuple[dict, dict]:
     chain = ScriptedChain(ans)
     cell = Cell(dataset="xquad", mode="qlang", llm="scripted", variant="localized")
     asked = {"id": q["id"], "question": q["question"], "lang": q["lang"], "answers": q["answers"]}
-    rec_grid = asyncio.run(grid._record(grid.config.datasets[0], cell, asked, {("xquad", "scripted", "localized"): chain}))
+    rec_grid = asyncio.run(grid._record(grid.config.datasets[0], cell, asked,
+                                        {("xquad", "scripted", "localized"): chain}))
     rec_xrag = asyncio.run(xrag.record(chain, "multilingual", q))
     GridRecord.model_validate(rec_grid)
     XRAGRecord.model_validate(rec_xrag)

@@ -75,7 +75,8 @@ def test_langchain_per_call_arguments_override_the_fields(retriever, how):
     assert _langs(call(mode="qlang", lang="ru")) == {"ru"}  # lang replaces detection (de)
     assert _langs(call(mode="swap_docs", target_lang="zh")) == {"zh"}
     rel = call(mode="rel_langs", relevant_langs=["zh"], k=6)
-    assert [d.id for d in rel] == [h.id for h in retriever.retrieve(make_query(DE, relevant_langs=["zh"]), mode="rel_langs", k=6)]
+    assert [d.id for d in rel] == [h.id for h in retriever.retrieve(make_query(DE, relevant_langs=["zh"]),
+                                                                    mode="rel_langs", k=6)]
     assert "zh" in _langs(rel) and _langs(rel) <= {"de", "en", "zh"}
     # nothing sticks: the next plain call has the fields' values again
     docs = call()

@@ -136,7 +136,8 @@ def test_text_that_cannot_be_encoded_is_a_skippable_row(tmp_path):
     good = '{"id": "a", "lang": "en", "text": "Ceuta is a Spanish city."}\n'
     cases = {
         "sur.jsonl": (good + '{"id": "b", "lang": "en", "text": "broken \\ud83d emoji"}\n').encode(),
-        "meta.jsonl": (good + '{"id": "b", "lang": "en", "text": "ok", "metadata": {"t": ["x", "\\udc00"]}}\n').encode(),
+        "meta.jsonl": (good
+                       + '{"id": "b", "lang": "en", "text": "ok", "metadata": {"t": ["x", "\\udc00"]}}\n').encode(),
         "bytes.jsonl": good.encode() + b'{"id": "b", "lang": "en", "text": "bad \xff byte"}\n',
         "bytes.csv": b"id,lang,text\na,en,Ceuta is a Spanish city.\nb,en,bad \xff byte\n",
         "meta.csv": b'id,lang,text,metadata\na,en,Ceuta is a Spanish city.,\nb,en,ok,"{""t"": ""\\ud800""}"\n',

@@ -33,7 +33,8 @@ def test_a_folder_opened_memory_mapped_ranks_as_the_built_index(tmp_path, rows):
     opened = LexicalIndex.load(tmp_path, "en", ref)
     assert isinstance(opened.ids, IdList) and isinstance(opened.bm25.scores["data"], np.memmap)
     assert isinstance(opened.bm25.vocab_dict, MappedVocab) and dict(opened.bm25.vocab_dict) == built.bm25.vocab_dict
-    assert "panther" in opened.bm25.vocab_dict and "zzzz" not in opened.bm25.vocab_dict and 7 not in opened.bm25.vocab_dict
+    assert ("panther" in opened.bm25.vocab_dict and "zzzz" not in opened.bm25.vocab_dict
+            and 7 not in opened.bm25.vocab_dict)
     assert list(opened.ids) == [pid for pid, _ in rows] and opened.ids[-1] == "blank#0:x"
     assert ref.passages == len(rows) and ref.empty == 1
     for q in QUERIES:

@@ -96,8 +96,10 @@ def _named(path, store):
 
 
 QUESTIONS = {"en": "How many points did the Panthers defense surrender?", "de": "Wie viele Punkte hat die Verteidigung "
-             "der Panthers zugelassen?", "zh": "特斯拉是哪一年去世的？", "ar": "كم عدد النقاط التي سمح بها دفاع بانثرز؟",
-             "es": "¿Cuántos puntos permitió la defensa de los Panthers?", "ru": "Сколько очков пропустила защита Пантер?"}
+             "der Panthers zugelassen?", "zh": "特斯拉是哪一年去世的？",
+             "ar": "كم عدد النقاط التي سمح بها دفاع بانثرز؟",
+             "es": "¿Cuántos puntos permitió la defensa de los Panthers?",
+             "ru": "Сколько очков пропустила защита Пантер?"}
 
 
 def test_the_writer_builds_once_and_both_clients_open_it(server, tmp_path, docs, embedder, monkeypatch):

@@ -76,7 +76,8 @@ def test_all_merges_every_store_and_oracle_restricts(retriever, xquad_queries):
     q = questions(xquad_queries, "en")[0]
     hits = retriever.retrieve(q["question"], mode="all", k=12)
     assert len({h.lang for h in hits}) >= 4
-    assert {h.lang for h in retriever.retrieve(make_query(q["question"], target_lang="es"), mode="oracle_lang")} == {"es"}
+    assert {h.lang for h in retriever.retrieve(make_query(q["question"], target_lang="es"),
+                                               mode="oracle_lang")} == {"es"}
     assert retriever.retrieve(q["question"], mode="no_ir").hits == []
 
 

@@ -18,7 +18,8 @@ LANGS = ["ar", "de", "en", "es", "ru", "zh"]
 
 
 def plan(mode, q="Frage?", qlang="de", k=6, langs=LANGS, **policy_kw):
-    query = Query(question=q, lang=qlang, **{k_: v for k_, v in policy_kw.items() if k_ in ("relevant_langs", "target_lang")})
+    query = Query(question=q, lang=qlang,
+                  **{k_: v for k_, v in policy_kw.items() if k_ in ("relevant_langs", "target_lang")})
     kw = {k_: v for k_, v in policy_kw.items() if k_ not in ("relevant_langs", "target_lang")}
     return make_policy(mode, **kw).plan(query, qlang, langs, k)
 
@@ -61,7 +62,8 @@ def test_missing_store_is_noted_not_invented():
     assert p.searches == [] and p.notes == ["no 'fr' store in this index"]
 
 
-@pytest.mark.parametrize(("k", "expected"), [(6, [1] * 6), (12, [2] * 6), (8, [2, 2, 1, 1, 1, 1]), (3, [1, 1, 1, 0, 0, 0])])
+@pytest.mark.parametrize(("k", "expected"),
+                         [(6, [1] * 6), (12, [2] * 6), (8, [2, 2, 1, 1, 1, 1]), (3, [1, 1, 1, 0, 0, 0])])
 def test_balanced_shares(k, expected):
     p = plan("balanced", k=k)
     assert list(p.shares.values()) == expected

@@ -180,7 +180,8 @@ def test_ray_into_a_server_builds_what_xlrag_index_builds(server, corpus, refere
     lexical = LanguageStores.open(reference_index).manifest.lexical
     assert {lang: (r.digest, r.passages, r.analyzer) for lang, r in stores.manifest.lexical.items()} == {
         lang: (r.digest, r.passages, r.analyzer) for lang, r in lexical.items()}
-    assert sorted(p.name for p in (shared / "ray-cli").iterdir()) == sorted(r.folder for r in stores.manifest.lexical.values())
+    assert (sorted(p.name for p in (shared / "ray-cli").iterdir())
+            == sorted(r.folder for r in stores.manifest.lexical.values()))
     report = _check_clean(server, "ray-cli", ix, shared)
     assert report["passages"] == len(reference) and report["duplicates"] == [] and report["missing_vectors"] == []
     assert report["lexical_stale"] == []

@@ -32,7 +32,8 @@ def _valid_sides(view) -> None:
 def test_answers_that_disagree_are_flagged_with_both_sides_and_their_citations(view):
     persp, llm = view(DISAGREE)
     out = persp.invoke({"question": QUESTION, "relevant_langs": ["en", "ru", "es"]})
-    assert out.lang == "en" and out.choice.source == "given" and [p.lang for p in out.perspectives] == ["en", "ru", "es"]
+    assert (out.lang == "en" and out.choice.source == "given"
+            and [p.lang for p in out.perspectives] == ["en", "ru", "es"])
     for p in out.perspectives:  # each answer grounded in its own language's store only
         assert p.status == "answered" and {h.lang for h in p.answer.passages} == {p.lang}
         assert p.answer.lang == "en" and p.trace.unrepaired == []
@@ -138,8 +139,10 @@ def test_without_a_rule_the_best_ranked_stores_are_compared(view, retriever):
 @pytest.mark.parametrize(("inp", "error", "words"), [
     ({"relevant_langs": ["Russian"]}, UnknownLanguageError, "did you mean 'ru'?"),
     ({"relevant_langs": ["xx"]}, UnknownLanguageError, "unknown language code 'xx' in relevant_langs"),
-    ({"relevant_langs": ["en", "fr"]}, LanguageNotIndexedError, "the index has no 'fr' store (its languages: ar, de, en"),
-    ({"relevant_langs": ["en", "ru", "es", "de"], "max_langs": 3}, InvalidArgumentError, "at most max_langs=3 languages"),
+    ({"relevant_langs": ["en", "fr"]}, LanguageNotIndexedError,
+     "the index has no 'fr' store (its languages: ar, de, en"),
+    ({"relevant_langs": ["en", "ru", "es", "de"], "max_langs": 3}, InvalidArgumentError,
+     "at most max_langs=3 languages"),
     ({"relevant_langs": []}, InvalidArgumentError, "one or more language codes"),
     ({"languages": ["en"]}, ConfigError, "unknown perspectives input 'languages'"),
     ({"max_langs": 0}, ConfigError, "bad perspectives input max_langs"),

@@ -46,7 +46,8 @@ def test_the_page_and_its_assets_are_public_with_a_strict_csp(serve):
     assert anonymous.get("/ui/index.html").status_code == 404
     # the page is public, the API behind it is not
     assert anonymous.get("/v1/modes").status_code == 401
-    assert anonymous.post("/v1/translate", json={"text": "x", "source_lang": "en", "target_lang": "es"}).status_code == 401
+    assert anonymous.post("/v1/translate",
+                          json={"text": "x", "source_lang": "en", "target_lang": "es"}).status_code == 401
     assert "/" not in client.get("/openapi.json").json()["paths"]
 
 
@@ -112,7 +113,8 @@ def test_the_report_is_the_existing_renderers(serve, fmt):
     from xlrag.perspectives.render import to_html, to_markdown
 
     client = serve(ByPrompt(answers=DISAGREE))
-    view = client.post("/v1/perspectives", json={"question": PERSPECTIVES_QUESTION, "relevant_langs": ["en", "ru"]}).json()
+    view = client.post("/v1/perspectives",
+                       json={"question": PERSPECTIVES_QUESTION, "relevant_langs": ["en", "ru"]}).json()
     r = client.post("/v1/perspectives/report", json={"view": view, "format": fmt})
     assert r.status_code == 200, r.text
     render = to_markdown if fmt == "markdown" else to_html

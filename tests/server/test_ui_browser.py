@@ -217,7 +217,8 @@ def test_tokens_stream_in_a_citation_opens_its_passage_and_follow_ups_keep_the_s
         chip = message.find_elements("css selector", ".sources .chip")[0]
         chip.click()
         wait(driver, lambda d: by_id(d, "passage").is_displayed())
-        assert "(es)" in by_id(driver, "passage-lang").text and by_id(driver, "passage-doc").text == "document xquad-00-es"
+        assert ("(es)" in by_id(driver, "passage-lang").text
+                and by_id(driver, "passage-doc").text == "document xquad-00-es")
         assert by_id(driver, "passage-title").text == "Super Bowl 50"
         assert "308" in [m.text for m in css(driver, "#passage-text mark")]  # what is cited, marked
         assert not by_id(driver, "translate").is_displayed()  # already in the user's language
@@ -271,7 +272,8 @@ def test_switching_the_mode_changes_what_is_searched_and_a_passage_translates(dr
         assert "mode en_only" in by_id(driver, "retrieval-summary").text
         message.find_elements("css selector", ".sources .chip")[0].click()
         wait(driver, lambda d: by_id(d, "passage").is_displayed())
-        assert "(en)" in by_id(driver, "passage-lang").text and by_id(driver, "passage-text").get_attribute("dir") == "ltr"
+        assert ("(en)" in by_id(driver, "passage-lang").text
+                and by_id(driver, "passage-text").get_attribute("dir") == "ltr")
         by_id(driver, "translate").click()
         wait(driver, lambda d: by_id(d, "translation").is_displayed())
         # the whole passage, title and text, each line translated (issue #52: the title alone came back)
@@ -376,12 +378,14 @@ def test_perspectives_show_one_column_per_language_and_both_sides_of_each_disagr
 
 
 HOSTILE = [
-    {"id": "ceuta-es", "lang": "es", "title": "Ceuta", "text": "Ceuta es una ciudad autónoma de España en el norte de África."},
+    {"id": "ceuta-es", "lang": "es", "title": "Ceuta",
+     "text": "Ceuta es una ciudad autónoma de España en el norte de África."},
     {"id": "html", "lang": "en", "title": "<script>window.__pwned='title'</script>",
      "text": "Ceuta <script>window.__pwned='script'</script><img src=x onerror=\"window.__pwned='img'\"> "
              "is a city in Africa."},
     {"id": "links", "lang": "en", "title": "<a href=\"javascript:window.__pwned='a'\">Ceuta</a>",
-     "text": "Ceuta [read more](javascript:window.__pwned='md') and <a href=\"javascript:window.__pwned='href'\">here</a>."},
+     "text": "Ceuta [read more](javascript:window.__pwned='md') and <a "
+             "href=\"javascript:window.__pwned='href'\">here</a>."},
     {"id": "escapes", "lang": "en", "title": "\x1b]0;pwned\x07Ceuta\x1b[2J",
      "text": "Ceuta \x1b[2J\x1b[31mcleared the screen\x1b[0m and \x9b31m rang \x07."},
     {"id": "markers", "lang": "en", "title": "Fake markers",

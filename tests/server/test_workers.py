@@ -55,7 +55,8 @@ def _pids(url: str, want: int = 2, seconds: float = 120) -> set[int]:
     with ThreadPoolExecutor(4) as pool:
         while len(seen) < want and time.monotonic() < deadline:
             replies = list(pool.map(lambda _: httpx.get(f"{url}/v1/health", timeout=30), range(8)))
-            assert all(r.status_code == 200 for r in replies), [(r.status_code, r.text) for r in replies if r.status_code != 200]
+            assert all(r.status_code == 200 for r in replies), [(r.status_code, r.text) for r in replies
+                                                                if r.status_code != 200]
             seen |= {r.json()["worker"] for r in replies}
     return seen
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.runnables import Runnable
 
 from xlrag.config import XlragConfig, resolve_config
+from xlrag.errors import ConfigError
 from xlrag.modes import AUTO, Mode
 
 if TYPE_CHECKING:
@@ -35,10 +36,8 @@ class Stack:
         config = resolve_config(config)  # an old setting left in a section swapped in unvalidated moves too
         self.config, self.pipeline, self.territories = config, pipeline, territories
         if config.answer.attribution_check and pipeline.attribution is None:
-            from xlrag.errors import ConfigError
-
-            raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; build it "
-                              "with Pipeline.from_config")
+            raise ConfigError("answer.attribution_check is on, but the pipeline given has no attribution checker; "
+                              "build it with Pipeline.from_config")
 
     @classmethod
     def build(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
@@ -53,8 +52,6 @@ class Stack:
         if pipeline is None:
             pipeline = Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode or cfg.agent.mode)
         elif llm is not None or retriever is not None:
-            from xlrag.errors import ConfigError
-
             raise ConfigError("give a pipeline, or an llm and a retriever to build one, not both")
         return cls(cfg, pipeline, territories)
 
@@ -81,8 +78,6 @@ class Stack:
         """Whether the agent calls tools (``agent.tools``, and the model's profile)."""
         chat, profile, setting = self.pipeline.llm, self.pipeline.profile, self.config.agent.tools
         if setting == "on" and not profile.supports_tools(chat):
-            from xlrag.errors import ConfigError
-
             raise ConfigError(f"agent.tools is on, but {self.pipeline.label} has no tool calling; set agent.tools "
                               "to auto or off")
         return self.pipeline.retriever is not None and (
@@ -114,7 +109,8 @@ class Stack:
         # the view shows answer lines and citations: an explanation it never shows is not written
         # unless asked for (agent.perspectives.explanation), on the same loaded model and stores
         answer = self.pipeline.answer_config
-        answer = answer.model_copy(update={"explanation": answer.explanation and self.config.agent.perspectives.explanation})
+        answer = answer.model_copy(update={"explanation": answer.explanation
+                                           and self.config.agent.perspectives.explanation})
         pipeline = self.pipeline.model_copy(update={"answer_config": answer})
         return PerspectivesView(pipeline=pipeline, agent=self._agent(False, pipeline).graph(), judge=AgreementJudge(),
                                 rules=list(self.config.agent.rules),

@@ -29,9 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from xlrag.agents.graph import AgentOutput
 from xlrag.chains.state import AnswerToken
 from xlrag.config import ChatConfig
+from xlrag.detect import question_language
+from xlrag.formats import AnswerFormat
 from xlrag.languages import native_name
-from xlrag.schema import GroundedAnswer
+from xlrag.modes import IRMode
+from xlrag.schema import Citation, GroundedAnswer, Hit, Passage
 from xlrag.steps import Call, Steps, arun, run
+from xlrag.text import first_line
 from xlrag.trace import Trace
 
 __all__ = ["ChatInput", "ChatOutput", "Condensed", "Source", "Turn", "aagent_run", "achat_turn",
@@ -110,8 +114,6 @@ class _Chat:
         self.config = config
 
     def _lang(self, s: ChatState) -> str:
-        from xlrag.detect import question_language
-
         return s.get("lang") or question_language(s["question"])
 
     def _prompt(self, s: ChatState, lang: str) -> str | None:
@@ -125,7 +127,6 @@ class _Chat:
 
     def _check(self, s: ChatState, lang: str, reply: Any) -> Condensed:
         from xlrag.checks.language import judge_language
-        from xlrag.text import first_line
 
         text = first_line(reply if isinstance(reply, str) else str(getattr(reply, "content", reply)),
                           strip='"“”«»')
@@ -282,9 +283,6 @@ def aagent_run(graph: Any, inputs: dict[str, Any], config: RunnableConfig | None
 
 
 def _allowed() -> list[tuple[str, str]]:
-    from xlrag.formats import AnswerFormat
-    from xlrag.modes import IRMode
-    from xlrag.schema import Citation, Hit, Passage
     from xlrag.trace import CheckResult, Repair, RepairStep, Timing
 
     # IRMode: a mode from the config is kept as the enum (a str) in the turn's state

@@ -39,6 +39,7 @@ from xlrag.agents.chat import Turn, achat_turn, chat_turn
 from xlrag.chains.query_engine import citation_nodes
 from xlrag.chains.state import GIVEN, AnswerToken
 from xlrag.config import XlragConfig
+from xlrag.detect import LinguaDetector
 from xlrag.errors import ConfigError
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import strict_kwargs
@@ -69,8 +70,6 @@ def _response(out: dict[str, Any]) -> AgentChatResponse:
 def _turns(history: Sequence[ChatMessage]) -> list[Turn]:
     """Earlier messages as the chat's turns: each user message answered by the next assistant
     message (system messages are skipped). Turns given this way carry no sources."""
-    from xlrag.detect import LinguaDetector
-
     turns, asked = [], None
     for i, m in enumerate(history):
         if m.role == MessageRole.SYSTEM:

@@ -100,7 +100,8 @@ class AnswerChecks:
             # the reader is shown no answer line ("—"), whatever else the reply held (lines copied
             # from the prompt, an explanation): asked again for one, extractively
             return [substance.Finding(check="non_answer", passed=False,
-                                      reason="no answer line: the reply held none once the prompt's lines were dropped")]
+                                      reason="no answer line: the reply held none once the prompt's lines were "
+                                             "dropped")]
         found = [substance.non_answer(said, question, lang, templates=[s.get("templates", "")],
                                       explanation=explanation)]
         if found[0].passed and answer.passages:

@@ -279,7 +279,8 @@ class XlragAgent(AnswerChecks):
                                               if substance.QUOTED_ONLY in answer.flags else ""))
                                           if answer.citations else "",
                              Repair.RECITE: "asked again for <docN> citations",
-                             Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})"}[repair]
+                             Repair.POST_HOC: f"post-hoc citations by embedding similarity ({before} → {after})",
+                             }[repair]
         if s["answer"].answered and not answer.answered:
             cited = [c for c in answer.citations if c.valid]
             if repair is Repair.RECITE and cited:

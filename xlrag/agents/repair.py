@@ -6,13 +6,13 @@ again with an extractive instruction: a short answer taken from the passage that
 it, in the user's language; a reply in the passage's language then goes through the
 language repairs below. If it still has no substance, a sentence of a passage in the user's
 language is quoted (see below; with no answer line at all, the one most about the question,
-flagged ``quoted_only``: never shown as verified). An answer line in a wrong language is first replaced by the sentence of
-a retrieved passage in the user's language that is about the question and holds what the
-answer says (no model call; :mod:`xlrag.checks.quote`), then answered again with the localized
-language instruction repeated (keeps the model's own citations), then translated with the
-configured LLM (the citations are kept as they are). Missing or invalid citations
-are asked for again once, then attributed post hoc by embedding similarity and marked
-``post_hoc``. Every kind runs at most once and LLM repairs spend a budget
+flagged ``quoted_only``: never shown as verified). An answer line in a wrong language is first
+replaced by the sentence of a retrieved passage in the user's language that is about the
+question and holds what the answer says (no model call; :mod:`xlrag.checks.quote`), then
+answered again with the localized language instruction repeated (keeps the model's own
+citations), then translated with the configured LLM (the citations are kept as they are).
+Missing or invalid citations are asked for again once, then attributed post hoc by embedding
+similarity and marked ``post_hoc``. Every kind runs at most once and LLM repairs spend a budget
 (``agent.max_repairs``), so the plan always ends; post-hoc attribution needs no model and
 is always reachable, whatever the budget.
 """

@@ -28,8 +28,9 @@ from xlrag.chains.echo import strip_markup
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.state import ChainState
 from xlrag.config import AgentConfig
+from xlrag.detect import LinguaDetector
 from xlrag.errors import TranslationCutOffError
-from xlrag.formats import AnswerFormat, document_line
+from xlrag.formats import ANSWER_HEADER, CITED_HEADER, AnswerFormat, document_line
 from xlrag.languages import normalize_code
 from xlrag.modes import IRMode
 from xlrag.prompts import join_parts
@@ -94,7 +95,6 @@ class ToolCallingAgent(XlragAgent):
         system = join_parts([p.render("system", lang), p.render("answer_language", lang),
                               "Use the search tool for more passages (you may name the languages to search "
                               "in) and the translate tool to translate. Cite passages by their <docN> numbers."])
-        from xlrag.formats import ANSWER_HEADER, CITED_HEADER
 
         user = join_parts([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'], 0)}",
                             f"{p.render('question_label', lang)}: {s['query'].question}",
@@ -133,8 +133,6 @@ class ToolCallingAgent(XlragAgent):
         except ValueError as e:
             return f"bad arguments for {call['name']}: {str(e).splitlines()[0]}", []
         if isinstance(args, Translate):
-            from xlrag.detect import LinguaDetector
-
             source = LinguaDetector().detect(args.text) or "en"
             try:
                 return self.translator.translate(args.text, source, normalize_code(args.language)), []

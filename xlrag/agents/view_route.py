@@ -44,7 +44,8 @@ def view_input(question: str, lang: str | None, relevant_langs: Sequence[str] | 
     (else the view finds the rule's or territory's languages itself)."""
     if not relevant_langs:
         return {"question": question, "lang": lang}
-    return {"question": question, "lang": lang, "relevant_langs": list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))}
+    return {"question": question, "lang": lang,
+            "relevant_langs": list(dict.fromkeys([x for x in (lang, *relevant_langs) if x]))}
 
 
 def agent_result(view: Perspectives, model: str, reason: str, seconds: float) -> dict[str, Any]:

@@ -69,7 +69,7 @@ from xlrag.chains.profiles import (
     ProviderProfile,
 )
 from xlrag.config import LLMConfig
-from xlrag.registry import api_key, register, require
+from xlrag.registry import api_key, create, register, require
 
 __all__ = [
     "DEFAULT_MODELS",
@@ -221,8 +221,6 @@ def _mistral(cfg: LLMConfig) -> BaseChatModel:
 
 def build_llm(cfg: LLMConfig | None = None) -> BaseChatModel:
     """The chat model configured by ``cfg`` (default: the local catalogue's default entry)."""
-    from xlrag.registry import create
-
     cfg = cfg or LLMConfig()
     llm = create("llm", cfg.provider, cfg)
     # Public metadata, so Pipeline.create finds the provider's profile (and the configured

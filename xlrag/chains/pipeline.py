@@ -43,7 +43,9 @@ from xlrag.chains.profiles import (
     profile_for,
 )
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
+from xlrag.config import ContextConfig, resolve_config
 from xlrag.config_sections import AnswerConfig
+from xlrag.detect import question_language
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     EXPLANATION_STOPS,
@@ -52,8 +54,9 @@ from xlrag.formats import (
     parse_format,
 )
 from xlrag.indexes.retriever import CrossLingualRetriever
-from xlrag.modes import AUTO, IRMode, Mode
+from xlrag.modes import AUTO, IRMode, Mode, parse_mode
 from xlrag.prompts import PromptLibrary
+from xlrag.queries import check_question
 from xlrag.schema import GroundedAnswer, Hit, Query, Retrieval, make_query
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.validate import check_k, k_field
@@ -68,8 +71,6 @@ __all__ = ["Pipeline"]
 def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:
     """``context:``'s defaults over the retriever's embedder; with no retriever there is no
     embedder to choose segments by, and the passages given are shown whole."""
-    from xlrag.config import ContextConfig
-
     defaults = ContextConfig()
     embedder = retriever.embedder if retriever is not None else None
     if embedder is None:
@@ -97,7 +98,8 @@ class Pipeline(BaseModel):
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
     postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
-    translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks and repairs")
+    translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks "
+                                              "and repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
                                                "shared by the attribution reranker, the agent and the view; None: "
                                                "no step checks attribution")
@@ -166,9 +168,7 @@ class Pipeline(BaseModel):
 
         from xlrag.chains.llms import build_llm
         from xlrag.chains.translator import LLMTranslator
-        from xlrag.config import resolve_config
         from xlrag.indexes.translate import CachedTranslator
-        from xlrag.modes import parse_mode
 
         cfg = resolve_config(config)
         try:
@@ -257,13 +257,10 @@ class Pipeline(BaseModel):
     def query_for(self, inp: ChainInput) -> Query:
         """The query with its language detected (and prepared for the retriever). Every driver
         comes through here, so the question's checks are made here, once."""
-        from xlrag.queries import check_question
-
         check_question(inp.question, self.max_question_chars)
         q = make_query(inp.question, **inp.query_fields())
         if self.retriever is not None:
             return self.retriever.prepare(q)
-        from xlrag.detect import question_language
 
         return q if q.lang else q.model_copy(update={"lang": question_language(q.question)})
 

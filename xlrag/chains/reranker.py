@@ -111,7 +111,8 @@ class ChatScorer:
         if not any(t["token"].strip().lower() in ("yes", "no") for t in top):
             # a base model continuing the text: its logprobs say nothing about the verdict
             raise ConfigError(f"{self.name} ranks neither 'yes' nor 'no' among its {len(top)} likeliest first tokens "
-                              f"(it began {_text(reply)[:20]!r}); set rerank.scoring: grade, or choose an instruct model")
+                              f"(it began {_text(reply)[:20]!r}); set rerank.scoring: grade, or choose an instruct "
+                              "model")
 
     @staticmethod
     def _top(reply: Any) -> list[dict[str, Any]] | None:

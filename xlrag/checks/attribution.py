@@ -122,7 +122,8 @@ def reply_schema() -> dict[str, Any]:
 
 
 def parse_attribution_reply(raw: str) -> tuple[AttributionReply | None, str | None]:
-    """The reply as :class:`AttributionReply`, or ``(None, reason)`` (see :func:`~xlrag.checks.structured.parse_verdict`)."""
+    """The reply as :class:`AttributionReply`, or ``(None, reason)``
+    (see :func:`~xlrag.checks.structured.parse_verdict`)."""
     return parse_verdict(raw, AttributionReply, "attribution")
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from xlrag.detect import LinguaDetector
 from xlrag.formats import Section, words_pattern
+from xlrag.languages import normalize_code
 from xlrag.prompts.library import LABEL_ROLES, label_words
 
 if TYPE_CHECKING:
@@ -141,8 +142,6 @@ def _latin_for_another_script(kept: str, expected: str) -> bool:
 
 @cache
 def _code(lang: str) -> str:
-    from xlrag.languages import normalize_code
-
     try:
         return normalize_code(lang)
     except ValueError:

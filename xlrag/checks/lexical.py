@@ -18,7 +18,8 @@ import re
 import unicodedata
 from collections.abc import Callable
 
-__all__ = ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold", "has_no_space_script", "normalize_answer",
+__all__ = ["added_tokens", "asked_by", "char_ngrams", "dominant_script", "fold", "has_no_space_script",
+           "normalize_answer",
            "tokenize"]
 
 # Scripts written without spaces between words: every character is a token.

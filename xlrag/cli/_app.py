@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from xlrag.config import AnswerConfig
+from xlrag.config import AnswerConfig, LLMConfig, XlragConfig, load_config
+from xlrag.errors import XlragWarning
 from xlrag.modes import IRMode
+from xlrag.registry import available
 from xlrag.schema import CHANNELS, QueryFields
 from xlrag.text import strip_controls
 
@@ -58,8 +60,6 @@ def config_default(setting: str) -> str:
     """``(default: retrieval.k from config, 5)``: where an option left unset takes its value.
     ``setting`` is the dotted path in :class:`~xlrag.config.XlragConfig`, the value its default
     there (one owner: the help cannot drift from the config model)."""
-    from xlrag.config import XlragConfig
-
     value: Any = XlragConfig.model_construct()
     for part in setting.split("."):
         value = getattr(value, part)
@@ -76,7 +76,8 @@ TOP_K = ("--top-k", "-k")
 OUT = ("--out", "-o")
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help=(
     "xlrag.yaml to read (default: ./xlrag.yaml if present); XLRAG_* variables override it, options override both"))]
-IndexDirOpt = Annotated[Path | None, typer.Option("--index-dir", "-i", help=f"index directory {config_default('index_dir')}")]
+IndexDirOpt = Annotated[Path | None,
+                        typer.Option("--index-dir", "-i", help=f"index directory {config_default('index_dir')}")]
 # the IR modes, as the help lists them (from the one owner, xlrag.modes)
 MODE_NAMES = ", ".join(m.value for m in IRMode)
 EmbedderOpt = Annotated[str | None, typer.Option(
@@ -84,8 +85,6 @@ EmbedderOpt = Annotated[str | None, typer.Option(
 LLMOpt = Annotated[str | None, typer.Option(
     "--llm", help=f"provider:model, e.g. local, openai:gpt-4o-mini {config_default('llm.provider')}")]
 def _fusions() -> list[str]:
-    from xlrag.registry import available
-
     return available("fusion")  # the registry is the one list of fusion methods
 
 
@@ -121,8 +120,6 @@ def warn(message: str, label: str = "warning") -> None:
 @contextmanager
 def shown_warnings() -> Iterator[None]:
     """xlrag's warnings (e.g. a question cut to the embedder's window) as one line each."""
-    from xlrag.errors import XlragWarning
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", XlragWarning)
         yield
@@ -162,8 +159,6 @@ def _config(config: Path | None, *, index_dir: Path | None = None, mode: str | N
             chunk_size: int | None = None, channels: str | None = None, explanation: bool | None = None):
     """The config every command runs with: ``--config`` (or ``xlrag.yaml``), the environment,
     then the command's options, in that order of strength; one style for every command."""
-    from xlrag.config import LLMConfig, load_config
-
     retrieval: dict[str, Any] = {key: v for key, v in (("mode", mode), ("fusion", fusion), ("channels", channels))
                                  if v}
     if k is not None:  # -k 0 must reach validation, not fall back to the default

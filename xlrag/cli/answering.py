@@ -34,8 +34,11 @@ from xlrag.cli._app import (
     terminal_text,
 )
 from xlrag.cli.retrieving import retrieval_warnings
-from xlrag.errors import XlragError
+from xlrag.errors import ConfigError, XlragError
 from xlrag.formats import AnswerFormat, parse_format
+from xlrag.languages import display_name
+from xlrag.outputs import check_output
+from xlrag.queries import check_question
 
 # what each reason an answer is not verified means to a reader (xlrag.checks.substance.UNVERIFIED_REASONS)
 _UNVERIFIED = {"not_an_answer": "does not answer the question (it is empty, repeats the question or the "
@@ -57,7 +60,8 @@ def ask(
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"answer format: {', '.join(AnswerFormat)}")] = "citation",
     options: Annotated[list[str] | None, typer.Option(
         "--option", help="an answer option of --format mc (repeat: --option A --option B)")] = None,
-    k: Annotated[int | None, typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
+    k: Annotated[int | None,
+                 typer.Option(*TOP_K, help=f"passages shown to the LLM {config_default('retrieval.k')}")] = None,
     llm: LLMOpt = None,
     channels: ChannelsOpt = None,
     lang: LangOpt = None,
@@ -71,8 +75,8 @@ def ask(
                                         "repair; --json adds the trace under 'trace'")] = False,
     perspectives: Annotated[bool, typer.Option(
         "--perspectives", help="answer once per language of sources (each checked by the agent), side by side, "
-                               "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or a "
-                               "disputed territory's, else the best-ranked stores; the answers stop at their "
+                               "and flag where they disagree; the languages: --relevant-langs, else an agent rule's or "
+                               "a disputed territory's, else the best-ranked stores; the answers stop at their "
                                "explanation, which the view does not show, unless --explanation "
                                "(agent.perspectives.explanation)")] = False,
     max_langs: Annotated[int | None, typer.Option(
@@ -83,8 +87,6 @@ def ask(
 ) -> None:
     """Answer a question in its own language, grounded in retrieved passages with <docN> citations."""
     from xlrag.chains.rag import GroundedChain
-    from xlrag.errors import ConfigError
-    from xlrag.queries import check_question
 
     try:
         fmt = parse_format(fmt)
@@ -133,8 +135,6 @@ def ask(
 
 def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str | None,
                         target_lang: str | None, html: Path | None) -> None:
-    from xlrag.errors import ConfigError
-
     if fmt is not AnswerFormat.CITATION or options:
         raise ConfigError("--perspectives answers in the citation format; drop --format and --option")
     given = [name for name, v in (("--mode", mode), ("--target-lang", target_lang)) if v]
@@ -142,7 +142,6 @@ def _check_perspectives(fmt: AnswerFormat, options: list[str] | None, mode: str 
         raise ConfigError(f"--perspectives searches one language's store per answer; drop {given[0]} "
                           f"(choose the languages with --relevant-langs)")
     if html is not None:
-        from xlrag.outputs import check_output
         from xlrag.pages import HTML_PAGE
 
         check_output(html, "--html", HTML_PAGE)
@@ -215,11 +214,10 @@ def print_unverified(answer: Any) -> None:
 
 
 def print_answer(answer: Any) -> None:
-    from xlrag.languages import display_name
-
     out.rule(f"[bold]{display_name(answer.lang)}[/] · mode {answer.mode} · {answer.format} · {shown(answer.model)}")
     if answer.chosen_option is not None:
-        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {shown(answer.chosen_option)}", highlight=False)
+        out.print(f"[bold]chosen option:[/] {chr(65 + answer.option_index)}) {shown(answer.chosen_option)}",
+                  highlight=False)
     out.print(f"[bold]answer:[/] {shown(terminal_text(answer.answer or '—'))}", highlight=False)
     if answer.explanation:
         out.print(f"[bold]explanation:[/] {shown(terminal_text(answer.explanation))}", highlight=False)

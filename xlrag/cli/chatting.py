@@ -23,8 +23,10 @@ from xlrag.cli._app import (
     shown,
     terminal_text,
 )
-from xlrag.errors import XlragError
-from xlrag.modes import AUTO
+from xlrag.errors import ConfigError, XlragError
+from xlrag.languages import normalize_code
+from xlrag.modes import AUTO, parse_mode
+from xlrag.validate import did_you_mean
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -40,9 +42,6 @@ HELP = """commands:
 
 
 def check_mode(mode: str) -> None:
-    from xlrag.errors import ConfigError
-    from xlrag.modes import parse_mode
-
     try:
         parse_mode(mode, allow_auto=True)
     except ValueError as e:
@@ -85,8 +84,6 @@ class _Repl:
                 self.mode = None if arg == AUTO else arg
                 echo(f"mode: {arg}")
         elif name == "lang":
-            from xlrag.languages import normalize_code
-
             self.lang = None if arg in ("", "auto") else normalize_code(arg)
             echo(f"language: {self.lang or 'detected per question'}")
         elif name == "sources":
@@ -103,8 +100,6 @@ class _Repl:
             self.last = None
             echo("session cleared")
         else:
-            from xlrag.validate import did_you_mean
-
             known = ["mode", "lang", "sources", "trace", "reset", "help", "quit"]
             echo(f"unknown command /{name}{did_you_mean(name, known)}; /help lists them")
         return True

@@ -14,7 +14,9 @@ from xlrag.cli._app import TOP_K, ConfigOpt, _config, _fail, app, config_default
 from xlrag.cli.answering import print_answer
 from xlrag.cli.indexing import counts_table
 from xlrag.cli.retrieving import print_hits
+from xlrag.config import RetrievalConfig, XlragConfig
 from xlrag.errors import XlragError
+from xlrag.schema import make_query
 
 # The demo's own choice, not retrieval.k's default: it answers five questions with the local
 # model on a laptop, and three passages keep each prompt (and the first minutes) short.
@@ -78,11 +80,9 @@ def demo(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from xlrag.config import RetrievalConfig
     from xlrag.demo import DEMO_QUESTIONS, build_demo_index, demo_embedder
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
-    from xlrag.schema import make_query
 
     try:
         default_index_dir = _config(config).index_dir
@@ -107,7 +107,6 @@ def demo(
         if answers:
             from xlrag.chains.local.catalogue import lookup
             from xlrag.chains.rag import GroundedChain
-            from xlrag.config import XlragConfig
 
             entry = lookup(None)  # the catalogue's default, chosen by benchmarks/generation.py
             out.rule(f"[bold]grounded answers[/] (local {entry.name}, {entry.kind}, citation format, "

@@ -25,7 +25,11 @@ from xlrag.cli._app import (
     out,
     warn,
 )
-from xlrag.errors import XlragError
+from xlrag.errors import ConfigError, XlragError
+from xlrag.modes import parse_mode
+from xlrag.outputs import check_output
+from xlrag.queries import read_queries
+from xlrag.validate import check_k
 
 eval_app = typer.Typer(no_args_is_help=True, help=(
     "Evaluate: retrieval scores an IR mode against relevance judgements (qrels); run makes an experiment grid "
@@ -36,10 +40,6 @@ app.add_typer(eval_app, name="eval")
 
 def _check_inputs(mode: str | None, depth: int | None, trec: Path | None) -> None:
     """Everything that can be wrong with the arguments, before the index is opened."""
-    from xlrag.errors import ConfigError
-    from xlrag.modes import parse_mode
-    from xlrag.validate import check_k
-
     if mode is not None:
         try:
             parse_mode(mode)
@@ -48,14 +48,14 @@ def _check_inputs(mode: str | None, depth: int | None, trec: Path | None) -> Non
     check_k(depth, "--depth")  # the one rule of every k (xlrag.validate)
     if trec is not None:
         from xlrag.evals.retrieval import TREC_RUN
-        from xlrag.outputs import check_output
 
         check_output(trec, "--trec", TREC_RUN)
 
 
 @eval_app.command("retrieval")
 def eval_retrieval(
-    queries: Annotated[Path, typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")],
+    queries: Annotated[Path,
+                       typer.Option("--queries", help="JSONL of {id, question, lang?}; lang is detected when absent")],
     qrels: Annotated[Path, typer.Option("--qrels", help="JSONL of {query_id, doc_id, relevance}")],
     index_dir: IndexDirOpt = None,
     mode: Annotated[str | None, typer.Option(
@@ -87,7 +87,6 @@ def eval_retrieval(
     try:
         _check_inputs(mode, depth, trec)
         judged = load_qrels(qrels)
-        from xlrag.queries import read_queries
 
         prepared = read_queries(queries)
         cfg = _config(config, index_dir=index_dir, mode=mode, k=depth, fusion=fusion, channels=channels)

@@ -98,7 +98,8 @@ def eval_report(
         folder = RunFolder(run_dir)
         if not folder.is_run():
             raise XlragError(f"{run_dir} is not a run folder (no {folder.records_path.name} and "
-                             f"{folder.config_path.name}); make one with `xlrag eval run EXPERIMENT.yaml --out {run_dir}`")
+                             f"{folder.config_path.name}); make one with `xlrag eval run EXPERIMENT.yaml --out "
+                             f"{run_dir}`")
         paths = write_reports(run_dir)
     except XlragError as e:
         _fail(e)

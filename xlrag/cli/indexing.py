@@ -24,7 +24,9 @@ from xlrag.cli._app import (
     out,
     warn,
 )
-from xlrag.errors import XlragError
+from xlrag.config import IndexConfig
+from xlrag.errors import ConfigError, XlragError
+from xlrag.languages import display_name
 
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
@@ -41,12 +43,18 @@ def index(
     corpus: Annotated[Path, typer.Option("--corpus", "-c", help="corpus file: .jsonl, .csv or .parquet")],
     index_dir: IndexDirOpt = None,
     embedder: EmbedderOpt = None,
-    fields: Annotated[str | None, typer.Option("--fields", help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
+    fields: Annotated[str | None,
+                      typer.Option("--fields",
+                                   help="field mapping, e.g. 'text=body,id=uid,metadata=country|city'")] = None,
     chunk_size: Annotated[int | None, typer.Option(
         help=f"passage length in tokenizer units {config_default('splitter.chunk_size')}")] = None,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="skip malformed rows and report them")] = False,
-    source: Annotated[str | None, typer.Option("--source", help="source name (default: the corpus file's path); re-indexing a source prunes documents gone from it")] = None,
-    rebuild: Annotated[bool, typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
+    source: Annotated[str | None,
+                      typer.Option("--source",
+                                   help="source name (default: the corpus file's path); re-indexing a source prunes "
+                                        "documents gone from it")] = None,
+    rebuild: Annotated[bool,
+                       typer.Option("--rebuild", help="wipe the whole index (all sources) and build it fresh")] = False,
     no_wait: NoWaitOpt = False,
     executor: Annotated[str | None, typer.Option(
         "--executor", help=f"where to split and embed: local (this process) or ray (one embedder per Ray "
@@ -130,9 +138,6 @@ def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragCon
     """The config with the index section's command-line options on top, validated as the file's are."""
     from pydantic import ValidationError
 
-    from xlrag.config import IndexConfig
-    from xlrag.errors import ConfigError
-
     merged = {**cfg.index.model_dump(), **{k: v for k, v in chosen.items() if v is not None}}
     try:
         return cfg.model_copy(update={"index": IndexConfig(**merged)})
@@ -142,8 +147,6 @@ def _with_index_options(cfg: XlragConfig, chosen: dict[str, object]) -> XlragCon
 
 
 def counts_table(counts: dict[str, int], embedder: str, status: str | None = None) -> None:
-    from xlrag.languages import display_name
-
     table = Table(title=escape(f"embedder: {embedder}" + (f"   status: {status}" if status else "")))
     table.add_column("lang")
     table.add_column("language")
@@ -177,8 +180,12 @@ def info(index_dir: IndexDirOpt = None, config: ConfigOpt = None,
 @app.command()
 def check(
     index_dir: IndexDirOpt = None,
-    repair: Annotated[bool, typer.Option("--repair", help="re-embed missing vectors, remove duplicates, misplaced copies, old versions and orphans")] = False,
-    sample: Annotated[int, typer.Option("--sample", min=0, help="passages checked to retrieve themselves at rank 1")] = 20,
+    repair: Annotated[bool,
+                      typer.Option("--repair",
+                                   help="re-embed missing vectors, remove duplicates, misplaced copies, old versions "
+                                        "and orphans")] = False,
+    sample: Annotated[int,
+                      typer.Option("--sample", min=0, help="passages checked to retrieve themselves at rank 1")] = 20,
     embedder: EmbedderOpt = None,
     no_wait: NoWaitOpt = False,
     config: ConfigOpt = None,
@@ -205,7 +212,8 @@ def check(
     else:
         for what, n in report.repaired.items():
             echo(f"repaired: {n} {what}")
-        for label, items in (("vector files lost", report.lost_stores), ("missing vector", report.missing_vectors), ("duplicate", report.duplicates),
+        for label, items in (("vector files lost", report.lost_stores), ("missing vector", report.missing_vectors),
+                             ("duplicate", report.duplicates),
                              ("misplaced", report.misplaced), ("stale document", report.stale_documents),
                              ("orphan", report.orphans), ("count mismatch", report.count_mismatches),
                              ("not rank 1 for its own vector", report.self_miss)):
@@ -214,7 +222,8 @@ def check(
             if len(items) > 10:
                 warn(f"... and {len(items) - 10} more", label)
         if report.unfinished:
-            warn(f"status {report.status}: a write run did not finish; rerun 'xlrag index' for its corpus", "unfinished")
+            warn(f"status {report.status}: a write run did not finish; rerun 'xlrag index' for its corpus",
+                 "unfinished")
         echo(("ok: " if report.ok else f"{report.problems} problems: ") + report.summary())
     if not report.ok:
         raise typer.Exit(code=1)

@@ -123,7 +123,8 @@ def eval_calibrate(
         "--judges", help="comma-separated labels of the candidates to calibrate (default: all)")] = None,
     limit: Annotated[int | None, typer.Option(
         "--limit", help="a stratified part of the items: N taken in turn from each dataset, language and kind")] = None,
-    langs: Annotated[str | None, typer.Option("--langs", help="comma-separated languages (default: every vendored one)")] = None,
+    langs: Annotated[str | None,
+                     typer.Option("--langs", help="comma-separated languages (default: every vendored one)")] = None,
     seed: Annotated[int, typer.Option("--seed", help="which items are drawn")] = 0,
     threads: Annotated[int | None, typer.Option(
         "--threads", help="llama.cpp threads per candidate model (default: every core; 1 when the machine "

@@ -12,6 +12,7 @@ from typing import Any
 from rich.table import Table
 
 from xlrag.cli._app import fit, out, shown, shown_warnings, warn
+from xlrag.languages import display_name
 
 __all__ = ["ask_perspectives", "print_perspectives", "view_config"]
 
@@ -41,8 +42,6 @@ def view_config(cfg: Any, explanation: bool | None) -> Any:
 
 def print_perspectives(view: Any) -> None:
     """The per-language table, then the verdict: what a reader needs to see both sides."""
-    from xlrag.languages import display_name
-
     out.rule(f"[bold]perspectives[/] · answers in {display_name(view.lang) if view.lang else '?'}")
     out.print(f"[bold]languages[/] {', '.join(view.choice.langs) or 'none'}: {shown(view.choice.reason)}",
               highlight=False)

@@ -11,6 +11,8 @@ from rich.table import Table
 
 from xlrag.cli._app import _fail, app, out
 from xlrag.errors import XlragError
+from xlrag.languages import normalize_code
+from xlrag.text import first_line
 
 prompts_app = typer.Typer(no_args_is_help=True, help="List and show the localized prompt templates.")
 app.add_typer(prompts_app, name="prompts")
@@ -23,9 +25,7 @@ def prompts_list(
     overrides: PromptsDirOpt = None,
 ) -> None:
     """Every (language, role) with where its template comes from."""
-    from xlrag.languages import normalize_code
     from xlrag.prompts import PromptLibrary
-    from xlrag.text import first_line
 
     try:
         lib = PromptLibrary(overrides_dir=overrides)

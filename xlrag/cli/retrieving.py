@@ -35,9 +35,10 @@ from xlrag.cli._app import (
     shown_warnings,
     warn,
 )
-from xlrag.errors import XlragError
-from xlrag.outputs import jsonl_kind
-from xlrag.schema import Hit, Retrieval
+from xlrag.errors import ConfigError, EmptyQueryError, XlragError
+from xlrag.outputs import check_output, jsonl_kind
+from xlrag.queries import read_queries
+from xlrag.schema import Hit, Retrieval, make_query
 
 # what `retrieve --queries --out` writes: a file holding anything else is refused, not replaced
 RESULTS = jsonl_kind("retrieval results", "results.jsonl", "query_id", "results")
@@ -55,16 +56,15 @@ def retrieve(
     lang: LangOpt = None,
     relevant_langs: RelevantLangsOpt = None,
     target_lang: TargetLangOpt = None,
-    queries: Annotated[Path | None, typer.Option(help="batch input: JSONL of {id, question, lang?, relevant_langs?, target_lang?}")] = None,
+    queries: Annotated[Path | None, typer.Option(
+        help="batch input: JSONL of {id, question, lang?, relevant_langs?, target_lang?}")] = None,
     out_path: Annotated[Path | None, typer.Option(*OUT, help="batch output JSONL (with --queries)")] = None,
     embedder: EmbedderOpt = None,
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print hits as JSON")] = False,
 ) -> None:
     """Retrieve passages for a question (or a batch) with an IR mode."""
-    from xlrag.errors import ConfigError, EmptyQueryError
     from xlrag.indexes.retriever import CrossLingualRetriever
-    from xlrag.schema import make_query
 
     try:
         if (question is None) == (queries is None):
@@ -77,8 +77,6 @@ def retrieve(
         cfg = _config(config, index_dir=index_dir, mode=mode, k=k, fusion=fusion, embedder=embedder,
                       channels=channels)
         if out_path is not None:
-            from xlrag.outputs import check_output
-
             check_output(out_path, "--out", RESULTS)
         retriever = CrossLingualRetriever.from_config(cfg)
         if question is not None:
@@ -87,8 +85,6 @@ def retrieve(
                 hits = retriever.retrieve(q)
             retrieval_warnings(hits.complete, hits.notes)
         elif batch is not None:
-            from xlrag.queries import read_queries
-
             prepared = read_queries(batch[0])
     except XlragError as e:
         _fail(e)

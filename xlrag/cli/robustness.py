@@ -9,7 +9,8 @@ import typer
 
 from xlrag.cli._app import _fail, out, warn
 from xlrag.cli.evaluating import _f, _table, eval_app
-from xlrag.errors import XlragError
+from xlrag.errors import CorpusRowError, XlragError
+from xlrag.jsonl import read_objects
 
 _LABELS = {"kb_cs": "KB CS", "con_cs": "Con CS", "non_cs": "Non CS", "delta_cs": "ΔCS", "delta_cs_abs": "ΔCS abs",
            "cst_cs_unk": "Cst CS (unk)", "cst_cs_all": "Cst CS (all)", "n_countries_mean": "# countries",
@@ -20,9 +21,6 @@ _COVERS = {"n_countries_mean": "n_countries", "n_countries_std": "n_countries"}
 def _rows(path: Path, what: str, model):
     from pydantic import ValidationError
 
-    from xlrag.errors import CorpusRowError
-    from xlrag.jsonl import read_objects
-
     rows = []
     for n, obj in read_objects(path, what):
         try:
@@ -30,14 +28,21 @@ def _rows(path: Path, what: str, model):
         except ValidationError as e:
             first = e.errors()[0]
             where = ".".join(map(str, first["loc"]))
-            raise CorpusRowError(path, n, f"{where}: {first['msg']}" if where else first["msg"], skippable=False) from None
+            raise CorpusRowError(path, n, f"{where}: {first['msg']}" if where else first["msg"],
+                                 skippable=False) from None
     return rows
 
 
 @eval_app.command("cs")
 def eval_cs(
-    responses: Annotated[Path, typer.Option("--responses", "-r", help='JSONL of {"territory", "query_lang", "answer"}; answer is the claimant\'s English name or null')],
-    territories: Annotated[Path, typer.Option("--territories", "-t", help='JSONL of territory rows: {"territory", "controller", "claimants", "claimant_langs"}')],
+    responses: Annotated[Path,
+                         typer.Option("--responses", "-r",
+                                      help='JSONL of {"territory", "query_lang", "answer"}; answer is the claimant\'s '
+                                           'English name or null')],
+    territories: Annotated[Path,
+                           typer.Option("--territories", "-t",
+                                        help='JSONL of territory rows: {"territory", "controller", "claimants", '
+                                             '"claimant_langs"}')],
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object instead of a table")] = False,
 ) -> None:
     """Cross-lingual consistency (BordIRlines): KB, Con, Non, ΔCS, Cst CS and # countries,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from xlrag.checks.lexical import fold as _fold
 from xlrag.checks.lexical import normalize_answer, tokenize
+from xlrag.registry import require
 
 __all__ = ["char3_recall", "chrf", "exact_match", "normalize_answer", "token_f1", "tokenize"]
 
@@ -67,8 +68,6 @@ def char3_recall(answer: str, golds: Sequence[str]) -> float:
 
 def chrf(prediction: str, golds: Sequence[str]) -> float:
     """Sentence chrF (sacrebleu, character 6-grams, beta 2) on 0-100, best over the golds."""
-    from xlrag.registry import require
-
     require("sacrebleu", "eval", "chrF")
     from sacrebleu.metrics import CHRF
 

@@ -10,9 +10,10 @@ in equal numbers per dataset, language and kind:
   question whose gold is written as a sentence, as the travel set's are);
 - wrong: the gold of the other question on the same passage, sharing no word with this one
   (``other_gold``), and the same in another script (``parallel_other_gold``: a judge that
-  takes every answer in another script for correct is caught here); the question itself (``echo``); a sentence of the same language from an
-  article about something else (``wrong_sentence``; in the travel set, another question's
-  answer); nothing, a ``<docN>`` marker or a line of the answer-format template
+  takes every answer in another script for correct is caught here); the question itself
+  (``echo``); a sentence of the same language from an article about something else
+  (``wrong_sentence``; in the travel set, another question's answer); nothing, a ``<docN>``
+  marker or a line of the answer-format template
   (``non_answer``); against a sentence gold as in ``span_of_sentence``, the span that answers
   another question on the passage, from another sentence (``other_span_of_sentence``) or
   from the very sentence that is the gold (``same_sentence_other_span``: words of the gold
@@ -38,6 +39,7 @@ from pydantic import BaseModel, ConfigDict
 from xlrag.checks.lexical import dominant_script, tokenize
 from xlrag.errors import ConfigError
 from xlrag.judges.lexical import SENTENCE_GOLD_TOKENS
+from xlrag.languages import normalize_code
 
 __all__ = [
     "CORRECT_KINDS",
@@ -229,7 +231,8 @@ class _XQuAD:
         found = self._in_otherdominant_script(q, other, lang, rng) if other else None
         if found is None or any(_holds(found[1], g, lang) for g in q["answers"]):
             return None
-        return found[1], f"the gold answer of another question on the same passage, from its parallel {found[0]} question"
+        return found[1], (f"the gold answer of another question on the same passage, from its parallel {found[0]} "
+                          "question")
 
     def echo(self, q: dict, lang: str, rng: random.Random) -> Made | None:
         return None if _holds(q["question"], q["answers"][0], lang) else (q["question"], "the question")
@@ -275,8 +278,6 @@ def build_items(langs: Sequence[str] | None = None, seed: int = 0, xquad_per_kin
     """The calibration items in ``langs`` (default: every vendored language), the same for
     the same seed: per dataset, language and kind, the first questions of a seeded shuffle
     for which that kind can be built."""
-    from xlrag.languages import normalize_code
-
     known = vendored_langs()
     wanted = [normalize_code(x) for x in langs] if langs else known
     stray = [x for x in wanted if x not in known]

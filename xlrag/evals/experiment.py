@@ -43,20 +43,22 @@ from pydantic import (
 )
 
 from xlrag.config import (
+    AnswerConfig,
     EmbedderConfig,
     LLMConfig,
     RerankConfig,
     RetrievalConfig,
+    XlragConfig,
 )
 from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
 from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode, Mode
+from xlrag.yamlio import read_yaml_file
 
 M = TypeVar("M", bound=BaseModel)
 
 if TYPE_CHECKING:
-    from xlrag.config import XlragConfig
     from xlrag.prompts import PromptLibrary
 
 __all__ = ["BUILTIN_DATASETS", "Cell", "DatasetConfig", "ExperimentConfig", "Variant", "load_experiment"]
@@ -163,7 +165,8 @@ class Published(_Strict):
         lines = ["## Published figures (other models, other data)", ""]
         if self.rows:
             lines += ["| | " + " | ".join(self.columns) + " |", "|---" + "|---:" * len(self.columns) + "|"]
-            lines += [f"| {label} | " + " | ".join(num(v) for v in values) + " |" for label, values in self.rows.items()]
+            lines += [f"| {label} | " + " | ".join(num(v) for v in values) + " |"
+                      for label, values in self.rows.items()]
             lines += [""]
         if self.findings:
             lines += [*(f"- {x}" for x in self.findings), ""]
@@ -235,7 +238,8 @@ class ExperimentConfig(_Strict):
     timeout: float = Field(300.0, gt=0, description="seconds per record before it is recorded as failed")
     cache: Path | None = Field(None, description="LLM call cache; default <out>/cache.sqlite")
     human_labels: Path | None = Field(
-        None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against them')
+        None, description='JSONL of {"query_id", "label": "correct"|"incorrect"}: Cohen\'s kappa of the panel against '
+                          'them')
 
     @model_validator(mode="before")
     @classmethod
@@ -344,8 +348,6 @@ class Cell(_Strict):
 def answering_config(k: int) -> XlragConfig:
     """The stack settings of a run (:meth:`xlrag.chains.pipeline.Pipeline.from_config`), all
     given, so that no ``XLRAG_*`` variable or ``xlrag.yaml`` of the machine changes a run."""
-    from xlrag.config import AnswerConfig, RetrievalConfig, XlragConfig
-
     return XlragConfig.model_construct(retrieval=RetrievalConfig(k=k),
                                        answer=AnswerConfig())
 
@@ -363,8 +365,6 @@ def read_yaml(path: Path, what: str = "experiment file", hint: str = "pass the p
               shape: str = "must be a mapping with at least 'name' and 'datasets'") -> dict[str, Any]:
     """A YAML file (an experiment, a study, a panel) as a mapping, or a one-line error: ``what``
     names the file, ``hint`` says what to give instead, ``shape`` what a mapping must hold."""
-    from xlrag.yamlio import read_yaml_file
-
     data = read_yaml_file(path, what, hint)
     if not isinstance(data, dict):
         raise ConfigError(f"{path} {shape}")
@@ -382,7 +382,8 @@ def validate_as(model: type[M], data: dict[str, Any], path: Path | str) -> M:
         raise ConfigError(f"{path}: {where}: {err['msg']}") from None
 
 
-def with_settings(model: type[M], data: dict[str, Any], settings: XlragConfig | None) -> tuple[dict[str, Any], list[str]]:
+def with_settings(model: type[M], data: dict[str, Any],
+                  settings: XlragConfig | None) -> tuple[dict[str, Any], list[str]]:
     """``data`` (a run YAML) with each of ``model.FROM_SETTINGS`` it leaves out taken from what
     ``settings`` sets explicitly (xlrag.yaml, XLRAG_* variables, arguments; not its defaults),
     and the names of the fields so filled."""

@@ -19,7 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from xlrag.errors import ConfigError, CorpusError, CorpusRowError, UnknownLanguageError
+from xlrag.jsonl import read_objects
 from xlrag.judges.panel import JudgePanel, PanelConfig, PanelVerdict
+from xlrag.languages import normalize_code
 from xlrag.locking import FolderLock
 from xlrag.outputs import check_output, jsonl_kind, read_appended
 from xlrag.text import capped
@@ -45,8 +47,6 @@ class JudgeItem(BaseModel):
     @field_validator("lang")
     @classmethod
     def _known_lang(cls, v: str) -> str:
-        from xlrag.languages import normalize_code
-
         try:
             return normalize_code(v)
         except UnknownLanguageError as e:
@@ -89,8 +89,6 @@ def read_items(path: str | Path) -> list[tuple[dict[str, Any], JudgeItem]]:
     """Every row of ``path`` as read and as validated; the first bad row is an error with
     its line number (invalid JSON, a missing or unknown field, an unknown language, an id
     given twice), and so is a file with no rows."""
-    from xlrag.jsonl import read_objects
-
     path = Path(path)
     rows: list[tuple[dict[str, Any], JudgeItem]] = []
     seen: dict[str, int] = {}

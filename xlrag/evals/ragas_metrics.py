@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from xlrag.detect import LinguaDetector
 from xlrag.errors import InvalidArgumentError
 from xlrag.evals.ragas_adapter import (
     PromptAdaptationError,
@@ -276,8 +277,6 @@ async def score_rows(rows: Iterable[RagasRow | dict[str, Any]], metrics: RagasMe
             langs.append(normalize_code(row.lang))
             continue
         if detector is None:
-            from xlrag.detect import LinguaDetector
-
             detector = LinguaDetector()
         langs.append(detector.detect(row.question))
 
@@ -317,5 +316,6 @@ async def score_rows(rows: Iterable[RagasRow | dict[str, Any]], metrics: RagasMe
     jobs = [[one(row, lang, name) for name in metrics.names] for row, lang in zip(checked, langs, strict=True)]
     flat = await asyncio.gather(*(job for row_jobs in jobs for job in row_jobs))
     n = len(metrics.names)
-    return [RowScores(index=i, id=row.id, lang=lang, scores=dict(zip(metrics.names, flat[i * n:(i + 1) * n], strict=True)))
+    return [RowScores(index=i, id=row.id, lang=lang,
+                      scores=dict(zip(metrics.names, flat[i * n:(i + 1) * n], strict=True)))
             for i, (row, lang) in enumerate(zip(checked, langs, strict=True))]

@@ -17,12 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from xlrag.errors import CorpusRowError
 from xlrag.evals.agreement import fleiss_kappa, fleiss_table
 from xlrag.evals.citations import citation_summary, citation_vs_inclusion
 from xlrag.evals.experiment import ExperimentConfig, Published
 from xlrag.evals.run_folder import RunFolder
 from xlrag.evals.stats import bootstrap_ci
 from xlrag.indexes.policies import plans_language_shares
+from xlrag.jsonl import read_objects
 from xlrag.judges.panel import VERDICTS
 from xlrag.pages import citation_inclusion_figure, html_document, png, pyplot
 
@@ -67,9 +69,6 @@ def _answers(recs: list[dict]) -> dict[str, Any]:
 
 def read_labels(path: Path) -> dict[str, str]:
     """Human verdicts ``{"query_id", "label"}`` per line; a bad row is an error naming its line."""
-    from xlrag.errors import CorpusRowError
-    from xlrag.jsonl import read_objects
-
     labels: dict[str, str] = {}
     for n, row in read_objects(path, "human labels"):
         if row.get("label") not in VERDICTS or not row.get("query_id"):
@@ -207,19 +206,21 @@ def grid_report(cfg: ExperimentConfig, records: list[dict], inputs: GridInputs) 
         report["notes"].append("Ragas prompt strings the LLM could not translate stay in English "
                                "(see each Ragas figure's notes).")
     shared = [m for m in cfg.modes if plans_language_shares(m)]
-    if shared and cfg.rerank.name == "none" and cfg.retrieval.k < cfg.retrieval.retrieve_k and any(c.llm for c in cfg.cells()):
+    if (shared and cfg.rerank.name == "none" and cfg.retrieval.k < cfg.retrieval.retrieve_k
+            and any(c.llm for c in cfg.cells())):
         report["notes"].append(
-            f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieval.retrieve_k} passages retrieved, whose first "
-            f"{cfg.retrieval.k} are the best by fused score; with no reranker the chain plans the language shares for its "
-            f"{cfg.retrieval.k} passages itself, so the answers may have seen other passages: 'relevant shown' (Citations) scores those.")
+            f"{', '.join(shared)}: the retrieval tables score the {cfg.retrieval.retrieve_k} passages retrieved, whose "
+            f"first {cfg.retrieval.k} are the best by fused score; with no reranker the chain plans the language "
+            f"shares for its {cfg.retrieval.k} passages itself, so the answers may have seen other passages: 'relevant "
+            "shown' (Citations) scores those.")
     human = inputs.human
     for ds in cfg.datasets:
         qrels = inputs.qrels.get(ds.name)
         inventory = inputs.inventories.get(ds.name)
         if qrels and inventory is None:
-            report["notes"].append(f"{ds.name}: no retrieval metrics, because {RunFolder.inventory_name(ds.name)} (the index's document "
-                                   "languages and counts, written by `xlrag eval run`) is not in the run folder; "
-                                   "rerun the experiment there to score retrieval.")
+            report["notes"].append(f"{ds.name}: no retrieval metrics, because {RunFolder.inventory_name(ds.name)} (the "
+                                   "index's document languages and counts, written by `xlrag eval run`) is not in the "
+                                   "run folder; rerun the experiment there to score retrieval.")
         for mode in cfg.modes:
             # retrieval does not depend on the LLM or prompt: score one copy per query
             seen, recs = set(), []
@@ -370,7 +371,8 @@ def figures(report: dict[str, Any]) -> dict[str, bytes]:
             continue
         fig, ax = plt.subplots(figsize=(max(4, 1.2 * len(langs) + 2), 3))
         width = 0.38
-        for i, (key, label) in enumerate((("language_correct", "language correct"), ("char3_recall", "char 3-gram recall"))):
+        for i, (key, label) in enumerate((("language_correct", "language correct"),
+                                          ("char3_recall", "char 3-gram recall"))):
             means: list[float] = []
             errs: list[list[float]] = [[], []]
             for x in langs:

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 
 from xlrag.errors import CorpusError, CorpusRowError, InvalidArgumentError
 from xlrag.evals.stats import bootstrap_ci, bootstrap_macro_ci
+from xlrag.jsonl import read_objects
 from xlrag.outputs import check_output, lines_kind
 from xlrag.validate import DEFAULT_RETRIEVE_K, check_k, did_you_mean
 
@@ -105,8 +106,6 @@ def load_qrels(path: str | Path) -> Qrels:
     A malformed row, or a second judgement of the same (query, document) pair, is a
     :class:`~xlrag.errors.CorpusRowError` naming the file and line.
     """
-    from xlrag.jsonl import read_objects
-
     path = Path(path)
     if not path.is_file():
         why = "is a directory" if path.is_dir() else "does not exist"

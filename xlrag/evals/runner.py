@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.config import LLMConfig
+from xlrag.errors import ConfigError, CorpusRowError
 from xlrag.evals.experiment import (
     Cell,
     DatasetConfig,
@@ -26,15 +27,13 @@ from xlrag.evals.records import GridRecord
 from xlrag.evals.run_folder import Progress, RunFolder, RunSummary
 from xlrag.evals.scoring import score_answer, scored_text
 from xlrag.evals.studies.base import StudyRun
+from xlrag.jsonl import read_objects
 from xlrag.schema import make_query
 
 __all__ = ["ExperimentRunner"]
 
 
 def _load_queries(ds: DatasetConfig) -> list[dict]:
-    from xlrag.errors import ConfigError, CorpusRowError
-    from xlrag.jsonl import read_objects
-
     if ds.queries is None:  # DatasetConfig.resolved fills it in for a built-in dataset; another names it
         raise ConfigError(f"dataset {ds.name} has no queries path; give one, or read the experiment with "
                           f"load_experiment(), which fills in a built-in dataset's files")

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from xlrag.languages import normalize_code
 from xlrag.schema import Document
 
-__all__ = ["COUNTRIES", "FACTS", "SEED_LANGUAGES", "LanguageSpec", "TestbedQuestion", "documents", "gold_doc", "languages",
+__all__ = ["COUNTRIES", "FACTS", "SEED_LANGUAGES", "LanguageSpec", "TestbedQuestion", "documents", "gold_doc",
+           "languages",
            "numbers", "qrels", "questions", "spec"]
 
 LANGUAGES_DIR = Path(__file__).resolve().parent.parent / "data" / "testbed" / "languages"

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xlrag.config import StoreConfig
-from xlrag.errors import DiskFullError, IndexCorruptError, IndexDirError
+from xlrag.errors import DiskFullError, IndexCorruptError, IndexDirError, IndexNotFoundError
 
 __all__ = ["MANIFEST", "Backend", "disk_full", "guard", "missing_vector_dirs", "verify_files"]
 
@@ -115,7 +115,8 @@ def verify_files(index_dir: Path) -> None:
     if lost:
         name, segment, count = lost[0]
         raise IndexCorruptError(
-            index_dir, f"the vector files of store {name.rsplit('.', 1)[-1]!r} (chroma/{segment}/) are missing; {count} passages have no vectors"
+            index_dir, f"the vector files of store {name.rsplit('.', 1)[-1]!r} (chroma/{segment}/) are missing; "
+                       f"{count} passages have no vectors"
         )
 
 
@@ -135,7 +136,8 @@ def missing_vector_dirs(index_dir: Path) -> list[tuple[str, str, int]]:
     with db.open("rb") as fh:
         magic = fh.read(16)
     if magic != _SQLITE_MAGIC:
-        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)", repairable=False)
+        raise IndexCorruptError(index_dir, f"{db} is not a SQLite database (truncated or overwritten)",
+                                repairable=False)
     try:
         # mode=rw, not ro: like Chroma, roll back the hot journal a killed writer left behind.
         con = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=60, isolation_level=None)
@@ -289,8 +291,6 @@ class Backend:
             return
         now = files_stamp(self._chroma_dir)
         if now is None:
-            from xlrag.errors import IndexNotFoundError
-
             raise IndexNotFoundError(self.index_dir, "its Chroma files were removed while it was open, "
                                      "e.g. by 'xlrag index --rebuild'; open it again once that ends")
         key = str(self._chroma_dir)
@@ -318,8 +318,6 @@ class Backend:
         a database that makes the folder no index and no empty folder. Writers create it with
         :meth:`create_database`."""
         if self._client is None and self.store.kind == "persistent" and not (self._chroma_dir / SQLITE).is_file():
-            from xlrag.errors import IndexNotFoundError
-
             raise IndexNotFoundError(self.index_dir, f"its Chroma database chroma/{SQLITE} is not there: the folder "
                                      f"was moved or removed, or its build never began")
         return self._open()

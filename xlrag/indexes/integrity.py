@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from xlrag.config import EmbedderConfig, StoreConfig
 from xlrag.errors import EmbedderMismatchError, IndexCorruptError
 from xlrag.indexes.chroma import missing_vector_dirs
+from xlrag.schema import Passage
 
 if TYPE_CHECKING:
     from xlrag.indexes.embedders import Embedder
@@ -54,7 +55,8 @@ class CheckReport(BaseModel):
     lexical_stale: list[str] = Field(default_factory=list,
                                      description="stores whose lexical index is missing, outdated or not theirs")
     sample_checked: int = 0
-    self_miss: list[str] = Field(default_factory=list, description="sampled passages not at rank 1 for their own vector")
+    self_miss: list[str] = Field(default_factory=list,
+                                 description="sampled passages not at rank 1 for their own vector")
     repaired: dict[str, int] = Field(default_factory=dict)
 
     @property
@@ -75,11 +77,12 @@ class CheckReport(BaseModel):
         lost = f"vector files lost in {', '.join(self.lost_stores)}; " if self.lost_stores else ""
         if self.lexical_stale:
             lost += f"lexical index to rebuild for {', '.join(s.split(':', 1)[0] for s in self.lexical_stale)}; "
-        return (f"{lost}{self.passages} passages in {len(self.per_language)} stores: {len(self.missing_vectors)} missing vectors "
-                f"({self.vectors_checked} checked), {len(self.duplicates)} duplicates across stores, "
+        return (f"{lost}{self.passages} passages in {len(self.per_language)} stores: {len(self.missing_vectors)} "
+                f"missing vectors ({self.vectors_checked} checked), {len(self.duplicates)} duplicates across stores, "
                 f"{len(self.misplaced)} misplaced, {len(self.stale_documents)} stale documents, "
                 f"{len(self.orphans)} orphans, {len(self.count_mismatches)} count mismatches, "
-                f"self-retrieval {self.sample_checked - len(self.self_miss)}/{self.sample_checked}, status {self.status}")
+                f"self-retrieval {self.sample_checked - len(self.self_miss)}/{self.sample_checked}, status "
+                f"{self.status}")
 
 
 def _missing(col: Any, ids: Sequence[str]) -> list[str]:
@@ -145,7 +148,8 @@ def check_index(stores: LanguageStores | str | Path, *, store: StoreConfig | Non
     if stores.complete:
         for lang, n in stores.manifest.counts.items():
             if report.per_language.get(lang, 0) != n:
-                report.count_mismatches.append(f"{lang}: {report.per_language.get(lang, 0)} in the store, manifest says {n}")
+                report.count_mismatches.append(f"{lang}: {report.per_language.get(lang, 0)} in the store, manifest "
+                                               f"says {n}")
     report.lexical_stale = _lexical_problems(stores, ids_by_lang)
     report.duplicates = sorted(pid for pid, langs in where.items() if len(langs) > 1)
     report.stale_documents = sorted(d for d, fps in versions.items() if len(fps) > 1)
@@ -281,8 +285,6 @@ def _embedder_for(stores: LanguageStores, embedder: Embedder | None, config: Emb
 def _rewrite_store(stores: LanguageStores, lang: str, embedder: Embedder) -> int:
     """Recreate one store from its passages: kept vectors where Chroma still has them, fresh ones
     where not. Returns how many passages were re-embedded."""
-    from xlrag.schema import Passage
-
     rows = list(stores.scan(lang, texts=True))
     col = stores.collection(lang)
     vectors: dict[str, np.ndarray] = {}
@@ -307,8 +309,6 @@ def _rewrite_store(stores: LanguageStores, lang: str, embedder: Embedder) -> int
 
 def _fix_placement(stores: LanguageStores) -> int:
     """Each passage ends up once, in the store of its metadata language."""
-    from xlrag.schema import Passage
-
     rows: dict[str, list[tuple[str, str | None, dict]]] = defaultdict(list)
     for lang in stores.languages():
         for pid, text, meta in stores.scan(lang, texts=True):
@@ -322,7 +322,8 @@ def _fix_placement(stores: LanguageStores) -> int:
         if not any(c[0] == home for c in copies):
             lang, text, meta = wrong[0]
             vec = stores.get_embeddings(lang, [pid])[pid]
-            stores.add([Passage(id=pid, doc_id=str(meta["doc_id"]), text=text or "", lang=home)], vec.reshape(1, -1), [meta])
+            stores.add([Passage(id=pid, doc_id=str(meta["doc_id"]), text=text or "", lang=home)], vec.reshape(1, -1),
+                       [meta])
         for lang, _, _ in wrong:
             removed += stores.delete(lang, [pid])
     return removed

@@ -50,7 +50,8 @@ from xlrag.indexes.lexical_files import (
 from xlrag.indexes.store import LEXICAL_FOLDER, LanguageStores, LexicalRef
 
 __all__ = ["LEXICAL_DIR", "LexicalDamageError", "LexicalIndex", "LexicalRanking", "LexicalRef", "LexicalStores",
-           "built_in_memory", "ids_digest", "lexical_base", "problem", "prune_lexical", "require_lexical_dir", "sync_lexical",
+           "built_in_memory", "ids_digest", "lexical_base", "problem", "prune_lexical", "require_lexical_dir",
+           "sync_lexical",
            "unreadable", "unusable"]
 
 LEXICAL_DIR = LEXICAL_FOLDER  # the folder under a local index that holds the lexical indexes

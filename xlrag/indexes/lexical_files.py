@@ -37,7 +37,8 @@ import numpy as np
 
 from xlrag.indexes.store import LexicalRef
 
-__all__ = ["IdList", "MappedStrings", "MappedVocab", "folder_name", "ids_digest", "prune_folders", "read_folder", "write_folder"]
+__all__ = ["IdList", "MappedStrings", "MappedVocab", "folder_name", "ids_digest", "prune_folders", "read_folder",
+           "write_folder"]
 
 _META = "ids.json"
 _BLOB = "ids.bin"

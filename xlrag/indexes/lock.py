@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from xlrag.errors import IndexDirError, IndexLockedError
+from xlrag.errors import IndexDirError, IndexLockedError, IndexNotFoundError
 from xlrag.locking import FolderLock
 
 __all__ = ["LOCK_FILE", "WriterLock"]
@@ -31,8 +31,6 @@ class WriterLock(FolderLock):
         if self.index_dir.exists() and not self.index_dir.is_dir():
             raise IndexDirError(f"--index-dir {self.index_dir} is a file, not a directory; choose a directory")
         if not create and not self.index_dir.is_dir():
-            from xlrag.errors import IndexNotFoundError
-
             raise IndexNotFoundError(self.index_dir, "no such directory")
         told = None if on_wait is None else (
             lambda holder: on_wait(f"index {self.index_dir} is being written by {holder}; waiting for it to finish"))

@@ -17,7 +17,7 @@ from xlrag.errors import PolicyError
 from xlrag.indexes.translate import Translator
 from xlrag.languages import normalize_code
 from xlrag.modes import SHARE_MARGIN, IRMode, parse_mode
-from xlrag.registry import register
+from xlrag.registry import get, register
 from xlrag.schema import Query
 
 __all__ = [
@@ -303,7 +303,8 @@ class Translate:
         searches = [
             StoreQuery(
                 store=lang,
-                text=query.question if lang == query_lang else self.translator.translate(query.question, query_lang, lang),
+                text=(query.question if lang == query_lang
+                      else self.translator.translate(query.question, query_lang, lang)),
                 quota=k,
             )
             for lang in langs
@@ -323,8 +324,6 @@ for _mode, _cls in MODES.items():
 
 
 def _policy_class(mode: str) -> Any:
-    from xlrag.registry import get
-
     try:
         return get("mode", str(parse_mode(mode)))
     except ValueError as e:

@@ -348,7 +348,8 @@ class RayExecutor:
         parts = max(min(len(documents), len(actors) * BATCHES_PER_WORKER), 1)
         size = math.ceil(len(documents) / parts)
         chunks = [list(documents[i : i + size]) for i in range(0, len(documents), size)]
-        refs = [actors[n % len(actors)].split.remote(chunk, splitter, source, started) for n, chunk in enumerate(chunks)]
+        refs = [actors[n % len(actors)].split.remote(chunk, splitter, source, started)
+                for n, chunk in enumerate(chunks)]
         passages: list[Passage] = []
         metas: dict[str, dict] = {}
         failed: dict[str, str] = {}

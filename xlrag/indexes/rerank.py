@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from xlrag.config import RerankConfig
 from xlrag.errors import ProviderError
-from xlrag.registry import api_key, register, require
+from xlrag.registry import api_key, create, register, require
 from xlrag.schema import Hit
 
 __all__ = ["CohereReranker", "NoRerank", "Reranker", "build_reranker"]
@@ -83,7 +83,5 @@ def _cohere(cfg: RerankConfig) -> Reranker:
 
 
 def build_reranker(cfg: RerankConfig | None = None) -> Reranker:
-    from xlrag.registry import create
-
     cfg = cfg or RerankConfig()
     return create("reranker", cfg.name, cfg)

@@ -19,9 +19,9 @@ from typing import Any, TypeVar, get_args
 
 import numpy as np
 
-from xlrag.config import LexicalTranslation, RetrievalConfig, XlragConfig
+from xlrag.config import LexicalTranslation, RetrievalConfig, XlragConfig, parse_channels
 from xlrag.detect import LanguageDetector, LinguaDetector, question_language
-from xlrag.errors import ConfigError, XlragError, XlragWarning
+from xlrag.errors import ConfigError, EmbedderMismatchError, XlragError, XlragWarning
 from xlrag.indexes import fusion as fusion_rules
 from xlrag.indexes.embedders import Embedder, build_embedder
 from xlrag.indexes.fusion import Fused, StoreChannels, fuse, fuse_channels, normaliser, select
@@ -34,6 +34,7 @@ from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import SHARE_MARGIN, IRMode
+from xlrag.registry import create
 from xlrag.schema import Channel, Hit, Passage, Query, Retrieval, make_query
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, check_k, strict_kwargs
 
@@ -77,8 +78,6 @@ class CrossLingualRetriever:
             raise ConfigError(f"unknown lexical_translation {str(lexical_translation)[:40]!r}; choose from: "
                               f"{', '.join(get_args(LexicalTranslation))}")
         if stores.manifest.embedder != embedder.name:
-            from xlrag.errors import EmbedderMismatchError
-
             raise EmbedderMismatchError(stores.index_dir, stores.manifest.embedder, stores.manifest.dim,
                                         embedder.name, embedder.dim)
         self.stores = stores
@@ -128,8 +127,6 @@ class CrossLingualRetriever:
         stores = LanguageStores.open(index_dir or config.index_dir, embedder.name, embedder.dim, store=config.store)
         r = config.retrieval
         if translator is None:
-            from xlrag.registry import create
-
             translator = create("translator", "llm", config.llm)
         return cls(
             stores,
@@ -441,9 +438,6 @@ def _shares(plan: RetrievalPlan, best: dict[str, float], notes: list[str],
 
 
 def _channels(channels: Sequence[str] | str) -> list[Channel]:
-    from xlrag.config import parse_channels
-    from xlrag.errors import ConfigError
-
     try:
         return parse_channels(channels if isinstance(channels, str) else list(channels))
     except ValueError as e:

@@ -30,7 +30,8 @@ from xlrag.errors import EmbedderMismatchError, IndexCorruptError, IndexDirError
 from xlrag.indexes.chroma import MANIFEST, Backend, guard, stored_collections, verify_files
 from xlrag.schema import Passage
 
-__all__ = ["FORMAT_VERSION", "SERVED_MANIFEST_AGE", "IndexManifest", "LanguageStores", "LexicalRef", "StoreRanking", "StoreResult"]
+__all__ = ["FORMAT_VERSION", "SERVED_MANIFEST_AGE", "IndexManifest", "LanguageStores", "LexicalRef", "StoreRanking",
+           "StoreResult"]
 
 # 2: passage ids include the document fingerprint; metadata holds source and fp;
 # collections are named xlrag.<index>.<lang>.
@@ -185,7 +186,8 @@ class LanguageStores:
         if backend.read_manifest() is not None:
             return cls.open(index_dir, embedder, dim, store=store)
         if store.kind == "persistent":
-            leftovers = [p for p in index_dir.iterdir() if not p.name.startswith(".xlrag-write")] if index_dir.is_dir() else []
+            leftovers = [p for p in index_dir.iterdir()
+                         if not p.name.startswith(".xlrag-write")] if index_dir.is_dir() else []
             if leftovers and {p.name for p in leftovers} <= {"chroma", LEXICAL_FOLDER}:
                 # what a first build leaves when it is stopped before its first manifest
                 raise IndexDirError(
@@ -387,7 +389,8 @@ class LanguageStores:
             count = col.count()
         if count:
             # Passages recorded but no vector found: damage, never an empty answer.
-            raise IndexCorruptError(self.index_dir, f"store {lang!r} holds {count} passages but its vector index returned none")
+            raise IndexCorruptError(self.index_dir,
+                                    f"store {lang!r} holds {count} passages but its vector index returned none")
 
     def rank(self, lang: str, vector: np.ndarray, n: int, query_text: str = "") -> StoreRanking:
         """The ids and scores of the ``n`` nearest passages of one store, best first; no text

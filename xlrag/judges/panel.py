@@ -176,7 +176,8 @@ class PanelVerdict(BaseModel):
 
 
 def parse_judge_reply(raw: str) -> tuple[JudgeReply | None, str | None]:
-    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)`` (see :func:`~xlrag.checks.structured.parse_verdict`)."""
+    """The judge's reply as :class:`JudgeReply`, or ``(None, reason)``
+    (see :func:`~xlrag.checks.structured.parse_verdict`)."""
     return parse_verdict(raw, JudgeReply, "verdict")
 
 

@@ -33,6 +33,7 @@ from xlrag.formats import (
 )
 from xlrag.languages import display_name, native_name, normalize_code
 from xlrag.text import first_line
+from xlrag.yamlio import load_yaml
 
 __all__ = [
     "ANSWER_HEADER",
@@ -205,8 +206,6 @@ class PromptLibrary:
 
     @staticmethod
     def _parse(text: str, where: str) -> dict[str, str]:
-        from xlrag.yamlio import load_yaml
-
         data = load_yaml(text, where)
         if data is None:
             return {}

@@ -1,9 +1,9 @@
 """The FastAPI application: ``create_app(config)`` and its endpoints.
 
 One retriever and one chat model per server, shared by the agent (``/v1/ask``), the chat
-(``/v1/chat``), the perspectives view (``/v1/perspectives``) and retrieval (``/v1/retrieve``). ``/v1/ask`` and ``/v1/chat`` answer with
-one JSON body or, with ``"stream": true`` in the request, server-sent events
-(:mod:`xlrag.server.streaming`). Generations go through one
+(``/v1/chat``), the perspectives view (``/v1/perspectives``) and retrieval (``/v1/retrieve``).
+``/v1/ask`` and ``/v1/chat`` answer with one JSON body or, with ``"stream": true`` in the
+request, server-sent events (:mod:`xlrag.server.streaming`). Generations go through one
 :class:`~xlrag.server.guards.GenerationLimiter`; retrieval alone does not wait for it.
 """
 
@@ -28,8 +28,10 @@ from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
+from xlrag.modes import AUTO
 from xlrag.perspectives.models import Perspectives
-from xlrag.schema import Query
+from xlrag.queries import check_question
+from xlrag.schema import Query, make_query
 from xlrag.server.docs_ui import install_docs
 from xlrag.server.drain import Drain
 from xlrag.server.errors import ApiError, CatchAllMiddleware, install_handlers
@@ -110,7 +112,6 @@ class XlragServer:
     def __init__(self, config: XlragConfig, llm: Runnable | None, retriever: Any, limits: ServerLimits,
                  ping_every: float = 15.0):
         from xlrag.agents.build import Stack
-        from xlrag.modes import AUTO
 
         self.config, self.limits, self.ping_every = config, limits, ping_every
         # one stack for the agent and the chat: one model, one retriever, one translator;
@@ -152,9 +153,6 @@ class XlragServer:
               target_lang: str | None = None) -> Query:
         """The request's question and languages as a :class:`Query`, refused before any work
         with a typed 422."""
-        from xlrag.queries import check_question
-        from xlrag.schema import make_query
-
         try:
             check_question(question, self.max_question_chars, setting=None)  # a client cannot raise it
         except QuestionTooLongError as e:
@@ -234,7 +232,8 @@ class _Stream(StreamingResponse):
              description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
                          "repair what failed. The trace says what was done.")
 async def ask(body: AskRequest, server: Server) -> Any:
-    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)
+    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
+                          target_lang=body.target_lang)
     if not body.stream:
         async with server.limiter.slot():
             return server.public(ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input()))))

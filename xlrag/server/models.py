@@ -52,8 +52,10 @@ class _Out(BaseModel):
 class AskRequest(_In, QueryFields):
     """One question for the agent: retrieve, answer with ``<docN>`` citations, verify, repair."""
 
-    question: str = Field(min_length=1, description=QUESTION, examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
-    mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    question: str = Field(min_length=1, description=QUESTION,
+                          examples=["¿Cuántos puntos permitió la defensa de los Panthers?"])
+    mode: AgentMode | None = Field(None,
+                                   description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     stream: bool = Field(
         False, description="true: a text/event-stream of token, answer and done events; false: one JSON AskResponse")
 
@@ -72,7 +74,8 @@ class ChatRequest(_In):
                     "unknown_session); omitted: a new one, whose id comes back in the reply")
     # a follow-up's sources come from the conversation, so only the language is the caller's
     lang: str | None = Field(None, description=QueryFields.model_fields["lang"].description)
-    mode: AgentMode | None = Field(None, description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
+    mode: AgentMode | None = Field(None,
+                                   description="IR mode, or auto (the agent's rules); default: the server's agent.mode")
     stream: bool = Field(
         True, description="true: a text/event-stream of token, answer and done events; false: one JSON ChatResponse")
 

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from xlrag.schema import make_query
+
 if TYPE_CHECKING:
     from xlrag.server.drain import Drain
     from xlrag.server.guards import ServerLimits
@@ -74,8 +76,6 @@ def warm(app: Any) -> None:
     no request waits for it. It does not make two workers answer alike: over local Chroma files
     each process re-inserts the vectors written since Chroma's last sync into its own HNSW graph,
     and approximate search can find other neighbours in each (``docs/explanation/scale.md``)."""
-    from xlrag.schema import make_query
-
     retriever = app.state.xlrag.retriever
     if getattr(retriever, "stores", None) is None:
         return

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from xlrag.config import XlragConfig
 from xlrag.errors import ConfigError
+from xlrag.registry import require
 from xlrag.server.process import graceful_server, log_to_stderr, uvicorn_options, warm
 
 if TYPE_CHECKING:
@@ -36,8 +37,6 @@ def check_bind(host: str, no_auth: bool) -> str:
 
 def require_server() -> None:
     """FastAPI and uvicorn are the ``server`` extra: say so, rather than fail on an import."""
-    from xlrag.registry import require
-
     require("fastapi", "server", "xlrag serve")
     require("uvicorn", "server", "xlrag serve")
     require("swagger_ui_bundle", "server", "xlrag serve")

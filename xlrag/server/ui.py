@@ -27,7 +27,10 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from xlrag.chains.translator import PassageTranslation
+from xlrag.languages import normalize_code
+from xlrag.modes import AUTO, IRMode
 from xlrag.perspectives.models import Perspectives
+from xlrag.registry import available, get
 from xlrag.server.errors import ApiError
 from xlrag.server.models import ErrorResponse
 from xlrag.text import capped
@@ -114,9 +117,6 @@ def mode_descriptions() -> list[ModeOut]:
     """auto, then each IR mode with its policy's one-line description: the built-in modes in
     :class:`xlrag.modes.IRMode`'s order, then the plugins' (the registry's), the words each
     policy's own docstring."""
-    from xlrag.modes import AUTO, IRMode
-    from xlrag.registry import available, get
-
     builtin = [m.value for m in IRMode]
     names = [*builtin, *(m for m in available("mode") if m not in builtin)]
     return [ModeOut(name=AUTO, description=AUTO_DESCRIPTION),
@@ -149,7 +149,6 @@ async def modes(server: Server) -> ModesResponse:
                          "`complete` is false and `notes` say which. Queues for a generation slot like an answer.")
 async def translate(body: TranslateRequest, server: Server) -> TranslateResponse:
     from xlrag.chains.translator import translate_passage
-    from xlrag.languages import normalize_code
 
     # an unknown code is xlrag's UnknownLanguageError: the handlers answer 422 unknown_language
     src, tgt = normalize_code(body.source_lang), normalize_code(body.target_lang)

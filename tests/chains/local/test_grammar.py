@@ -143,7 +143,8 @@ PASSAGES = [
 
 
 def test_the_small_model_under_the_grammar_replies_in_format(qwen):
-    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", few_shot=False, profile=LocalProfile(), grammar=True)
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+                               few_shot=False, profile=LocalProfile(), grammar=True)
     passages = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in enumerate(PASSAGES)]
     answer = pipeline.answer({"question": "Which country governs Ceuta?", "passages": passages, "lang": "en"})
     parsed = _citation_reply(answer.raw_output, 3, None)
@@ -172,7 +173,8 @@ def test_a_grammar_the_model_rejects_is_a_one_line_config_error(qwen):
 
 def test_a_vendor_with_the_grammar_on_is_refused_at_start_up(qwen):
     with pytest.raises(ConfigError) as e:
-        Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", profile=OpenAIProfile(), grammar=True)
+        Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+                        profile=OpenAIProfile(), grammar=True)
     assert "llm.grammar" in _one_line(e) and "openai" in str(e.value)
 
 
@@ -197,7 +199,8 @@ def test_a_vendor_left_unset_answers_without_a_grammar(qwen):
     # the profile's default: vendors have no grammar, and an unset setting is not an error
     assert OpenAIProfile().grammar_default(qwen) is False
     assert LocalProfile().grammar_default(qwen) is False  # until benchmarks/answers.py says otherwise
-    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation", profile=OpenAIProfile())
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+                               profile=OpenAIProfile())
     assert pipeline.grammar is False
 
 

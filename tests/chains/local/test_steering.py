@@ -147,7 +147,8 @@ def test_a_steer_is_a_steer() -> None:
             pass
 
     # every way of calling the model reads it: invoke (which streams), stream and astream
-    for call in (lambda: _chat(1040).invoke(MESSAGES, steer=wrong), lambda: list(_chat(1040).stream(MESSAGES, steer=wrong)),
+    for call in (lambda: _chat(1040).invoke(MESSAGES, steer=wrong),
+                 lambda: list(_chat(1040).stream(MESSAGES, steer=wrong)),
                  lambda: asyncio.run(streamed())):
         with pytest.raises(ProviderError, match=r"takes a xlrag\.chains\.local\.steering\.Steer"):
             call()
@@ -175,7 +176,10 @@ def test_the_default_models_arabic_explanation_is_opened_and_its_answer_kept(ret
     for opener, n_ctx in ((False, 2080), (True, 2096)):
         llm = build_llm(LLMConfig(model="qwen2.5-coder-1.5b-instruct", max_tokens=140, n_threads=TEST_THREADS,
                                   n_ctx=n_ctx))
-        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(post_hoc_citations=False, explanation=opener, explanation_opener=opener), mode="qlang_en", k=1))
+        chain = GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                       answer=AnswerConfig(post_hoc_citations=False, explanation=opener,
+                                                                           explanation_opener=opener), mode="qlang_en",
+                                                       k=1))
         seen[opener] = chain.invoke({"question": question, "lang": "ar"})
     plain, opened = seen[False], seen[True]
     assert opened.explanation.startswith("لأن"), opened.raw_output

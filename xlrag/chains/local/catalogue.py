@@ -20,9 +20,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from xlrag.errors import MissingDependencyError, UnknownProviderError
+from xlrag.registry import require
 from xlrag.text import capped
 
-__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry", "check_chat_format", "lookup", "names"]
+__all__ = ["CATALOGUE", "DEFAULT_ENTRY", "GGUF_TEMPLATE", "LOCAL_EXTRA", "RUNTIME", "CatalogueEntry",
+           "check_chat_format", "lookup", "names"]
 
 
 class CatalogueEntry(BaseModel):
@@ -66,8 +68,6 @@ class CatalogueEntry(BaseModel):
     def require(self) -> None:
         """Fail, naming the pip extra, when the runtime or a part package is absent (as
         registry.require does)."""
-        from xlrag.registry import require
-
         require(RUNTIME[1], self.extra, f"the local model {self.name}")
         missing = self.missing_parts()
         if missing:

@@ -77,9 +77,9 @@ def answer_grammar(fmt: AnswerFormat, n_docs: int, n_options: int = 0) -> str:
     options: the citation format's choice line, or the mc format's letter).
 
     citation: an optional ``Cited Documents:`` header (the prompt ends with it, and chat models
-    restate it), one to ``n_docs`` markers of shown passages (none when none is shown), then the answer line (``Answer:``
-    text, or ``Chosen Option:`` and a letter) and an ``Explanation:`` line ending a sentence or
-    on a marker. mc: one option letter. answer: one line of text.
+    restate it), one to ``n_docs`` markers of shown passages (none when none is shown), then the
+    answer line (``Answer:`` text, or ``Chosen Option:`` and a letter) and an ``Explanation:``
+    line ending a sentence or on a marker. mc: one option letter. answer: one line of text.
     """
     if n_docs < 0 or n_options < 0:
         raise ValueError("n_docs and n_options must be >= 0")

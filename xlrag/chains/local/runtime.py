@@ -423,7 +423,8 @@ class LocalLlamaChat(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         prompt = self._payload(messages)
         params, n_prompt = self._params(prompt, stop, kwargs)
-        with closing(self._chunks(prompt, params, n_prompt, steer=self._steer(kwargs))) as chunks:  # lock freed on early exit
+        # lock freed on early exit
+        with closing(self._chunks(prompt, params, n_prompt, steer=self._steer(kwargs))) as chunks:
             for chunk in chunks:
                 if run_manager and chunk.text:
                     run_manager.on_llm_new_token(chunk.text, chunk=chunk)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from xlrag.errors import ConfigError
+
 __all__ = ["GrammarLast"]
 
 
@@ -32,8 +34,6 @@ class GrammarLast:
         self._grammar = llama_cpp.llama_sampler_init_grammar(
             llama._model.vocab, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8"))
         if not self._grammar:
-            from xlrag.errors import ConfigError
-
             raise ConfigError("llama.cpp could not build a sampler for the answer grammar; "
                               "set llm.grammar: false")
         n = llama._n_vocab

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from xlrag.errors import ConfigError
 from xlrag.text import capped
+from xlrag.validate import did_you_mean
 
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
@@ -74,7 +75,6 @@ def load_run_config(path: str | Path, settings: XlragConfig | None = None) -> An
         validate_as,
         with_settings,
     )
-    from xlrag.validate import did_you_mean
 
     path = Path(path)
     data = read_yaml(path)

@@ -33,7 +33,7 @@ from pydantic import Field
 
 from xlrag.checks.attribution import Setting
 from xlrag.checks.attribution import Vote as AISVote
-from xlrag.config import LLMConfig
+from xlrag.config import EmbedderConfig, LLMConfig, RetrievalConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import PassageRecord, Record
 from xlrag.evals.run_folder import RunSummary
@@ -166,7 +166,6 @@ class AttributionRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.config import EmbedderConfig, RetrievalConfig
             from xlrag.evals.run_index import run_retriever
 
             # the shipped XQuAD embeddings: nothing to embed
@@ -203,7 +202,8 @@ class AttributionRunner(StudyRun):
                 result = await scorer.acheck(q["question"], answer, ans.passages, q["lang"], setting=setting)
                 rec["ais"][setting] = {v.passage_id: v.verdict for v in result.votes}
             # the chain option's rule (rerank_citations), so the study measures what users run
-            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"], setting=self.config.rerank_setting)
+            ranked = await reranker.acheck(q["question"], answer, ans.passages, q["lang"],
+                                           setting=self.config.rerank_setting)
             rec["rerank"] = rerank_record(ans, set(ranked.supporting))
         rec["seconds"] = round(time.perf_counter() - t0, 3)
         return rec

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from xlrag.config import LLMConfig
+from xlrag.errors import XlragError
 from xlrag.evals.cache import SQLiteLLMCache
 from xlrag.evals.fingerprint import RunFingerprint, run_fingerprint
 from xlrag.evals.records import Record
@@ -85,7 +86,6 @@ class StudyRun(ABC):
 
     def _legacy_fingerprint(self) -> str:
         """The fingerprint of the snapshot a folder made before fingerprints was last run with."""
-        from xlrag.errors import XlragError
         from xlrag.evals.studies import load_run_config
 
         try:

@@ -28,13 +28,14 @@ from typing import Any, ClassVar, Literal, get_args
 from pydantic import Field, field_validator, model_validator
 
 from xlrag.borderlines import MCQuery, Territory, load_territories
-from xlrag.config import LLMConfig
+from xlrag.config import EmbedderConfig, LLMConfig, RetrievalConfig
 from xlrag.evals.experiment import Published, _Strict, llm_label
 from xlrag.evals.records import CitationRecord, PassageRecord, Record
 from xlrag.evals.robustness import CS_KEYS, concurrence_scores
 from xlrag.evals.run_folder import RunSummary
 from xlrag.evals.studies.base import StudyRun
 from xlrag.formats import AnswerFormat
+from xlrag.languages import normalize_code
 from xlrag.modes import IRMode, Mode
 from xlrag.schema import make_query
 from xlrag.validate import DEFAULT_K, k_field
@@ -126,8 +127,6 @@ class BordIRlinesConfig(_Strict):
 
 
 def _langs(t: Territory) -> list[str]:
-    from xlrag.languages import normalize_code
-
     return list(dict.fromkeys(normalize_code(k) for k in t.langs))
 
 
@@ -212,7 +211,8 @@ class BordIRlinesRunner(StudyRun):
         """The RAG modes, when the config gives no passages."""
         if config.corpus is not None or config.index_dir is not None:
             return {}
-        return {m: "no passage corpus in the config (give corpus: or index_dir:)" for m in config.modes if m != IRMode.NO_IR}
+        return {m: "no passage corpus in the config (give corpus: or index_dir:)" for m in config.modes
+                if m != IRMode.NO_IR}
 
     def modes(self) -> list[str]:
         skipped = self.not_run(self.config)
@@ -220,7 +220,6 @@ class BordIRlinesRunner(StudyRun):
 
     def retriever(self):
         if self._retriever is None:
-            from xlrag.config import EmbedderConfig, RetrievalConfig
             from xlrag.evals.run_index import run_retriever
 
             # each call names its mode; a corpus brings the index up to date, an index alone is read as it is
@@ -284,7 +283,8 @@ class BordIRlinesRunner(StudyRun):
         llm = self.llm(self.config.llm)
         modes = self.modes()
         cfg = answering_config(self.config.k)
-        chains: dict[str, GroundedChain] = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC, mode=IRMode.NO_IR)}
+        chains: dict[str, GroundedChain] = {IRMode.NO_IR: GroundedChain.from_config(cfg, llm=llm, fmt=AnswerFormat.MC,
+                                                                                    mode=IRMode.NO_IR)}
         if any(m != IRMode.NO_IR for m in modes):
             chains["rag"] = GroundedChain.from_config(cfg, llm=llm, retriever=self.retriever(), fmt=fmt)
         return await self.append(self.work(), lambda w: self.key(run_label(w[0], w[1]), w[2], w[3]),
@@ -352,7 +352,8 @@ def bordirlines_markdown(report: dict[str, Any]) -> str:
         lines.append(f"- {mode}: KB over {n['kb_cs']}, Con over {n['con_cs']}, Non over {n['non_cs']}, "
                      f"Cst over {n['cst_cs_unk']} (unk) and {n['cst_cs_all']} (all) territories; "
                      f"{m['failed']} failed records, {m['other_langs']} answers outside the claimant languages"
-                     + (f", {m['skipped']} queries skipped with no passage of their variant" if m.get("skipped") else "")
+                     + (f", {m['skipped']} queries skipped with no passage of their variant" if m.get("skipped")
+                        else "")
                      + (f"; {100 * m['shown_relevant']['rate']:.0f}% of {m['shown_relevant']['n']} labelled passages "
                         "shown were relevant" if m.get("shown_relevant") else "") + ".")
     for mode, why in report["modes_not_run"].items():
@@ -375,7 +376,8 @@ def bordirlines_figures(report: dict[str, Any]) -> dict[str, bytes]:
     modes = list(report["modes"])
     if pyplot() is None or not modes:
         return {}
-    series = {key: [report["modes"][m]["mean"][key] for m in modes] for key in ("kb_cs", "con_cs", "non_cs", "cst_cs_all")}
+    series = {key: [report["modes"][m]["mean"][key] for m in modes]
+              for key in ("kb_cs", "con_cs", "non_cs", "cst_cs_all")}
     out = {"cs_by_mode": grouped_bars(modes, series, top=100, ylabel="CS (0-100)")}
     for mode in modes:
         civ = report["modes"][mode].get("citation_vs_inclusion")

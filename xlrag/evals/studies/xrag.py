@@ -35,6 +35,7 @@ from xlrag.evals.studies.base import StudyRun
 from xlrag.evals.studies.xquad import xquad_rows
 from xlrag.judges.panel import PanelConfig
 from xlrag.modes import IRMode
+from xlrag.schema import Passage
 
 __all__ = ["ABLATIONS", "SETTINGS", "Context", "XRAGConfig", "XRAGRunner", "contexts", "xrag_figures",
            "xrag_markdown", "xrag_report"]
@@ -116,7 +117,6 @@ class XRAGRunner(StudyRun):
                  progress: Callable[[str, int, int], None] | None = None):
         super().__init__(config, out, progress)
         self.config: XRAGConfig = config
-        from xlrag.schema import Passage
 
         self.passages = {r["id"]: Passage(id=r["id"], doc_id=r["id"], text=r["text"], lang=r["lang"],
                                           title=r.get("title"), metadata=r.get("metadata") or {})
@@ -226,7 +226,8 @@ def xrag_report(config: XRAGConfig, records: list[dict], not_run: dict[str, str]
 
         notes = JudgePanel(config.judges, generator=config.llm).notes
     return {"study": "xrag", "experiment": config.name, "llm": llm_label(config.llm),
-            "judges": [llm_label(j) if j in config.judges.llm_judges else j.label for j in config.judges.judges] if config.judges else [],
+            "judges": [llm_label(j) if j in config.judges.llm_judges else j.label for j in config.judges.judges]
+            if config.judges else [],
             "notes": notes, "published": PUBLISHED.model_dump(),
             "questions_per_lang": config.per_lang, "distractors": config.distractors,
             "plan": {c: v.model_dump() for c, v in contexts("X", config.distractors).items()},
