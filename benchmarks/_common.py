@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 # The one seeded bootstrap (mean, low, high); the benchmarks import it from here.
@@ -45,3 +48,35 @@ def support_rates(results: list[dict], rules: tuple[str, ...]) -> dict[str, dict
                      "right_supported": {k: rate(right, k, True) for k in rules},
                      "wrong_unsupported": {k: rate(wrong, k, False) for k in rules}}
     return out
+
+
+def memory_status() -> dict[str, int]:
+    """This process's resident memory (bytes): total, its peak, and the file-backed part (mapped
+    files, which the kernel can drop and other processes share) apart from the anonymous part."""
+    out = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+            out[key] = int(value.split()[0]) * 1024
+    return out
+
+
+def run_child(script: str, *args: str) -> dict:
+    """``script`` run with ``args`` in a fresh Python process (its memory its own); the JSON
+    object its last line of output prints."""
+    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, check=False)
+    if out.returncode:
+        raise SystemExit(f"{args[:2]} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def unique_word(i: int) -> str:
+    """A word of passage ``i``'s own, letters only: one term of any analyzer's own kind, never
+    split or stemmed away, so a synthetic corpus's vocabulary grows with it."""
+    word = ""
+    while True:
+        i, r = divmod(i, 26)
+        word += chr(97 + r)
+        if i == 0:
+            return "qz" + word

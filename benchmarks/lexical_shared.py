@@ -43,7 +43,6 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import read_jsonl, write_json
+from _common import memory_status, read_jsonl, run_child, unique_word, write_json
 
 DATA = Path(__file__).resolve().parent.parent / "xlrag" / "data"
 QUESTIONS = ["How many points did the Panthers defense surrender?", "When did Tesla die?",
@@ -65,16 +64,6 @@ QUESTIONS = ["How many points did the Panthers defense surrender?", "When did Te
              "How many students attend the school?", "What language do they speak?",
              "What currency is used?", "Who was the first president?", "What happened in 1943?"]
 
-
-def _status() -> dict[str, int]:
-    """This process's resident memory (bytes): total, its peak, and the file-backed part (mapped
-    files, which the kernel can drop and other processes share) apart from the anonymous part."""
-    out = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
-            out[key] = int(value.split()[0]) * 1024
-    return out
 
 
 _BASE = 2081  # the base passages _base_passages() gives (checked there)
@@ -107,17 +96,8 @@ def _pair(i: int) -> tuple[int, tuple[int, int]]:
 def _compose(texts: list[str], i: int, unique: bool) -> str:
     a, b = _pair(i)[1]
     head, tail = texts[a].split(), texts[b].split()
-    return " ".join(head[:len(head) // 2] + tail[len(tail) // 2:] + ([_unique(i)] if unique else []))
+    return " ".join(head[:len(head) // 2] + tail[len(tail) // 2:] + ([unique_word(i)] if unique else []))
 
-
-def _unique(i: int) -> str:
-    # letters only: one term of the analyzer's own kind, never split or stemmed away
-    word = ""
-    while True:
-        i, r = divmod(i, 26)
-        word += chr(97 + r)
-        if i == 0:
-            return "qz" + word
 
 
 def role_write(n: int, base: Path, unique: bool) -> dict:
@@ -132,7 +112,7 @@ def role_write(n: int, base: Path, unique: bool) -> dict:
     base_tokens = [analyzer.tokens(t) for t in texts]
     heads = [t[:len(t) // 2] for t in base_tokens]
     tails = [t[len(t) // 2:] for t in base_tokens]
-    tokens = [heads[a] + tails[b] + ([_unique(i)] if unique else []) for i, (a, b) in map(_pair, range(n))]
+    tokens = [heads[a] + tails[b] + ([unique_word(i)] if unique else []) for i, (a, b) in map(_pair, range(n))]
     ids = [_pid(i) for i in range(n)]
     t1 = time.perf_counter()
     bm25 = bm25s.BM25()
@@ -144,7 +124,7 @@ def role_write(n: int, base: Path, unique: bool) -> dict:
     folder = base / ref.folder
     return {"passages": n, "base_passages": len(texts), "unique_words": unique, "ref": ref.model_dump(),
             "vocabulary": len(bm25.vocab_dict), "tokens_s": t1 - t0, "bm25_index_s": t2 - t1, "save_s": t3 - t2,
-            "peak_rss_bytes": _status()["VmHWM"],
+            "peak_rss_bytes": memory_status()["VmHWM"],
             "folder_bytes": {f.name: f.stat().st_size for f in sorted(folder.iterdir())}}
 
 
@@ -152,7 +132,7 @@ def _questions(index, first_only: bool = False) -> dict:
     t0 = time.perf_counter()
     first = index.rank(QUESTIONS[0], 10)
     first_s = time.perf_counter() - t0
-    out = {"first_rank_s": first_s, "first_hits": len(first.ids), "rss_first": _status()}
+    out = {"first_rank_s": first_s, "first_hits": len(first.ids), "rss_first": memory_status()}
     if not first_only:
         lat = []
         for q in QUESTIONS[1:]:
@@ -168,12 +148,12 @@ def role_open(base: Path, ref_json: str) -> dict:
     from xlrag.indexes.lexical import LexicalIndex, LexicalRef
 
     ref = LexicalRef.model_validate_json(ref_json)
-    before = _status()
+    before = memory_status()
     t0 = time.perf_counter()
     index = LexicalIndex.load(base, "en", ref)  # as LexicalStores.index opens it: memory-mapped
     open_s = time.perf_counter() - t0
     row = _questions(index)
-    after = _status()
+    after = memory_status()
     return {"open_s": open_s, "startup_s": open_s + row["first_rank_s"], **row, "rss_before": before,
             "rss_after": after, "lexical_first_bytes": row["rss_first"]["VmHWM"] - before["VmRSS"],
             "lexical_peak_bytes": after["VmHWM"] - before["VmRSS"]}
@@ -184,12 +164,12 @@ def role_rebuild(n: int, unique: bool) -> dict:
 
     texts = _base_passages()
     rows = [(_pid(i), _compose(texts, i, unique)) for i in range(n)]
-    before = _status()
+    before = memory_status()
     t0 = time.perf_counter()
     index = LexicalIndex.build("en", rows)
     build_s = time.perf_counter() - t0
     row = _questions(index, first_only=True)
-    after = _status()
+    after = memory_status()
     # the rows stand for what the server's pages would hold: counted in neither figure
     return {"passages": n, "build_s": build_s, "startup_s": build_s + row["first_rank_s"], **row,
             "rss_before": before, "rss_after": after, "lexical_peak_bytes": after["VmHWM"] - before["VmRSS"]}
@@ -203,23 +183,16 @@ def role_server_client(port: int, name: str, shared: str) -> dict:
     store = StoreConfig(kind="http", host="127.0.0.1", port=port, name=name,
                         lexical_dir=Path(shared) if shared else None)
     stores = LanguageStores.open(Path(tempfile.gettempdir()) / name, store=store)
-    before = _status()
+    before = memory_status()
     t0 = time.perf_counter()
     index, why = LexicalStores(stores).index("en")
     open_s = time.perf_counter() - t0
     assert index is not None, why
     row = _questions(index, first_only=True)
-    after = _status()
+    after = memory_status()
     return {"lexical_dir": bool(shared), "open_s": open_s, "startup_s": open_s + row["first_rank_s"], **row,
             "rss_before": before, "rss_after": after, "lexical_peak_bytes": after["VmHWM"] - before["VmRSS"]}
 
-
-def _child(*args: str) -> dict:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False)
-    if out.returncode:
-        raise SystemExit(f"{args[:2]} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def bench_server(n: int, work: Path) -> dict:
@@ -251,12 +224,13 @@ def bench_server(n: int, work: Path) -> dict:
         insert_s = time.perf_counter() - t0
         counts = stores.counts()
         stores.save_manifest(status="complete", counts=counts)  # no lexical entry: today's way
-        today = _child("--role", "server-client", "--port", str(port), "--name", "bench", "--shared", "")
+        today = run_child(__file__, "--role", "server-client", "--port", str(port), "--name", "bench", "--shared", "")
         t0 = time.perf_counter()
         lexical = sync_lexical(stores)  # what the writer does once per write
         write_s = time.perf_counter() - t0
         stores.save_manifest(status="complete", counts=counts, lexical=lexical)
-        shared_row = _child("--role", "server-client", "--port", str(port), "--name", "bench", "--shared", str(shared))
+        shared_row = run_child(__file__, "--role", "server-client", "--port", str(port), "--name", "bench",
+                               "--shared", str(shared))
     finally:
         servers.close()
     return {"passages": n, "insert_s": insert_s, "writer_sync_lexical_s": write_s, "today_rebuild": today,
@@ -284,9 +258,9 @@ def main() -> None:
 
         from xlrag.indexes.analyzers import analyzer_for
 
-        imported = _status()
+        imported = memory_status()
         analyzer_for("en").tokens(QUESTIONS[-1])  # its dictionaries load at first use, whichever path
-        analyzer_bytes = _status()["VmRSS"] - imported["VmRSS"]
+        analyzer_bytes = memory_status()["VmRSS"] - imported["VmRSS"]
         row = {"write": lambda: role_write(args.n, Path(args.base), unique),
                "open": lambda: role_open(Path(args.base), args.ref),
                "rebuild": lambda: role_rebuild(args.n, unique),
@@ -301,17 +275,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(s) for s in args.sizes.split(",") if s]:
             base = Path(tmp) / f"lexical-{n}"
-            write = _child("--role", "write", "--n", str(n), "--base", str(base),
+            write = run_child(__file__, "--role", "write", "--n", str(n), "--base", str(base),
                            *(["--no-unique-words"] if not unique else []))
             print("write", json.dumps(write), flush=True)
-            opened = _child("--role", "open", "--base", str(base), "--ref", json.dumps(write["ref"]))
+            opened = run_child(__file__, "--role", "open", "--base", str(base), "--ref", json.dumps(write["ref"]))
             print("open", json.dumps(opened), flush=True)
             result["shared"].append({"passages": n, "write": write, "open": opened})
             import shutil
 
             shutil.rmtree(base)
         for n in [int(s) for s in args.rebuild.split(",") if s]:
-            row = _child("--role", "rebuild", "--n", str(n), *(["--no-unique-words"] if not unique else []))
+            row = run_child(__file__, "--role", "rebuild", "--n", str(n),
+                            *(["--no-unique-words"] if not unique else []))
             print("rebuild", json.dumps(row), flush=True)
             result["rebuild"].append(row)
         if args.server:

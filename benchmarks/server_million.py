@@ -44,7 +44,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,7 +52,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import read_jsonl, write_json
+from _common import memory_status, read_jsonl, run_child, unique_word, write_json
 
 DATA = Path(__file__).resolve().parent.parent / "xlrag" / "data"
 LANGS = ("ar", "de", "en", "es", "ru", "zh")
@@ -62,14 +61,6 @@ DIM = 384
 NAME = "million"
 QUESTIONS_PER_LANG = 10
 
-
-def _status() -> dict[str, int]:
-    out = {}
-    for line in Path("/proc/self/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-            out[key] = int(value.split()[0]) * 1024
-    return out
 
 
 def _base(lang: str) -> list[str]:
@@ -82,14 +73,6 @@ def _base(lang: str) -> list[str]:
     return [p.text for p in PassageSplitter(SplitterConfig()).split_all(docs)]
 
 
-def _unique(i: int) -> str:
-    word = ""
-    while True:
-        i, r = divmod(i, 26)
-        word += chr(97 + r)
-        if i == 0:
-            return "qz" + word
-
 
 def _compose(texts: list[str], i: int) -> str:
     """Passage ``i``: half of one base passage and half of another (a pair of its own), and a word
@@ -97,9 +80,9 @@ def _compose(texts: list[str], i: int) -> str:
     n = len(texts)
     a, b = texts[i % n], texts[(i // n + i) % n]
     if " " not in a.strip():
-        return a[:len(a) // 2] + b[len(b) // 2:] + " " + _unique(i)
+        return a[:len(a) // 2] + b[len(b) // 2:] + " " + unique_word(i)
     head, tail = a.split(), b.split()
-    return " ".join(head[:len(head) // 2] + tail[len(tail) // 2:] + [_unique(i)])
+    return " ".join(head[:len(head) // 2] + tail[len(tail) // 2:] + [unique_word(i)])
 
 
 def _pid(lang: str, i: int) -> str:
@@ -187,13 +170,13 @@ def role_client(port: int, work: Path, shared: bool) -> dict:
     probe_s = time.perf_counter() - t0
     probe.close()
     ready_s = time.perf_counter() - t_start
-    before = _status()
+    before = memory_status()
     t0 = time.perf_counter()
     # balanced opens the lexical indexes on the first retrieve of either kind (the stores naming
     # the question's places come from them), so the first retrieve carries the lexical side
     first = hybrid.retrieve(make_query(questions[1][0], lang=questions[1][1]))
     first_hybrid_s = time.perf_counter() - t0
-    after_first = _status()
+    after_first = memory_status()
     lat: dict[str, list[float]] = {"dense": [], "hybrid": []}
     lexical_hits = 0
     for rnd in range(2):
@@ -205,7 +188,7 @@ def role_client(port: int, work: Path, shared: bool) -> dict:
                     lat[name].append(1000 * (time.perf_counter() - t0))
                     if name == "hybrid":
                         lexical_hits += sum(1 for h in got.hits if h.lexical_score is not None)
-    after = _status()
+    after = memory_status()
     dense.close()
     hybrid.close()
 
@@ -224,13 +207,6 @@ def role_client(port: int, work: Path, shared: bool) -> dict:
                                   "n": len(xs)} for name, xs in lat.items()}}
 
 
-def _child(*args: str) -> dict:
-    env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True, env=env, check=False)
-    if out.returncode:
-        raise SystemExit(f"{args[:2]} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
 
 def _rebuild_client(port: int, work: Path) -> dict:
     """A client of the index as a writer without ``store.lexical_dir`` leaves it (no lexical
@@ -243,7 +219,7 @@ def _rebuild_client(port: int, work: Path) -> dict:
     refs = dict(stores.manifest.lexical)
     stores.save_manifest(lexical={})
     try:
-        return _child("--role", "client", "--port", str(port), "--work", str(work), "--shared", "no")
+        return run_child(__file__, "--role", "client", "--port", str(port), "--work", str(work), "--shared", "no")
     finally:
         stores.save_manifest(lexical=refs)
 
@@ -275,7 +251,7 @@ def main() -> None:
         results["build"] = build(port, args.work, args.passages)
         print(f"built: {results['build']}", flush=True)
         for key in ("client_shared_first", "client_shared"):
-            results[key] = _child("--role", "client", "--port", str(port), "--work", str(args.work),
+            results[key] = run_child(__file__, "--role", "client", "--port", str(port), "--work", str(args.work),
                                   "--shared", "yes")
             print(f"{key}: {results[key]}", flush=True)
         if args.rebuild:
