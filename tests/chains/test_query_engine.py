@@ -78,12 +78,12 @@ def test_retrieve_returns_the_passages_the_model_is_shown(engine, retriever):
     from llama_index.core.schema import QueryBundle
 
     nodes = engine.retrieve(QueryBundle(QUESTION_EN))
-    assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3)]
+    assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3).hits]
     assert all(n.node.metadata["mode"] == "qlang_en" for n in nodes)
 
 
 def test_citation_nodes_keep_only_valid_citations_in_order(retriever):
-    hits = retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3)
+    hits = retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3).hits
     cites = [Citation(marker=2, passage_id=hits[2].id, doc_id=hits[2].doc_id, lang=hits[2].lang, valid=True),
              Citation(marker=7, valid=False),
              Citation(marker=0, passage_id=hits[0].id, doc_id=hits[0].doc_id, lang=hits[0].lang, valid=True,

@@ -345,7 +345,7 @@ class XlragAgent(AnswerChecks):
         answer = answer.model_copy(update={"mode": s["choice"].mode})
         trace = Trace(question=s["question"], original_question=s.get("original_question"),
                       lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
-                      retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
+                      retrieved_langs=dict(Counter(h.lang for h in s["hits"].hits) if "hits" in s else {}),
                       checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
                       unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])), spent=self._spent(s),
                       notes=list(s["hits"].notes) if isinstance(s.get("hits"), Retrieval) else [])

@@ -302,7 +302,7 @@ class Pipeline(BaseModel):
         """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
         reply and a repair instruction, say) go after the prompt, which is then the chat
         prompt even for a few-shot model: a worked example would end mid-format."""
-        shown = self.context.ordered(hits)
+        shown = self.context.ordered(hits.hits if isinstance(hits, Retrieval) else hits)
         state = ChainState(query=query, hits=shown, fmt=self.fmt, mode=mode or self.mode_for(inp),
                            model=self.label, options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases,

@@ -98,7 +98,7 @@ class XlragQueryEngine(BaseQueryEngine):
         inp = ChainInput(question=query_bundle if isinstance(query_bundle, str) else query_bundle.query_str)
         pipeline = self.chain.pipeline
         # the pipeline's own steps, without building the prompt
-        return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp))]
+        return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp)).hits]
 
     def close(self) -> None:
         """Stop the search threads of a retriever the engine's pipeline opened (the engine is

@@ -57,8 +57,8 @@ class XlragLlamaRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         q = make_query(query_bundle.query_str, **self._fields)
-        return [hit_to_node(h) for h in self._xl.retrieve(q, **self._args)]
+        return [hit_to_node(h) for h in self._xl.retrieve(q, **self._args).hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         q = make_query(query_bundle.query_str, **self._fields)
-        return [hit_to_node(h) for h in await self._xl.aretrieve(q, **self._args)]
+        return [hit_to_node(h) for h in (await self._xl.aretrieve(q, **self._args)).hits]

@@ -115,7 +115,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
         query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang))
 
         def ranked() -> list[str]:
-            return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
+            return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K).hits]
 
         choice = choose_langs(query.question, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
                               rules=self.rules,
@@ -214,7 +214,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     def _one_lang(self, query: Query, lang: str, config: RunnableConfig) -> Steps[Perspective]:
         hits = yield Call(self.pipeline.retrieve, (self._one_store(query, lang), ONE_STORE, config),
                           self.pipeline.aretrieve)
-        if not hits:
+        if not hits.hits:
             return self._empty(lang, hits)
         out = yield Call(self.agent.invoke, (self._agent_input(query, lang), config), self.agent.ainvoke)
         return self._answered(lang, out)
