@@ -111,7 +111,7 @@ def test_langchain_unknown_argument_is_one_line_xlrag_error(retriever):
     assert isinstance(e.value, XlragError) and isinstance(e.value, TypeError) and "\n" not in msg
     assert msg.startswith("XlragLangChainRetriever.invoke() got an unexpected keyword argument 'relevant_lang' "
                           "(did you mean 'relevant_langs'?)")
-    assert msg.endswith("valid: k, mode, lang, relevant_langs, target_lang, channels")
+    assert msg.endswith("valid: k, mode, lang, relevant_langs, target_lang, channels, query")
     with pytest.raises(UnknownArgumentError, match=r"ainvoke\(\) .* 'mdoe' \(did you mean 'mode'\?\)"):
         asyncio.run(lc.ainvoke(DE, mdoe="en_only"))
     with pytest.raises(UnknownArgumentError, match=r"XlragLangChainRetriever\(\) got an unexpected keyword "
