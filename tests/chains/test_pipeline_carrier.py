@@ -71,3 +71,14 @@ def test_the_langchain_retriever_takes_a_query_whole(retriever):
         lc.invoke(QUESTION, query=q, lang="en")
     with pytest.raises(InvalidArgumentError, match="the query's question"):
         lc.invoke("another question", query=q)
+
+
+def test_a_query_given_to_the_chain_input_is_searched_as_it_is(retriever):
+    p = _pipeline(retriever)
+    q = make_query(QUESTION, lang="xx", relevant_langs=["en"], id="q-21")
+    inp = ChainInput.coerce(q)
+    assert inp.query is q and p.query_for(inp).unknown_lang == "xx"  # not made again from the fields
+    got = p.retrieve(p.query_for(inp), "rel_langs")
+    assert got.query.id == "q-21" and got.query.relevant_langs == ["en"] and "'xx'" in got.notes[0]
+    with pytest.raises(ValueError, match="is not the query's"):
+        ChainInput(question="another question", query=q)

@@ -265,7 +265,7 @@ class Pipeline(BaseModel):
         """The query with its language detected (and prepared for the retriever). Every driver
         comes through here, so the question's checks are made here, once."""
         check_question(inp.question, self.max_question_chars)
-        q = make_query(inp.question, **inp.query_fields())
+        q = inp.query if inp.query is not None else make_query(inp.question, **inp.query_fields())
         if self.retriever is not None:
             return self.retriever.prepare(q)
 

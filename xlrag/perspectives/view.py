@@ -112,7 +112,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
         retriever = self._retriever()
-        query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang))
+        query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang, query=inp.query))
 
         def ranked() -> list[str]:
             return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K).hits]
@@ -128,7 +128,9 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     @staticmethod
     def _agent_input(query: Query, lang: str) -> dict[str, Any]:
-        return {"question": query.question, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
+        # the view's Query goes on to each language's agent (its id kept), pointed at that store
+        return {"question": query.question, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang,
+                "query": PerspectivesView._one_store(query, lang)}
 
     @staticmethod
     def _empty(lang: str, hits: Retrieval) -> Perspective:
