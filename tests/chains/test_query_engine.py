@@ -142,3 +142,29 @@ def test_closed_book_has_no_sources(xquad_index):
     response = e.query(QUESTION_EN)
     answer = response.metadata["grounded_answer"]
     assert response.source_nodes == [] and answer.passages == [] and "closed_book" in answer.flags
+
+
+def test_a_query_travels_whole_through_the_engine(engine, retriever, monkeypatch):
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.indexes.llamaindex import XlragLlamaRetriever, XlragQueryBundle
+    from xlrag.schema import make_query
+
+    searched = []
+    steps = Pipeline._retrieve
+
+    def spy(self, query, mode, config):
+        searched.append(query)
+        return steps(self, query, mode, config)
+
+    monkeypatch.setattr(Pipeline, "_retrieve", spy)
+    q = make_query(QUESTION_EN, lang="en", relevant_langs=["de"], id="q-40")
+    # a bare Query, or one in an XlragQueryBundle: searched as it is, its id and languages kept
+    engine.retrieve(q)
+    engine.retrieve(XlragQueryBundle.of(q))
+    check_sources(engine.query(q))
+    assert [(s.id, s.lang, s.relevant_langs) for s in searched] == [("q-40", "en", ["de"])] * 3
+    li = XlragLlamaRetriever(retriever, mode="rel_langs", k=4, relevant_langs=["ar"])
+    nodes = li.retrieve(XlragQueryBundle.of(q))  # the Query's relevant_langs, not the retriever's
+    assert {n.node.metadata["lang"] for n in nodes} <= {"en", "de"}
+    with pytest.raises(InvalidArgumentError, match="the query's question"):
+        XlragQueryBundle(query_str="another question", query=q)
