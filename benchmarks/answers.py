@@ -180,12 +180,12 @@ class Answerer:
 
         query = self.retriever.prepare(make_query(q["question"], lang=q["lang"]))
         hits = self.retriever.retrieve(query, mode=mode, k=k)
-        top = hits[0].lang if hits else q["lang"]
-        ans = chain.invoke({"question": q["question"], "lang": top, "passages": [h.passage for h in hits]})
+        top = hits.hits[0].lang if hits.hits else q["lang"]
+        ans = chain.invoke({"question": q["question"], "lang": top, "passages": [h.passage for h in hits.hits]})
         if top == q["lang"] or not ans.answer:
-            return ans.model_copy(update={"lang": q["lang"], "passages": list(hits)})
+            return ans.model_copy(update={"lang": q["lang"], "passages": list(hits.hits)})
         tr = LLMTranslator(llm=self.llm)
-        update = {"answer": tr.translate(ans.answer, top, q["lang"]), "lang": q["lang"], "passages": list(hits),
+        update = {"answer": tr.translate(ans.answer, top, q["lang"]), "lang": q["lang"], "passages": list(hits.hits),
                   "flags": [*ans.flags, "translated"], "explanation": None}
         return ans.model_copy(update=update)
 

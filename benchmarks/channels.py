@@ -305,7 +305,7 @@ def shown_share(qrels: dict) -> dict:
         r = CrossLingualRetriever(stores, embedder, "balanced", k=5, **ARMS[name])
         hits = [r.retrieve(make_query(x["question"], id=x["query_id"], lang=x["lang"])) for x in records]
         r.close()
-        found = [any(h.doc_id in qrels[x["query_id"]] for h in got) for x, got in zip(records, hits, strict=True)]
+        found = [any(h.doc_id in qrels[x["query_id"]] for h in got.hits) for x, got in zip(records, hits, strict=True)]
         out[name] = {"share": round(sum(found) / len(found), 4), "found": sum(found),
                      "missed": [x["query_id"] for x, f in zip(records, found, strict=True) if not f]}
     return out

@@ -85,7 +85,7 @@ def main() -> None:
                 t = time.perf_counter()
                 hits_multi = retriever.retrieve(q, mode="rel_langs")
                 multi.append(time.perf_counter() - t)
-        if len({h.store for h in hits_multi}) < 2 or {h.store for h in hits} != {q.lang}:
+        if len({h.store for h in hits_multi.hits}) < 2 or {h.store for h in hits.hits} != {q.lang}:
             raise SystemExit("routing did not behave as expected; the latency numbers would mean nothing")
         retriever.close()
 

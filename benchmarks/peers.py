@@ -213,8 +213,8 @@ def retrieval(stores: LanguageStores, li_embed: Any, queries: list[dict], rounds
     overlap: dict[str, list[float]] = {"xlrag_all": [], "xlrag_balanced": [], "peer_embed_once": []}
     for q in queries:
         ref = {n.node.node_id for n in naive(q)}
-        overlap["xlrag_all"].append(len(ref & {h.id for h in sides["xlrag_all"](q)}) / K)
-        overlap["xlrag_balanced"].append(len(ref & {h.id for h in sides["xlrag_balanced"](q)}) / K)
+        overlap["xlrag_all"].append(len(ref & {h.id for h in sides["xlrag_all"](q).hits}) / K)
+        overlap["xlrag_balanced"].append(len(ref & {h.id for h in sides["xlrag_balanced"](q).hits}) / K)
         overlap["peer_embed_once"].append(len(ref & {n.node.node_id for n in embed_once(q)}) / K)
 
     per_round = rounds_of(sides, queries, rounds, f"{len(langs)} stores")
@@ -354,7 +354,7 @@ def rel_langs(stores: LanguageStores, queries: list[dict], rounds: int) -> dict:
     for q in queries[:3]:
         for fn in sides.values():
             fn(q)
-    hit_stores = {h.store for h in sides["rel_langs"](queries[0])}
+    hit_stores = {h.store for h in sides["rel_langs"](queries[0]).hits}
     if len(hit_stores) < 2:
         raise SystemExit("rel_langs returned one store; the latency ratio would mean nothing")
     per_round = rounds_of(sides, queries, rounds, "rel_langs")

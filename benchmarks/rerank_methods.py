@@ -67,7 +67,7 @@ def build_candidates(data: Path) -> list[dict]:
     out = []
     for q in sample:
         g = gold[q["id"]]
-        hits = list(retriever.retrieve(make_query(q["question"], lang=q["lang"]), k=K + 30))
+        hits = list(retriever.retrieve(make_query(q["question"], lang=q["lang"]), k=K + 30).hits)
         found = next((i for i, h in enumerate(hits) if h.doc_id == g), None)
         others = [h for h in hits if h.doc_id != g][: K - 1]
         # the gold document's passage closest to the question, from its store

@@ -69,12 +69,12 @@ def measure(retriever, qs: list[dict], k: int) -> list[dict]:
     rows = []
     for q in qs:
         hits = retriever.retrieve(make_query(q["question"], lang=q["lang"], id=q["id"]), k=k)
-        docs = [h.passage.doc_id for h in hits]
+        docs = [h.passage.doc_id for h in hits.hits]
         rows.append({"id": q["id"], "source": q["source"], "stratum": q["stratum"],
                      "gold_shown": float(any(d in q["gold"] for d in docs)),
                      "off_corpus": float(sum(corpus(d) != q["source"] for d in docs)),
-                     "languages": float(len({h.store for h in hits})),
-                     "gold_stores": float(len({h.store for h in hits if h.passage.doc_id in q["gold"]})),
+                     "languages": float(len({h.store for h in hits.hits})),
+                     "gold_stores": float(len({h.store for h in hits.hits if h.passage.doc_id in q["gold"]})),
                      "left_out": sum(n.startswith("balanced: no share") for n in hits.notes)})
     return rows
 

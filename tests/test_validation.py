@@ -78,7 +78,7 @@ def test_results_carry_the_plans_notes_and_completeness(retriever):
     hits = retriever.retrieve(make_query(QUESTION, target_lang="fi", lang="en"), mode="swap_docs")
     assert any("'fi'" in n for n in hits.notes)
     hits = retriever.retrieve(make_query(QUESTION, lang="en"), mode="qlang", k=2)
-    assert len(hits) == 2 and hits.notes == [] and hits.complete
+    assert len(hits.hits) == 2 and hits.notes == [] and hits.complete
 
 
 def test_a_half_built_index_says_so(retriever, xquad_index):
@@ -99,7 +99,7 @@ def test_an_overlong_question_is_cut_to_the_window_with_a_warning(retriever):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         hits = retriever.retrieve(make_query(long_q, lang="en"), mode="qlang", k=1)
-    assert hits and any(issubclass(w.category, XlragWarning) and "512-token window" in str(w.message)
+    assert hits.hits and any(issubclass(w.category, XlragWarning) and "512-token window" in str(w.message)
                         for w in caught)
 
 

@@ -176,7 +176,7 @@ class Retrieval(BaseModel):
     could not be used; ``notes`` say why (no store for the asked language, a store searched
     dense-only, a question with no lexical token), so a short or empty list is never silent.
 
-    Iterating, indexing and ``len`` go over the hits, so a Retrieval reads like its list."""
+    A model, not a list: the hits are ``.hits`` (iterating a Retrieval gives pydantic's (field, value) pairs)."""
 
     query: Query
     mode: str = Field(description="IR mode that planned the stores")
@@ -192,18 +192,6 @@ class Retrieval(BaseModel):
                                              "lexical index could not be used (the notes say which)")
     seconds: dict[str, float] = Field(default_factory=dict,
                                       description="time per step: translate, search, rerank")
-
-    def __iter__(self):  # type: ignore[override]  # the hits, not pydantic's (field, value) pairs
-        return iter(self.hits)
-
-    def __len__(self) -> int:
-        return len(self.hits)
-
-    def __getitem__(self, i):
-        return self.hits[i]
-
-    def __bool__(self) -> bool:
-        return bool(self.hits)
 
 
 class Citation(BaseModel):

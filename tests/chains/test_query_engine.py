@@ -78,12 +78,12 @@ def test_retrieve_returns_the_passages_the_model_is_shown(engine, retriever):
     from llama_index.core.schema import QueryBundle
 
     nodes = engine.retrieve(QueryBundle(QUESTION_EN))
-    assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3)]
+    assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3).hits]
     assert all(n.node.metadata["mode"] == "qlang_en" for n in nodes)
 
 
 def test_citation_nodes_keep_only_valid_citations_in_order(retriever):
-    hits = retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3)
+    hits = retriever.retrieve(QUESTION_EN, mode="qlang_en", k=3).hits
     cites = [Citation(marker=2, passage_id=hits[2].id, doc_id=hits[2].doc_id, lang=hits[2].lang, valid=True),
              Citation(marker=7, valid=False),
              Citation(marker=0, passage_id=hits[0].id, doc_id=hits[0].doc_id, lang=hits[0].lang, valid=True,
@@ -142,3 +142,29 @@ def test_closed_book_has_no_sources(xquad_index):
     response = e.query(QUESTION_EN)
     answer = response.metadata["grounded_answer"]
     assert response.source_nodes == [] and answer.passages == [] and "closed_book" in answer.flags
+
+
+def test_a_query_travels_whole_through_the_engine(engine, retriever, monkeypatch):
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.indexes.llamaindex import XlragLlamaRetriever, XlragQueryBundle
+    from xlrag.schema import make_query
+
+    searched = []
+    steps = Pipeline._retrieve
+
+    def spy(self, query, mode, config):
+        searched.append(query)
+        return steps(self, query, mode, config)
+
+    monkeypatch.setattr(Pipeline, "_retrieve", spy)
+    q = make_query(QUESTION_EN, lang="en", relevant_langs=["de"], id="q-40")
+    # a bare Query, or one in an XlragQueryBundle: searched as it is, its id and languages kept
+    engine.retrieve(q)
+    engine.retrieve(XlragQueryBundle.of(q))
+    check_sources(engine.query(q))
+    assert [(s.id, s.lang, s.relevant_langs) for s in searched] == [("q-40", "en", ["de"])] * 3
+    li = XlragLlamaRetriever(retriever, mode="rel_langs", k=4, relevant_langs=["ar"])
+    nodes = li.retrieve(XlragQueryBundle.of(q))  # the Query's relevant_langs, not the retriever's
+    assert {n.node.metadata["lang"] for n in nodes} <= {"en", "de"}
+    with pytest.raises(InvalidArgumentError, match="the query's question"):
+        XlragQueryBundle(query_str="another question", query=q)

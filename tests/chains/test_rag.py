@@ -26,7 +26,7 @@ QUESTION_EN = "How many points did the Panthers defense surrender?"
 
 @pytest.fixture(scope="module")
 def hits(retriever):
-    return retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode="qlang_en", k=3)
+    return retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode="qlang_en", k=3).hits
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_mc_parses_native_options(retriever, hits):
 
 
 def test_citation_with_options_uses_chosen_option(retriever):
-    hits = retriever.retrieve(make_query("¿Quién controla Ceuta?", lang="es"), mode="qlang", k=2)
+    hits = retriever.retrieve(make_query("¿Quién controla Ceuta?", lang="es"), mode="qlang", k=2).hits
     options = ["España", "Marruecos"]
     out = "Cited Documents: <doc1>\nChosen Option: A) España\nExplanation: porque <doc1> lo dice."
     a = fin(state(retriever, hits, fmt="citation", options=options, question="¿Quién controla Ceuta?",
@@ -243,7 +243,7 @@ def test_llm_translator_drives_translate_mode(retriever, local_llm):
     # each store is searched with the model's translation into its language (read from the cache:
     # what the model says may be the question unchanged, so the texts are compared with its words)
     planned = {"en": QUESTION_EN, **{lang: translator.translate(QUESTION_EN, "en", lang) for lang in ("de", "ru")}}
-    assert {h.store: h.query_text for h in hits}.items() <= planned.items()
+    assert {h.store: h.query_text for h in hits.hits}.items() <= planned.items()
     plan = policy.plan(make_query(QUESTION_EN, lang="en"), "en", ["en", "de", "ru"], 6)
     assert {s.store: s.text for s in plan.searches} == planned
     retriever.retrieve(make_query(QUESTION_EN, lang="en"), mode=policy, k=6)

@@ -80,7 +80,7 @@ def test_cli_equals_the_benchmark_scoring_path(cli_json, travel_index, embedder)
         gold = {q["id"]: q["gold_doc_id"] for q in read_jsonl(QUERIES)}
         by_cell = defaultdict(list)
         for q in read_jsonl(QUERIES):
-            docs = [h.doc_id for h in retriever.retrieve(make_query(q["question"], lang=q["lang"]), k=20)]
+            docs = [h.doc_id for h in retriever.retrieve(make_query(q["question"], lang=q["lang"]), k=20).hits]
             rank = docs.index(gold[q["id"]]) + 1 if gold[q["id"]] in docs else None
             by_cell[f"{q['lang']}->{q['gold_doc_lang']}"].append(rank)
     finally:

@@ -21,7 +21,8 @@ def test_llamaindex_retriever(retriever, xquad_queries):
     assert nodes and all(isinstance(n, NodeWithScore) for n in nodes)
     assert {n.node.metadata["lang"] for n in nodes} <= {"zh", "en"}
     assert all(n.node.metadata["mode"] == "qlang_en" for n in nodes)
-    assert [n.node.node_id for n in nodes] == [h.id for h in retriever.retrieve(q["question"], mode="qlang_en", k=4)]
+    direct = retriever.retrieve(q["question"], mode="qlang_en", k=4)
+    assert [n.node.node_id for n in nodes] == [h.id for h in direct.hits]
     anodes = asyncio.run(li.aretrieve(q["question"]))
     assert [n.node.node_id for n in anodes] == [n.node.node_id for n in nodes]
 
@@ -76,7 +77,7 @@ def test_langchain_per_call_arguments_override_the_fields(retriever, how):
     assert _langs(call(mode="swap_docs", target_lang="zh")) == {"zh"}
     rel = call(mode="rel_langs", relevant_langs=["zh"], k=6)
     assert [d.id for d in rel] == [h.id for h in retriever.retrieve(make_query(DE, relevant_langs=["zh"]),
-                                                                    mode="rel_langs", k=6)]
+                                                                    mode="rel_langs", k=6).hits]
     assert "zh" in _langs(rel) and _langs(rel) <= {"de", "en", "zh"}
     # nothing sticks: the next plain call has the fields' values again
     docs = call()
@@ -110,7 +111,7 @@ def test_langchain_unknown_argument_is_one_line_xlrag_error(retriever):
     assert isinstance(e.value, XlragError) and isinstance(e.value, TypeError) and "\n" not in msg
     assert msg.startswith("XlragLangChainRetriever.invoke() got an unexpected keyword argument 'relevant_lang' "
                           "(did you mean 'relevant_langs'?)")
-    assert msg.endswith("valid: k, mode, lang, relevant_langs, target_lang, channels")
+    assert msg.endswith("valid: k, mode, lang, relevant_langs, target_lang, channels, query")
     with pytest.raises(UnknownArgumentError, match=r"ainvoke\(\) .* 'mdoe' \(did you mean 'mode'\?\)"):
         asyncio.run(lc.ainvoke(DE, mdoe="en_only"))
     with pytest.raises(UnknownArgumentError, match=r"XlragLangChainRetriever\(\) got an unexpected keyword "

@@ -45,11 +45,11 @@ def test_reading_only_the_chosen_passages_changes_no_hit(stores, embedder, xquad
         for q in xquad_queries[::9][:5]:
             got = retriever.retrieve(make_query(q["question"], lang=q["lang"]))
             want = _full_search_then_fuse(retriever, stores, embedder, q["question"], q["lang"], 7)
-            assert len(got) == len(want) >= 6  # qlang: the store holds 6
-            assert [(h.passage, h.store, h.rank) for h in got] == [(f.passage, f.store, i)
+            assert len(got.hits) == len(want) >= 6  # qlang: the store holds 6
+            assert [(h.passage, h.store, h.rank) for h in got.hits] == [(f.passage, f.store, i)
                                                                     for i, f in enumerate(want, 1)]
-            assert [h.score for h in got] == pytest.approx([f.score for f in want], abs=1e-6)
-            assert [h.raw_score for h in got] == pytest.approx([f.raw_score for f in want], abs=1e-6)
+            assert [h.score for h in got.hits] == pytest.approx([f.score for f in want], abs=1e-6)
+            assert [h.raw_score for h in got.hits] == pytest.approx([f.raw_score for f in want], abs=1e-6)
     finally:
         retriever.close()
 
@@ -60,7 +60,7 @@ async def test_aretrieve_gives_the_same_hits(stores, embedder, xquad_queries):
         q = xquad_queries[3]
         sync = retriever.retrieve(make_query(q["question"], lang=q["lang"]))
         got = await retriever.aretrieve(make_query(q["question"], lang=q["lang"]))
-        assert [h.id for h in got] == [h.id for h in sync] and len({h.store for h in got}) == 6
+        assert [h.id for h in got.hits] == [h.id for h in sync.hits] and len({h.store for h in got.hits}) == 6
     finally:
         retriever.close()
 
@@ -78,18 +78,18 @@ def test_an_open_retriever_searches_what_was_written_after_it_opened(tmp_path, d
     try:
         about_new, about_edited = de[2].text[:200], de[0].text[:200]
         before = retriever.retrieve(make_query(about_edited, lang="de"))
-        old = {h.id for h in before if h.doc_id == de[0].id}
-        assert old and de[2].id not in {h.doc_id for h in retriever.retrieve(make_query(about_new, lang="de"))}
+        old = {h.id for h in before.hits if h.doc_id == de[0].id}
+        assert old and de[2].id not in {h.doc_id for h in retriever.retrieve(make_query(about_new, lang="de")).hits}
 
         edited = de[0].model_copy(update={"text": de[0].text + " Ein neuer Satz."})
         index_documents([edited, de[1], de[2], *es], ix, embedder, splitter_config)
 
         found = retriever.retrieve(make_query(about_new, lang="de"))
-        assert found[0].doc_id == de[2].id and found[0].passage.text.endswith(de[2].text[-40:])
+        assert found.hits[0].doc_id == de[2].id and found.hits[0].passage.text.endswith(de[2].text[-40:])
         again = retriever.retrieve(make_query(about_edited, lang="de"))
-        assert again[0].doc_id == de[0].id and again[0].passage.text.endswith("Ein neuer Satz.")
-        assert not old & {h.id for h in again}  # the edit deleted them: never returned
-        assert found.complete and {h.store for h in found} <= {"de", "es"}
+        assert again.hits[0].doc_id == de[0].id and again.hits[0].passage.text.endswith("Ein neuer Satz.")
+        assert not old & {h.id for h in again.hits}  # the edit deleted them: never returned
+        assert found.complete and {h.store for h in found.hits} <= {"de", "es"}
     finally:
         retriever.close()
 
@@ -105,14 +105,14 @@ def test_during_a_write_the_retriever_drops_deleted_passages_and_still_fills_k(t
     try:
         question = de[0].text[:200]
         top = retriever.retrieve(make_query(question, lang="de"))
-        deleted = top[0].id
+        deleted = top.hits[0].id
         res = subprocess.run([sys.executable, "-c", STOPPED_WRITE, str(ix), json.dumps([deleted])],
                              capture_output=True, text=True, cwd=ROOT)
         assert res.returncode == 0, res.stderr
         during = retriever.retrieve(make_query(question, lang="de"))
-        assert len(during) == 4 and deleted not in {h.id for h in during}
-        assert [h.id for h in during][:3] == [h.id for h in top][1:]
-        assert all(h.passage.text for h in during) and not during.complete
+        assert len(during.hits) == 4 and deleted not in {h.id for h in during.hits}
+        assert [h.id for h in during.hits][:3] == [h.id for h in top.hits][1:]
+        assert all(h.passage.text for h in during.hits) and not during.complete
     finally:
         retriever.close()
 
@@ -128,7 +128,7 @@ def test_an_emptied_store_is_searched_without_error(tmp_path, de_es, embedder, s
     retriever = CrossLingualRetriever(stores, embedder, "balanced", k=4)
     try:
         hits = retriever.retrieve(make_query(es[0].text[:200], lang="es"))
-        assert len(hits) == 3 and {h.store for h in hits} == {"de"}  # es's share goes to de; it holds 3
+        assert len(hits.hits) == 3 and {h.store for h in hits.hits} == {"de"}  # es's share goes to de; it holds 3
     finally:
         retriever.close()
 
@@ -145,7 +145,7 @@ def test_a_chosen_passage_without_text_in_a_complete_index_is_damage(tmp_path, d
     retriever = CrossLingualRetriever(LanguageStores.open(ix, embedder.name, embedder.dim), embedder, "all", k=3)
     try:
         question = de[1].text[:200]
-        victim = retriever.retrieve(make_query(question, lang="de"))[0].id
+        victim = retriever.retrieve(make_query(question, lang="de")).hits[0].id
         with sqlite3.connect(ix / "chroma" / "chroma.sqlite3") as db:  # the row goes, its vector stays
             db.execute("DELETE FROM embeddings WHERE embedding_id = ?", (victim,))
         with pytest.raises(IndexCorruptError, match="neither text nor metadata"):

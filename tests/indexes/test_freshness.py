@@ -145,9 +145,9 @@ def test_an_open_retriever_searches_a_language_store_added_by_another_process(tm
                                       detector=LinguaDetector(("de", "es")))
     try:
         question = "¿Cuántos puntos permitió la defensa?"
-        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es"))} == {"de"}
+        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es")).hits} == {"de"}
         _write_elsewhere(ix, de + es)
-        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es"))} == {"de", "es"}
+        assert {h.lang for h in retriever.retrieve(make_query(question, lang="es")).hits} == {"de", "es"}
     finally:
         retriever.close()
 

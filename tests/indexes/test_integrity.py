@@ -64,9 +64,9 @@ def test_lang_relabel_moves_the_passage_to_one_store(tmp_path, xquad_docs, embed
         hits = r.retrieve(make_query(de.text[:200], lang="de"))
     finally:
         r.close()
-    ids = [h.id for h in hits]
+    ids = [h.id for h in hits.hits]
     assert len(ids) == len(set(ids))
-    assert [h.store for h in hits if h.doc_id == de.id] == ["es"]
+    assert [h.store for h in hits.hits if h.doc_id == de.id] == ["es"]
 
 
 def test_metadata_edit_rewrites_the_passage(tmp_path, xquad_docs, embedder, splitter_config):

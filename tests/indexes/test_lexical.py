@@ -48,7 +48,7 @@ def test_lexical_alone_finds_the_paragraph_in_every_language(xquad_index, embedd
     top1: dict[str, list[bool]] = {}
     for q in xquad_queries:
         res = r.retrieve(make_query(q["question"], lang=q["lang"]))
-        assert res.complete and all(h.channels == ["lexical"] and h.lexical_score for h in res), res.notes
+        assert res.complete and all(h.channels == ["lexical"] and h.lexical_score for h in res.hits), res.notes
         top1.setdefault(q["lang"], []).append(bool(res.hits) and res.hits[0].doc_id == q["gold_doc_id"])
     r.close()
     # six paragraphs per store: BM25 with each language's analyzer puts most questions' own first
@@ -63,8 +63,8 @@ def test_hybrid_hits_say_which_channel_found_them(xquad_index, embedder, xquad_q
     res = r.retrieve(make_query(q["question"], lang="de"))
     r.close()
     assert res.stores == ["de", "en"] and res.channels == ["dense", "lexical"] and res.complete
-    assert res.hits and any("lexical" in h.channels for h in res) and any("dense" in h.channels for h in res)
-    for h in res:
+    assert res.hits and any("lexical" in h.channels for h in res.hits) and any("dense" in h.channels for h in res.hits)
+    for h in res.hits:
         assert (h.dense_score is not None) == ("dense" in h.channels)
         assert (h.lexical_score is not None) == ("lexical" in h.channels)
         assert h.fused_score == h.score and h.rerank_score is None
@@ -76,7 +76,7 @@ def test_a_question_without_lexical_tokens_searches_dense_only(xquad_index, embe
     r = _retriever(xquad_index, embedder, channels=["lexical"])
     res = r.retrieve(make_query("¿¡…?!", lang="es"))
     r.close()
-    assert res.hits and all(h.channels == ["dense"] for h in res)
+    assert res.hits and all(h.channels == ["dense"] for h in res.hits)
     assert any("no lexical token" in n for n in res.notes)
 
 
@@ -110,14 +110,14 @@ def test_a_missing_lexical_index_is_found_reported_and_repaired(index_copy, embe
     res = r.retrieve(make_query(q["question"], lang="ru"))
     r.close()
     # never read as complete: searched dense-only, and said so
-    assert not res.complete and res.hits and all(h.channels == ["dense"] for h in res)
+    assert not res.complete and res.hits and all(h.channels == ["dense"] for h in res.hits)
     assert any("'ru'" in n and "check --repair" in n for n in res.notes)
     report = check_index(index_copy, sample=0)
     assert [s.split(":")[0] for s in report.lexical_stale] == ["ru"] and not report.ok
     fixed = repair_index(index_copy, embedder=embedder, sample=0)
     assert fixed.ok and fixed.repaired == {"lexical indexes rebuilt": 1}
     again = _retriever(index_copy, embedder).retrieve(make_query(q["question"], lang="ru"))
-    assert again.complete and any("lexical" in h.channels for h in again)
+    assert again.complete and any("lexical" in h.channels for h in again.hits)
 
 
 def test_damaged_lexical_files_are_found_and_rebuilt(index_copy, embedder):

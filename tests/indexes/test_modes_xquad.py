@@ -19,20 +19,20 @@ def questions(xquad_queries, lang):
 def test_qlang_returns_only_the_query_language(retriever, xquad_queries, qlang):
     for q in questions(xquad_queries, qlang):
         hits = retriever.retrieve(q["question"], mode="qlang")
-        assert hits and {h.lang for h in hits} == {qlang}
-        assert all(h.store == qlang and h.mode == "qlang" for h in hits)
+        assert hits.hits and {h.lang for h in hits.hits} == {qlang}
+        assert all(h.store == qlang and h.mode == "qlang" for h in hits.hits)
 
 
 def test_query_language_is_detected(retriever, xquad_queries):
     q = questions(xquad_queries, "ru")[0]
     assert retriever.prepare(q["question"]).lang == "ru"
-    assert {h.lang for h in retriever.retrieve(q["question"], mode="qlang")} == {"ru"}
+    assert {h.lang for h in retriever.retrieve(q["question"], mode="qlang").hits} == {"ru"}
 
 
 def test_en_only_and_qlang_en(retriever, xquad_queries):
     for q in questions(xquad_queries, "es"):
-        assert {h.lang for h in retriever.retrieve(q["question"], mode="en_only")} == {"en"}
-        langs = {h.lang for h in retriever.retrieve(q["question"], mode="qlang_en", k=12)}
+        assert {h.lang for h in retriever.retrieve(q["question"], mode="en_only").hits} == {"en"}
+        langs = {h.lang for h in retriever.retrieve(q["question"], mode="qlang_en", k=12).hits}
         assert langs <= {"es", "en"} and langs == {"es", "en"}
 
 
@@ -44,14 +44,14 @@ def test_balanced_returns_equal_counts_per_language(retriever, xquad_queries):
     try:
         for q in questions(xquad_queries, "ar"):
             hits = equal.retrieve(make_query(q["question"], lang="ar"), k=12)
-            assert Counter(h.lang for h in hits) == {lang: 2 for lang in XQUAD_LANGS}
-            assert [h.rank for h in hits] == list(range(1, 13))
+            assert Counter(h.lang for h in hits.hits) == {lang: 2 for lang in XQUAD_LANGS}
+            assert [h.rank for h in hits.hits] == list(range(1, 13))
             # the default margin leaves a language out only with a note saying why, and its
             # places go to the others: still 12, the question's own language among them
             gated = retriever.retrieve(make_query(q["question"], lang="ar"), mode="balanced", k=12)
-            counts = Counter(h.lang for h in gated)
+            counts = Counter(h.lang for h in gated.hits)
             left_out = [n for n in gated.notes if n.startswith("balanced: no share")]
-            assert len(gated) == 12 and counts["ar"] >= 2
+            assert len(gated.hits) == 12 and counts["ar"] >= 2
             assert len(left_out) == len(set(XQUAD_LANGS) - set(counts))
     finally:
         equal.close()
@@ -60,24 +60,24 @@ def test_balanced_returns_equal_counts_per_language(retriever, xquad_queries):
 def test_swap_docs_never_returns_the_query_language(retriever, xquad_queries):
     for q in questions(xquad_queries, "zh"):
         hits = retriever.retrieve(q["question"], mode="swap_docs", k=10)
-        assert hits and "zh" not in {h.lang for h in hits}
+        assert hits.hits and "zh" not in {h.lang for h in hits.hits}
         target = retriever.retrieve(make_query(q["question"], target_lang="ru"), mode="swap_docs")
-        assert {h.lang for h in target} == {"ru"}
+        assert {h.lang for h in target.hits} == {"ru"}
 
 
 def test_rel_langs_returns_only_the_given_languages(retriever, xquad_queries):
     for q in questions(xquad_queries, "de"):
         hits = retriever.retrieve(make_query(q["question"], relevant_langs=["ru", "zh"]), mode="rel_langs", k=12)
-        assert {h.lang for h in hits} <= {"de", "en", "ru", "zh"}
-        assert {"ru", "zh"} & {h.lang for h in hits}
+        assert {h.lang for h in hits.hits} <= {"de", "en", "ru", "zh"}
+        assert {"ru", "zh"} & {h.lang for h in hits.hits}
 
 
 def test_all_merges_every_store_and_oracle_restricts(retriever, xquad_queries):
     q = questions(xquad_queries, "en")[0]
     hits = retriever.retrieve(q["question"], mode="all", k=12)
-    assert len({h.lang for h in hits}) >= 4
+    assert len({h.lang for h in hits.hits}) >= 4
     assert {h.lang for h in retriever.retrieve(make_query(q["question"], target_lang="es"),
-                                               mode="oracle_lang")} == {"es"}
+                                               mode="oracle_lang").hits} == {"es"}
     assert retriever.retrieve(q["question"], mode="no_ir").hits == []
 
 
@@ -87,7 +87,7 @@ def test_parallel_paragraph_is_found_across_languages(retriever, xquad_queries):
     qs = questions(xquad_queries, "de")
     for q in qs:
         hits = retriever.retrieve(q["question"], mode="balanced", k=12)
-        found += sum(h.passage.metadata.get("parallel_id") == q["parallel_id"] for h in hits)
+        found += sum(h.passage.metadata.get("parallel_id") == q["parallel_id"] for h in hits.hits)
     assert found >= 0.6 * len(qs) * 6
 
 
@@ -101,16 +101,16 @@ def test_translate_mode_with_parallel_questions(retriever, xquad_queries):
     policy = Translate(TableTranslator(table))
     q = questions(xquad_queries, "de")[0]
     hits = retriever.retrieve(q["question"], mode=policy, k=6)
-    assert {h.store for h in hits} <= set(XQUAD_LANGS)
-    zh_hit = next(h for h in hits if h.store == "zh") if any(h.store == "zh" for h in hits) else None
+    assert {h.store for h in hits.hits} <= set(XQUAD_LANGS)
+    zh_hit = next(h for h in hits.hits if h.store == "zh") if any(h.store == "zh" for h in hits.hits) else None
     if zh_hit is not None:
         assert zh_hit.query_text == by_pid[q["id"].rsplit("-", 1)[0]]["zh"]
-    assert sum(h.passage.metadata["parallel_id"] == q["parallel_id"] for h in hits) >= 4
+    assert sum(h.passage.metadata["parallel_id"] == q["parallel_id"] for h in hits.hits) >= 4
 
 
 def test_every_hit_says_where_it_came_from(retriever, xquad_queries):
     q = questions(xquad_queries, "ar")[0]
-    for h in retriever.retrieve(q["question"], mode="all", k=6):
+    for h in retriever.retrieve(q["question"], mode="all", k=6).hits:
         assert h.id and h.doc_id and h.lang and h.store == h.lang and h.mode == "all"
         assert h.rank >= 1 and -1 <= h.raw_score <= 1
 
@@ -119,7 +119,7 @@ def test_async_matches_sync(retriever, xquad_queries):
     q = questions(xquad_queries, "es")[1]
     sync = retriever.retrieve(q["question"], mode="balanced", k=6)
     asyn = asyncio.run(retriever.aretrieve(q["question"], mode="balanced", k=6))
-    assert [h.id for h in sync] == [h.id for h in asyn]
+    assert [h.id for h in sync.hits] == [h.id for h in asyn.hits]
 
 
 class CountingEmbedder:

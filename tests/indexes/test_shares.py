@@ -27,11 +27,11 @@ def test_a_travel_question_is_shown_no_paragraph_on_another_subject(demo, questi
         q = make_query(question, lang=lang)
         before = equal.retrieve(q)
         # every store its share: the third place goes to German by the alphabet, an XQuAD paragraph
-        assert {h.store for h in before} == {"ar", "en", "de"}
-        assert [h.doc_id.startswith("xquad-") for h in before if h.store == "de"] == [True]
+        assert {h.store for h in before.hits} == {"ar", "en", "de"}
+        assert [h.doc_id.startswith("xquad-") for h in before.hits if h.store == "de"] == [True]
         after = gated.retrieve(q)
-        assert len(after) == 3 and not any(h.doc_id.startswith("xquad-") for h in after)
-        assert {h.store for h in after} <= {"ar", "en"}
+        assert len(after.hits) == 3 and not any(h.doc_id.startswith("xquad-") for h in after.hits)
+        assert {h.store for h in after.hits} <= {"ar", "en"}
         left_out = [n for n in after.notes if n.startswith("balanced: no share")]
         assert {n.split("'")[1] for n in left_out} >= {"de"}
     finally:
@@ -48,7 +48,7 @@ def test_the_config_sets_the_margin(demo):
         r = CrossLingualRetriever.from_settings(stores, embedder, RetrievalConfig(mode="balanced", k=3, **settings))
         try:
             hits = r.retrieve(make_query(TRAVEL[0][0], lang="en"))
-            assert any(h.doc_id.startswith("xquad-") for h in hits) is strays, settings
+            assert any(h.doc_id.startswith("xquad-") for h in hits.hits) is strays, settings
             assert any(n.startswith("balanced: no share") for n in hits.notes) is not strays, settings
         finally:
             r.close()

@@ -447,10 +447,10 @@ def test_index_and_retrieve_with_the_openai_embedder(openai_server: Replay, tmp_
     finally:
         retriever.close()
 
-    assert 1 <= len(hits) <= 2
-    assert hits[0].doc_id == "en-cats"
-    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(h.mode == "all" for h in hits)
+    assert 1 <= len(hits.hits) <= 2
+    assert hits.hits[0].doc_id == "en-cats"
+    assert [h.rank for h in hits.hits] == list(range(1, len(hits.hits) + 1))
+    assert all(h.mode == "all" for h in hits.hits)
     new = openai_server.requests[indexed:]
     assert [r.body["input"] for r in new] == [["where do cats sleep"]]  # one query embedding
 

@@ -131,7 +131,7 @@ def test_the_languages_come_from_a_rule_with_the_users_language_first(view):
 def test_without_a_rule_the_best_ranked_stores_are_compared(view, retriever):
     persp, _ = view({**AGREE, "de": ("308", "308 points.")})
     out = persp.invoke({"question": QUESTION, "max_langs": 2})
-    ranked = list(dict.fromkeys(h.lang for h in retriever.retrieve(QUESTION, mode="all", k=20)))
+    ranked = list(dict.fromkeys(h.lang for h in retriever.retrieve(QUESTION, mode="all", k=20).hits))
     assert out.choice.source == "top_by_retrieval" and out.choice.langs == ranked[:2]
     assert out.status == "consensus"
 

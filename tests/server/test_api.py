@@ -119,7 +119,7 @@ def test_retrieve_returns_hits(serve, retriever):
     assert data["hits"][0]["doc_id"] == "xquad-00-es" and "308" in data["hits"][0]["text"]
     assert {h["lang"] for h in data["hits"]} == {"es"}
     direct = retriever.retrieve(QUESTION, mode="qlang", k=2)
-    assert [h["id"] for h in data["hits"]] == [h.id for h in direct]
+    assert [h["id"] for h in data["hits"]] == [h.id for h in direct.hits]
     other = client.post("/v1/retrieve", json={"question": QUESTION, "mode": "rel_langs",
                                               "relevant_langs": ["de", "zh"], "k": 4}).json()
     assert {"de", "zh"} <= {h["lang"] for h in other["hits"]}

@@ -71,6 +71,9 @@ class AgentInput(TypedDict, total=False):
     id: str | None
     original_question: str | None  # a chat follow-up before it was condensed
     view: View | None  # "perspectives": a contested question is answered per language of sources
+    # given: the question already made into a Query (the server's admitted one), searched as it is,
+    # its id kept; the detect node replaces it with the prepared one
+    query: Query
 
 
 class _Answered(TypedDict):
@@ -85,7 +88,6 @@ class AgentOutput(_Answered, total=False):
 
 
 class AgentState(AgentInput, total=False):
-    query: Query
     templates: str  # the sent instructions an echo would copy (the chain's echo reference)
     choice: ModeChoice
     hits: Retrieval  # the passages, and whether the index was complete and why a store was left out
@@ -161,7 +163,10 @@ class XlragAgent(AnswerChecks):
     def detect(self, s: AgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
         t0 = time.perf_counter()
         # lingua's detection blocks: on the event loop it runs in a thread
-        query = yield Call(self.pipeline.query_for, (self._input(s),))
+        inp = self._input(s)
+        if "query" in s:
+            inp = ChainInput(**inp.model_dump(exclude_none=True), query=s["query"])
+        query = yield Call(self.pipeline.query_for, (inp,))
         return {"query": query, "timings": [Timing(step="detect", seconds=time.perf_counter() - t0)]}
 
     def route(self, s: AgentState) -> dict:
@@ -345,7 +350,7 @@ class XlragAgent(AnswerChecks):
         answer = answer.model_copy(update={"mode": s["choice"].mode})
         trace = Trace(question=s["question"], original_question=s.get("original_question"),
                       lang=s["query"].lang or "", mode=s["choice"].mode, mode_reason=s["choice"].reason,
-                      retrieved_langs=dict(Counter(h.lang for h in s.get("hits", []))),
+                      retrieved_langs=dict(Counter(h.lang for h in s["hits"].hits) if "hits" in s else {}),
                       checks=s.get("checks", []), repairs=s.get("repairs", []), timings=s.get("timings", []),
                       unrepaired=list(failed), tool_calls=list(s.get("tool_calls", [])), spent=self._spent(s),
                       notes=list(s["hits"].notes) if isinstance(s.get("hits"), Retrieval) else [])

@@ -96,7 +96,7 @@ class ToolCallingAgent(XlragAgent):
                               "Use the search tool for more passages (you may name the languages to search "
                               "in) and the translate tool to translate. Cite passages by their <docN> numbers."])
 
-        user = join_parts([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'], 0)}",
+        user = join_parts([f"{p.render('documents_label', lang)}:\n{_numbered(s['hits'].hits, 0)}",
                             f"{p.render('question_label', lang)}: {s['query'].question}",
                             p.render("citation_format", lang, answer_header=ANSWER_HEADER),
                             p.render("answer_language", lang), CITED_HEADER])
@@ -145,7 +145,7 @@ class ToolCallingAgent(XlragAgent):
             query = query.model_copy(update={"relevant_langs": [normalize_code(x) for x in args.languages]})
             mode = IRMode.REL_LANGS
         seen = {h.id for h in hits}
-        found = [h for h in self.pipeline.retrieve(query, mode, config) if h.id not in seen]
+        found = [h for h in self.pipeline.retrieve(query, mode, config).hits if h.id not in seen]
         return (_numbered(found, len(hits)) or "no new passages"), found
 
     def acting(self, s: ToolAgentState, config: RunnableConfig, tally: Tally) -> Steps[dict]:
@@ -154,7 +154,7 @@ class ToolCallingAgent(XlragAgent):
 
     def act(self, s: ToolAgentState, config: RunnableConfig) -> dict:
         t0 = time.perf_counter()
-        hits = list(s["hits"])
+        hits = list(s["hits"].hits)
         messages, steps = [], []
         last = s["messages"][-1]
         # after_plan routes here only from an AIMessage with tool calls
@@ -164,13 +164,14 @@ class ToolCallingAgent(XlragAgent):
             messages.append(ToolMessage(text, tool_call_id=call["id"]))
             steps.append(ToolStep(name=call["name"], args=call["args"],
                                   result=f"{len(found)} passages" if call["name"] == "search" else text[:200]))
-        return {"hits": hits, "messages": messages, "tool_calls": steps,
+        # still a Retrieval: the first search's notes and completeness travel on with the tools' passages
+        return {"hits": s["hits"].model_copy(update={"hits": hits}), "messages": messages, "tool_calls": steps,
                 "timings": [Timing(step="act", seconds=time.perf_counter() - t0)]}
 
     # -- answer ---------------------------------------------------------------------------
     def answer(self, s: ToolAgentState) -> dict:
         query = s["query"]
-        state = ChainState(query=query, hits=list(s["hits"]), fmt=AnswerFormat.CITATION, mode=s["choice"].mode,
+        state = ChainState(query=query, hits=list(s["hits"].hits), fmt=AnswerFormat.CITATION, mode=s["choice"].mode,
                            model=self.pipeline.label, message=s["messages"][-1])
         return {"answer": self.pipeline.parse(state)}
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import Runnable, RunnableConfig
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from xlrag.chains.context import ContextSelector
 from xlrag.chains.echo import echo_reference
@@ -53,6 +53,7 @@ from xlrag.formats import (
     neutralize_markers,
     parse_format,
 )
+from xlrag.indexes.langchain import XlragLangChainRetriever
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode, parse_mode
 from xlrag.prompts import PromptLibrary
@@ -107,6 +108,12 @@ class Pipeline(BaseModel):
     context: ContextSelector = Field(default_factory=lambda: _default_context(None),
                                      description="what the model reads of the passages, in what order and layout "
                                                  "(context:)")
+    # the retriever as LangChain runs it, made once with the pipeline: every retrieval is a run of
+    # this one object, not of a model rebuilt per call
+    _searcher: XlragLangChainRetriever | None = PrivateAttr(None)
+
+    def model_post_init(self, context: Any) -> None:
+        self._searcher = XlragLangChainRetriever(retriever=self.retriever) if self.retriever is not None else None
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -258,7 +265,7 @@ class Pipeline(BaseModel):
         """The query with its language detected (and prepared for the retriever). Every driver
         comes through here, so the question's checks are made here, once."""
         check_question(inp.question, self.max_question_chars)
-        q = make_query(inp.question, **inp.query_fields())
+        q = inp.query if inp.query is not None else make_query(inp.question, **inp.query_fields())
         if self.retriever is not None:
             return self.retriever.prepare(q)
 
@@ -269,15 +276,13 @@ class Pipeline(BaseModel):
         if self.fmt is AnswerFormat.MC and (not inp.options or len(inp.options) < 2):
             raise ConfigError("the mc format needs at least two options: pass {'question': ..., 'options': [...]}")
 
-    def _search(self, query: Query, mode: str) -> tuple[Runnable, dict[str, Any]]:
-        """The retriever as a LangChain retriever, and its call's arguments for ``query``."""
-        from xlrag.indexes.langchain import XlragLangChainRetriever
-
-        # a code that names no language goes on as given: the retriever detects again and notes it
-        args = {"k": self.k, "mode": mode, "lang": query.unknown_lang or query.lang,
-                "relevant_langs": query.relevant_langs or None,
-                "target_lang": query.target_lang}
-        return XlragLangChainRetriever(retriever=self.retriever), args
+    @property
+    def searcher(self) -> XlragLangChainRetriever | None:
+        """The retriever as a LangChain retriever (None without one): the same object for every call."""
+        if self._searcher is not None and self._searcher.retriever is not self.retriever:
+            # model_copy(update={"retriever": ...}) copies the private attribute: follow the new retriever
+            self._searcher = XlragLangChainRetriever(retriever=self.retriever)
+        return self._searcher
 
     # The steps up to and after the LLM call are written once (xlrag/steps.py): ``x`` runs them
     # blocking, ``ax`` on the event loop, where only the calls themselves differ.
@@ -290,11 +295,14 @@ class Pipeline(BaseModel):
         return await arun(self._retrieve(query, mode, config))
 
     def _retrieve(self, query: Query, mode: str, config: RunnableConfig | None) -> Steps[Retrieval]:
-        if self.retriever is None or mode == IRMode.NO_IR:
+        searcher = self.searcher
+        if searcher is None or mode == IRMode.NO_IR:
             return Retrieval(query=query, mode=mode)
-        retriever, args = self._search(query, mode)
-        found = yield Call(partial(retriever.invoke, query.question, config, **args), (),
-                           partial(retriever.ainvoke, query.question, config, **args))
+        # the Query goes whole (its id, an unknown language code and its note included); the
+        # question is the run's input, what a tracer shows
+        args = {"k": self.k, "mode": mode, "query": query}
+        found = yield Call(partial(searcher.invoke, query.question, config, **args), (),
+                           partial(searcher.ainvoke, query.question, config, **args))
         return found.retrieval
 
     def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
@@ -302,7 +310,7 @@ class Pipeline(BaseModel):
         """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
         reply and a repair instruction, say) go after the prompt, which is then the chat
         prompt even for a few-shot model: a worked example would end mid-format."""
-        shown = self.context.ordered(hits)
+        shown = self.context.ordered(hits.hits if isinstance(hits, Retrieval) else hits)
         state = ChainState(query=query, hits=shown, fmt=self.fmt, mode=mode or self.mode_for(inp),
                            model=self.label, options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases,

@@ -28,9 +28,10 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.prompts.mixin import PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from xlrag.chains.state import ChainInput
 from xlrag.config import XlragConfig, resolve_config
-from xlrag.indexes.llamaindex import hit_to_node
-from xlrag.schema import GroundedAnswer
+from xlrag.indexes.llamaindex import XlragQueryBundle, carried, hit_to_node
+from xlrag.schema import GroundedAnswer, Query
 from xlrag.validate import strict_kwargs
 
 if TYPE_CHECKING:
@@ -66,6 +67,11 @@ def citation_nodes(answer: GroundedAnswer) -> list[NodeWithScore]:
     return nodes
 
 
+def _bundled(value: str | QueryBundle | Query) -> str | QueryBundle:
+    """An xlrag Query in an XlragQueryBundle: LlamaIndex's events take only text or a bundle."""
+    return XlragQueryBundle.of(value) if isinstance(value, Query) else value
+
+
 def _response(answer: GroundedAnswer) -> Response:
     return Response(response=answer.answer, source_nodes=citation_nodes(answer),
                     metadata={"grounded_answer": answer})
@@ -86,19 +92,23 @@ class XlragQueryEngine(BaseQueryEngine):
         # xlrag's prompts are per language (xlrag.prompts), not LlamaIndex PromptTemplates.
         return {}
 
+    def query(self, str_or_query_bundle: str | QueryBundle | Query) -> Response:
+        return super().query(_bundled(str_or_query_bundle))  # type: ignore[return-value]  # _query's Response
+
+    async def aquery(self, str_or_query_bundle: str | QueryBundle | Query) -> Response:
+        return await super().aquery(_bundled(str_or_query_bundle))  # type: ignore[return-value]  # _aquery's
+
     def _query(self, query_bundle: QueryBundle) -> Response:
-        return _response(self.chain.invoke(query_bundle.query_str))
+        return _response(self.chain.invoke(carried(query_bundle)))
 
     async def _aquery(self, query_bundle: QueryBundle) -> Response:
-        return _response(await self.chain.ainvoke(query_bundle.query_str))
+        return _response(await self.chain.ainvoke(carried(query_bundle)))
 
-    def retrieve(self, query_bundle: QueryBundle | str) -> list[NodeWithScore]:
-        from xlrag.chains.state import ChainInput
-
-        inp = ChainInput(question=query_bundle if isinstance(query_bundle, str) else query_bundle.query_str)
+    def retrieve(self, query_bundle: QueryBundle | Query | str) -> list[NodeWithScore]:
+        inp = ChainInput.coerce(query_bundle if isinstance(query_bundle, Query) else carried(query_bundle))
         pipeline = self.chain.pipeline
         # the pipeline's own steps, without building the prompt
-        return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp))]
+        return [hit_to_node(h) for h in pipeline.retrieve(pipeline.query_for(inp), pipeline.mode_for(inp)).hits]
 
     def close(self) -> None:
         """Stop the search threads of a retriever the engine's pipeline opened (the engine is

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xlrag.chains.profiles import Request
 from xlrag.formats import AnswerFormat
@@ -33,6 +33,16 @@ class ChainInput(QueryFields):
     passages: list[Passage] | None = Field(
         None, description="answer over exactly these passages, in this order, with no retrieval "
                           "(controlled studies, or passages the caller found)")
+    query: Query | None = Field(
+        None, description="the question already made into a Query (a server's admitted one, a caller's own): "
+                          "searched as it is, its id kept, rather than made again from the fields")
+
+    @model_validator(mode="after")
+    def _one_question(self) -> ChainInput:
+        # the question is the query's: a different one would be answered over another's passages
+        if self.query is not None and self.question.strip() != self.query.question:
+            raise ValueError(f"question {self.question[:60]!r} is not the query's ({self.query.question[:60]!r})")
+        return self
 
     @classmethod
     def coerce(cls, value: Any) -> ChainInput:
@@ -42,7 +52,7 @@ class ChainInput(QueryFields):
             return cls(question=value)
         if isinstance(value, Query):
             return cls(question=value.question, lang=value.lang, relevant_langs=value.relevant_langs or None,
-                       target_lang=value.target_lang, id=value.id)
+                       target_lang=value.target_lang, id=value.id, query=value)
         return validate_mapping(cls, value, "chain input")
 
     def query_fields(self) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def demo(
             q = retriever.prepare(make_query(dq.text, relevant_langs=list(dq.relevant_langs)))
             out.rule(f"[bold]{escape(dq.text)}[/]  (detected: {q.lang})")
             for mode in dq.modes:
-                print_hits(retriever.retrieve(q, mode=mode), as_json=False)
+                print_hits(retriever.retrieve(q, mode=mode).hits, as_json=False)
         if answers:
             from xlrag.chains.local.catalogue import lookup
             from xlrag.chains.rag import GroundedChain

@@ -38,7 +38,7 @@ from xlrag.cli._app import (
 from xlrag.errors import ConfigError, EmptyQueryError, XlragError
 from xlrag.outputs import check_output, jsonl_kind
 from xlrag.queries import read_queries
-from xlrag.schema import Hit, Retrieval, make_query
+from xlrag.schema import Hit, make_query
 
 # what `retrieve --queries --out` writes: a file holding anything else is refused, not replaced
 RESULTS = jsonl_kind("retrieval results", "results.jsonl", "query_id", "results")
@@ -89,7 +89,7 @@ def retrieve(
     except XlragError as e:
         _fail(e)
     if batch is None:
-        print_hits(hits, as_json)
+        print_hits(hits.hits, as_json)
         return
     _batch(retriever, prepared, batch[1])
 
@@ -122,7 +122,7 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
                     hits = retriever.retrieve(prepared)
                 complete = complete and hits.complete
                 fh.write(json.dumps({"query_id": q.id, "lang": prepared.lang, "notes": hits.notes,
-                                     "results": [h.summary() for h in hits]}, ensure_ascii=False) + "\n")
+                                     "results": [h.summary() for h in hits.hits]}, ensure_ascii=False) + "\n")
                 bar.advance(task)
         tmp.replace(out_path)  # all or nothing: a failed batch never leaves a partial results file
     except XlragError as e:
@@ -133,7 +133,7 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
     echo(f"wrote {len(queries)} results to {out_path}")
 
 
-def print_hits(hits: Sequence[Hit] | Retrieval, as_json: bool) -> None:
+def print_hits(hits: Sequence[Hit], as_json: bool) -> None:
     if as_json:
         out.print_json(json.dumps([{**h.summary(), "store": h.store, "mode": h.mode,
                                     "raw_score": h.raw_score,

@@ -69,7 +69,7 @@ def rank_queries(retriever: CrossLingualRetriever, queries: Sequence[Query], k: 
         notes.update(hits.notes)
         lang = hits.query.lang if hits.query is not None and hits.query.lang else q.lang or ""
         rankings.append(Ranking(query_id=q.id, lang=lang, passages=[
-            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in hits]))
+            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in hits.hits]))
         if progress is not None:
             progress(i, len(queries))
     return rankings, complete, notes

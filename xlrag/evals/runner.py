@@ -146,7 +146,7 @@ class ExperimentRunner(StudyRun):
     def _retrieval(self, ds: DatasetConfig, cell: Cell, q: dict) -> list[dict]:
         result = self.retriever(ds).retrieve(make_query(q["question"], lang=q["lang"], id=q["id"]), mode=cell.mode,
                                              k=self.config.retrieval.retrieve_k)
-        return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result]
+        return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result.hits]
 
     @staticmethod
     def _identity(ds: DatasetConfig, cell: Cell, q: dict) -> dict[str, Any]:

@@ -2,20 +2,49 @@
 
 Drop it into any LlamaIndex query engine (``RetrieverQueryEngine``) or compose it
 with postprocessors; every node carries the hit's language, store, policy and rank.
+A :class:`XlragQueryBundle` carries an xlrag :class:`~xlrag.schema.Query` whole through
+LlamaIndex's calls, which take nothing but a ``QueryBundle``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from xlrag.errors import InvalidArgumentError
 from xlrag.indexes.retriever import CrossLingualRetriever
-from xlrag.schema import Channel, Hit, make_query
+from xlrag.schema import Channel, Hit, Query, make_query
 from xlrag.validate import check_k
 
-__all__ = ["XlragLlamaRetriever", "hit_to_node"]
+__all__ = ["XlragLlamaRetriever", "XlragQueryBundle", "hit_to_node"]
+
+
+@dataclass
+class XlragQueryBundle(QueryBundle):
+    """A LlamaIndex ``QueryBundle`` that carries the xlrag :class:`~xlrag.schema.Query` whole
+    (its languages and id, which a plain bundle has no field for): ``XlragQueryBundle.of(query)``."""
+
+    query: Query | None = None
+
+    def __post_init__(self) -> None:
+        # one question: the text LlamaIndex shows is the Query's
+        if self.query is not None and self.query_str.strip() != self.query.question:
+            raise InvalidArgumentError("query_str", f"the query's question ({self.query.question[:60]!r})",
+                                       self.query_str)
+
+    @classmethod
+    def of(cls, query: Query) -> XlragQueryBundle:
+        return cls(query_str=query.question, query=query)
+
+
+def carried(bundle: QueryBundle | str) -> Query | str:
+    """The Query a bundle carries whole, else its text."""
+    if isinstance(bundle, str):
+        return bundle
+    return bundle.query if isinstance(bundle, XlragQueryBundle) and bundle.query is not None else bundle.query_str
 
 
 def hit_to_node(hit: Hit) -> NodeWithScore:
@@ -55,10 +84,13 @@ class XlragLlamaRetriever(BaseRetriever):
         make_query("?", **self._fields)  # a bad field fails here, not at the first question
         self._args: dict[str, Any] = {"mode": mode, "k": check_k(k), "channels": channels}
 
+    def _query(self, query_bundle: QueryBundle) -> Query:
+        # a Query carried whole is searched as it is; a bare text takes the retriever's fields
+        q = carried(query_bundle)
+        return q if isinstance(q, Query) else make_query(q, **self._fields)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        q = make_query(query_bundle.query_str, **self._fields)
-        return [hit_to_node(h) for h in self._xl.retrieve(q, **self._args)]
+        return [hit_to_node(h) for h in self._xl.retrieve(self._query(query_bundle), **self._args).hits]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        q = make_query(query_bundle.query_str, **self._fields)
-        return [hit_to_node(h) for h in await self._xl.aretrieve(q, **self._args)]
+        return [hit_to_node(h) for h in (await self._xl.aretrieve(self._query(query_bundle), **self._args)).hits]

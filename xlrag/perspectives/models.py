@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xlrag.schema import Citation, GroundedAnswer
+from xlrag.schema import Citation, GroundedAnswer, Query
 from xlrag.trace import Trace
 
 __all__ = [
@@ -70,6 +70,8 @@ class PerspectivesInput(BaseModel):
                                                              "comparisons: N(N-1)/2); languages named in "
                                                              "relevant_langs are all kept unless max_langs is "
                                                              "given too")
+    query: Query | None = Field(None, description="the question already made into a Query (a server's admitted "
+                                                  "one): searched as it is, its id kept")
 
 class LanguageChoice(BaseModel):
     """Which languages were compared and what chose them."""

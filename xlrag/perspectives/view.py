@@ -112,10 +112,10 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     def _plan(self, inp: PerspectivesInput) -> tuple[Query, LanguageChoice]:
         retriever = self._retriever()
-        query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang))
+        query = self.pipeline.query_for(ChainInput(question=inp.question, lang=inp.lang, query=inp.query))
 
         def ranked() -> list[str]:
-            return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K)]
+            return [h.lang for h in retriever.retrieve(query, mode=IRMode.ALL, k=RANK_K).hits]
 
         choice = choose_langs(query.question, query.lang or "", retriever.languages, relevant_langs=inp.relevant_langs,
                               rules=self.rules,
@@ -128,7 +128,9 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
 
     @staticmethod
     def _agent_input(query: Query, lang: str) -> dict[str, Any]:
-        return {"question": query.question, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang}
+        # the view's Query goes on to each language's agent (its id kept), pointed at that store
+        return {"question": query.question, "lang": query.lang, "mode": ONE_STORE, "target_lang": lang,
+                "query": PerspectivesView._one_store(query, lang)}
 
     @staticmethod
     def _empty(lang: str, hits: Retrieval) -> Perspective:
@@ -214,7 +216,7 @@ class PerspectivesView(RunnableSerializable[Any, Perspectives]):
     def _one_lang(self, query: Query, lang: str, config: RunnableConfig) -> Steps[Perspective]:
         hits = yield Call(self.pipeline.retrieve, (self._one_store(query, lang), ONE_STORE, config),
                           self.pipeline.aretrieve)
-        if not hits:
+        if not hits.hits:
             return self._empty(lang, hits)
         out = yield Call(self.agent.invoke, (self._agent_input(query, lang), config), self.agent.ainvoke)
         return self._answered(lang, out)

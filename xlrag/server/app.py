@@ -232,14 +232,15 @@ class _Stream(StreamingResponse):
              description="Retrieve, answer with `<docN>` citations, verify the language and the citations, "
                          "repair what failed. The trace says what was done.")
 async def ask(body: AskRequest, server: Server) -> Any:
-    server.admit_question(body.question, lang=body.lang, relevant_langs=body.relevant_langs,
-                          target_lang=body.target_lang)
+    # the Query admitted is the one searched: the agent does not make it again
+    inputs = {**body.agent_input(), "query": server.admit_question(
+        body.question, lang=body.lang, relevant_langs=body.relevant_langs, target_lang=body.target_lang)}
     if not body.stream:
         async with server.limiter.slot():
-            return server.public(ask_response(await server.drain.bounded(server.agent.ainvoke(body.agent_input()))))
+            return server.public(ask_response(await server.drain.bounded(server.agent.ainvoke(inputs))))
     # a full queue is a 503 now, not a 200 whose stream starts with an error
     reservation = server.limiter.reserve()
-    return _Stream(with_pings(partial(ask_events, server, body.agent_input(), reservation), server.ping_every,
+    return _Stream(with_pings(partial(ask_events, server, inputs, reservation), server.ping_every,
                               "ask stream", server.drain), reservation)
 
 
@@ -294,13 +295,13 @@ async def forget(session_id: str, server: Server, request: Request) -> Response:
                          "the consensus groups and each disagreement with both sides' citations. Takes one "
                          "generation slot for all its answers.")
 async def perspectives(body: PerspectivesRequest, server: Server) -> Any:
-    server.admit_question(body.question, lang=body.lang)
+    inp = {**body.view_input(), "query": server.admit_question(body.question, lang=body.lang)}
     _searcher(server)
     # everything a bad request can be refused for, before it queues: a 422 now, not after the
     # answers ahead of it (up to queue_timeout)
-    await asyncio.to_thread(server.perspectives_view.validate_input, body.view_input())
+    await asyncio.to_thread(server.perspectives_view.validate_input, inp)
     async with server.limiter.slot():
-        return server.public(await server.drain.bounded(server.perspectives_view.ainvoke(body.view_input())))
+        return server.public(await server.drain.bounded(server.perspectives_view.ainvoke(inp)))
 
 
 def _searcher(server: XlragServer) -> CrossLingualRetriever:

@@ -254,12 +254,12 @@ class BordIRlinesRunner(StudyRun):
             # the mode's own k passages, filtered: the variant changes which passages, not how many were looked at
             query = make_query(q.question, lang=q.lang, id=q.query_id, **_route(mode, t, q))
             hits = await self.retriever().aretrieve(query, mode=mode, k=self.config.k)
-            grades = [passage_grade(self.labels, t, q, h.id, h.doc_id) for h in hits]
-            keep = [h.passage for h, g in zip(hits, grades, strict=True)
+            grades = [passage_grade(self.labels, t, q, h.id, h.doc_id) for h in hits.hits]
+            keep = [h.passage for h, g in zip(hits.hits, grades, strict=True)
                     if g is not None and (g > 0) == (variant == "relevant")]
-            rec["retrieved"] = {"n": len(hits), "unlabelled": grades.count(None), "kept": len(keep)}
+            rec["retrieved"] = {"n": len(hits.hits), "unlabelled": grades.count(None), "kept": len(keep)}
             if not keep:
-                rec.update(skipped=f"no {variant.replace('_', '-')} passage among the {len(hits)} retrieved",
+                rec.update(skipped=f"no {variant.replace('_', '-')} passage among the {len(hits.hits)} retrieved",
                            answer=None, shown=[], citations=[], seconds=round(time.perf_counter() - t0, 3))
                 return rec
             inp["passages"] = keep
