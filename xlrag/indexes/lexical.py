@@ -190,9 +190,11 @@ class LexicalIndex:
         band = tie * scores[top[0]]
         floor = scores[top[n - 1]] - band
         if len(top) > n and scores[top[n]] >= floor:  # the tie runs past the cut
-            tied = int(np.count_nonzero(scores[top] >= floor))  # top is sorted: a prefix
-            if tied <= m and not (len(top) > m and scores[top[m]] >= floor):
-                top = top[:tied]  # the tie ends within the spill: kept whole
+            # top is sorted and holds at most m + 1: the tie ends within the spill when the
+            # passages at or above the floor are at most m
+            tied = int(np.count_nonzero(scores[top] >= floor))
+            if tied <= m:
+                top = top[:tied]
             else:
                 top = top[:n][scores[top[:n]] > scores[top[n - 1]] + band]
         else:
