@@ -31,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import CACHE, bootstrap_ci, read_jsonl, write_json
 
+from xlrag.config import AnswerConfig
 from xlrag.evals.scoring import score_answer
 
 LANGS = ("ar", "de", "en", "es", "ru", "zh")
@@ -115,7 +116,8 @@ def main() -> None:
     cfg = XlragConfig(index_dir=index, llm={"model": args.model, "max_tokens": 160, "n_threads": args.threads},
                       agent={"mode": MODE}, retrieval={"k": 3})
     llm = build_llm(cfg.llm)
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="citation", mode=MODE, k=3))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                   answer=AnswerConfig(format="citation"), mode=MODE, k=3))
     agent = build_agent(cfg, llm=llm, retriever=retriever)
     qs = questions(args.per_lang)
     rows: list[dict] = []

@@ -184,10 +184,10 @@ def prepared(queries: list[dict]) -> list:
 
 def run_arm(stores, embedder, queries, qrels, inventory, mode: str, translator, reranker=None,
             **arm: Any) -> dict:
-    retriever = CrossLingualRetriever(stores, embedder, mode, k=K, retrieve_k=K, translator=translator,
-                                      reranker=reranker, **arm)
+    retriever = CrossLingualRetriever(stores, embedder, mode, k=K, retrieve_k=K, translator=translator, **arm)
     t0 = time.perf_counter()
-    report = evaluate_retriever(retriever, prepared(queries), qrels, k=K, inventory=inventory).report
+    report = evaluate_retriever(retriever, prepared(queries), qrels, k=K, inventory=inventory,
+                                steps=[reranker] if reranker is not None else []).report
     seconds = time.perf_counter() - t0
     retriever.close()
     s = report["summary"]

@@ -41,7 +41,7 @@ from langchain_core.messages import convert_to_messages
 from xlrag.chains.llms import build_llm, render_prompt
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import GroundedChain, base_model_messages
-from xlrag.config import LLMConfig, SplitterConfig
+from xlrag.config import AnswerConfig, LLMConfig, SplitterConfig
 from xlrag.demo import demo_embedder
 from xlrag.detect import LinguaDetector
 from xlrag.evals.answers import char3_recall
@@ -382,21 +382,22 @@ def main() -> None:
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    local_rows = run_answers(GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", k=K,
+    local_rows = run_answers(GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                                    answer=AnswerConfig(format="answer"), k=K,
                                                                     prompts=localized)),
                              questions, detector, "answer/localized")
     timings["answer_localized_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    english_rows = run_answers(GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", k=K,
+    english_rows = run_answers(GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                                      answer=AnswerConfig(format="answer"), k=K,
                                                                       prompts=english)),
                                questions, detector, "answer/english",
                                reuse={x: local_rows[x] for x in same})
     timings["answer_english_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    cite_summary, cite_rows = run_citations(GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="citation", k=K,
-                                                                                   prompts=localized)),
-                                            questions)
+    citing = Pipeline.create(retriever, llm, answer=AnswerConfig(format="citation"), k=K, prompts=localized)
+    cite_summary, cite_rows = run_citations(GroundedChain(pipeline=citing), questions)
     timings["citation_s"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -404,7 +405,8 @@ def main() -> None:
     # The warm-up question is one that is not timed, when there is one.
     rest = [q for qs in questions.values() for q in qs if q not in timed]
     load_before = os.getloadavg()[0]
-    latency = run_latency(GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", k=K, prompts=localized)),
+    latency = run_latency(GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(format="answer"),
+                                                                 k=K, prompts=localized)),
                           llm,
                           timed, (rest or timed)[0], max(args.latency_reps, 1))
     latency |= {"load_before": load_before, "load_after": os.getloadavg()[0]}

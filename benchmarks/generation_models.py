@@ -42,7 +42,7 @@ from xlrag.chains.llms import build_llm
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import GroundedChain
 from xlrag.checks.language import judge_language, language_summary, response_text
-from xlrag.config import LLMConfig
+from xlrag.config import AnswerConfig, LLMConfig
 from xlrag.detect import LinguaDetector
 from xlrag.evals.answers import char3_recall
 
@@ -147,7 +147,8 @@ def make_config(config: str, args, retriever, servers: list) -> dict:
         sets = {"xquad", "travel"}
         if few_shot is None:
             few_shot = CATALOGUE[name].few_shot
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, build_llm(cfg), fmt="citation", k=K, few_shot=few_shot))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, build_llm(cfg),
+                                                   answer=AnswerConfig(format="citation"), k=K, few_shot=few_shot))
     return {"name": config, "cfg": cfg, "few_shot": few_shot, "sets": sets, "chain": chain, "rows": []}
 
 

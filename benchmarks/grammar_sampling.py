@@ -63,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
     chat = LocalLlamaChat(entry=MODEL, chat=True, n_threads=args.threads, max_tokens=160, n_ctx=4096)
     llama, _ = chat.native()
-    pipeline = Pipeline.create(None, chat, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+    pipeline = Pipeline.create(None, chat, answer=AnswerConfig(post_hoc_citations=False, format="citation"),
                                profile=LocalProfile(), grammar=True)
     rows = []
     for n, (q, passages) in enumerate(questions(args.per_lang)):

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import CACHE, RESULTS, SHARED, read_jsonl, write_json
 
 from xlrag.config import LLMConfig, RerankConfig
-from xlrag.schema import Hit, Passage
+from xlrag.schema import Hit, Passage, make_query
 
 OUT = "rerank_methods.json"
 CANDIDATES = CACHE / "rerank-candidates.json"
@@ -121,7 +121,7 @@ def run_arm(items: list[dict], model: str, method: str, threads: int) -> dict:
     for item in items:
         hits = hits_of(item)
         t1 = time.perf_counter()
-        out = reranker.rerank(item["question"], hits, 5)
+        out = reranker.postprocess(hits, make_query(item["question"]), 5)
         secs = time.perf_counter() - t1
         g = item["gold_doc"]
         rows.append({"id": item["id"], "cell": item["cell"], "seconds": secs,

@@ -10,6 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from pydantic import ValidationError
 
 from tests.conftest import ROOT
 from tests.prompts.recorded import recorded_format
@@ -18,6 +19,7 @@ from xlrag.chains.echo import echo_reference
 from xlrag.chains.parsing import parse_citation, parse_mc
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import GroundedChain, base_model_messages
+from xlrag.config import AnswerConfig
 from xlrag.errors import ConfigError
 from xlrag.formats import (
     CHOICE_HEADER,
@@ -74,8 +76,9 @@ def test_format_names_are_derived_everywhere():
     assert parse_format("citation") is AnswerFormat.CITATION
     with pytest.raises(ConfigError, match="did you mean 'citation'"):
         parse_format("citaton")
-    with pytest.raises(ConfigError, match="did you mean 'mc'"):
-        GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([])), fmt="mcq"))
+    with pytest.raises(ValidationError, match="did you mean 'mc'"):  # answer.format, checked by the config
+        GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([])),
+                                               answer=AnswerConfig(format="mcq")))
 
 
 def _sent_lines(messages) -> list[str]:
@@ -120,7 +123,8 @@ def test_a_reply_copying_the_sent_choice_line_is_an_echo(retriever):
             self.messages = iter([AIMessage(f"{CITED_HEADER} <doc0>\n{CHOICE_HEADER} {line}")])
             return super()._generate(messages, stop, run_manager, **kwargs)
 
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, Copier(messages=iter([])), fmt="citation", k=2,
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, Copier(messages=iter([])),
+                                                   answer=AnswerConfig(format="citation"), k=2,
                                                    few_shot=False))
     a = chain.invoke({"question": "¿Quién controla Ceuta?", "lang": "es", "options": ["España", "Marruecos"]})
     assert seen and "prompt_echo" in a.flags and a.answer is None and a.chosen_option is None

@@ -55,7 +55,7 @@ FLOORS: list[tuple[str, set[str]]] = [
 NAMED_UP: dict[str, set[str]] = {
     # the plug-in table: a built-in provider registers itself in its own module, which the
     # registry imports by name on the first lookup of its kind (config validates names there)
-    "xlrag.registry": {"xlrag.chains.llms", "xlrag.chains.reranker", "xlrag.chains.translator",
+    "xlrag.registry": {"xlrag.chains.context", "xlrag.chains.llms", "xlrag.chains.reranker", "xlrag.chains.translator",
                        "xlrag.indexes.embedders", "xlrag.indexes.fusion", "xlrag.indexes.policies",
                        "xlrag.indexes.rerank"},
 }

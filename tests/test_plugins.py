@@ -58,6 +58,21 @@ def _first(scores):
     return [1.0 / r for r in range(1, len(scores) + 1)]
 
 
+class EnglishFirst:
+    """English passages first, the others after them in their order."""
+
+    name = "toy_english_first"
+    chooses = False
+
+    def postprocess(self, hits, query, k):
+        return sorted(hits, key=lambda h: h.lang != "en")[:k]
+
+
+@register("postprocessor", "toy_english_first")
+def _english_first(config, embedder):
+    return EnglishFirst()
+
+
 @register("mode", "toy_last_store")
 class LastStore:
     """Only the store whose language comes last in the alphabet."""
@@ -125,6 +140,12 @@ def test_an_installed_plugin_is_seen_without_an_import_and_bad_ones_are_one_line
             "    out = {'embedder': registry.available('embedder'), 'plugins': registry.plugins(),\n"
             "           'rrf': registry.get('fusion', 'rrf').__module__}\n"
             "out['warnings'] = [str(w.message) for w in caught if 'plugin' in str(w.message)]\n"
+            "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel\n"
+            "from xlrag.chains.pipeline import Pipeline\n"
+            "from xlrag.config import XlragConfig\n"
+            "cfg = XlragConfig(postprocess=['toy_english_first', 'rerank', 'context'])\n"
+            "pipe = Pipeline.from_config(cfg, llm=GenericFakeChatModel(messages=iter([])), mode='no_ir')\n"
+            "out['steps'] = [s.name for s in pipe.passage_steps]\n"
             "from xlrag.server.ui import mode_descriptions\n"
             "out['modes'] = {m.name: m.description for m in mode_descriptions()}\n"
             "print(json.dumps(out))\n")
@@ -132,7 +153,10 @@ def test_an_installed_plugin_is_seen_without_an_import_and_bad_ones_are_one_line
     out = json.loads(run.stdout)
     assert "toy-hash" in out["embedder"]
     assert sorted(out["plugins"]["xlrag-toy-plugin"]) == [["embedder", "toy-hash"], ["fusion", "toy-first"],
-                                                          ["mode", "toy_last_store"]]
+                                                          ["mode", "toy_last_store"],
+                                                          ["postprocessor", "toy_english_first"]]
+    # a plugin's passage step is named in postprocess: like a built-in one, and runs where it is listed
+    assert out["steps"] == ["toy_english_first", "none", "context"]
     assert out["plugins"]["xlrag-broken-plugin"] == [] and out["plugins"]["xlrag-taker-plugin"] == []
     assert out["rrf"] == "xlrag.indexes.fusion"  # a plugin cannot take a built-in's name
     # the server's list of modes (/v1/modes, the web page's menu) names the plugin's, after the built-ins

@@ -97,7 +97,6 @@ def open_retriever(
     retrieve_k: int | None = None,
     fusion: str | None = None,
     embedder: Any = None,
-    reranker: Any = None,
     detector: Any = None,
     translator: Any = None,
 ) -> CrossLingualRetriever:
@@ -111,7 +110,7 @@ def open_retriever(
 
     return CrossLingualRetriever.from_config(
         config or load_config(), index_dir, mode=mode, k=k, retrieve_k=retrieve_k, fusion=fusion,
-        embedder=embedder, reranker=reranker, detector=detector, translator=translator)
+        embedder=embedder, detector=detector, translator=translator)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

@@ -79,6 +79,20 @@ class XlragConfig(BaseSettings):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     answer: AnswerConfig = Field(default_factory=AnswerConfig)
     context: ContextConfig = Field(default_factory=ContextConfig)
+    postprocess: list[str] = Field(
+        default_factory=lambda: ["rerank", "context"],
+        description="the steps between retrieval and the prompt, in the order they run: rerank (rerank:), "
+                    "context (context:) and any postprocessor a plugin registers")
+
+    @field_validator("postprocess")
+    @classmethod
+    def _known_steps(cls, v: list[str]) -> list[str]:
+        from xlrag.registry import known
+
+        twice = sorted({name for name in v if v.count(name) > 1})
+        if twice:
+            raise ValueError(f"postprocess names {', '.join(twice)} twice; list each step once")
+        return [known("postprocessor", name, "postprocess step") for name in v]
 
     @field_validator("index_dir")
     @classmethod

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from xlrag.errors import ConfigError
-from xlrag.formats import DEFAULT_LAYOUT, PromptLayout
+from xlrag.formats import DEFAULT_LAYOUT, AnswerFormat, PromptLayout, parse_format
 from xlrag.modes import AUTO, SHARE_MARGIN, AgentMode, IRMode, Mode
 from xlrag.schema import CHANNELS, Channel
 from xlrag.validate import DEFAULT_K, DEFAULT_RETRIEVE_K, k_field
@@ -336,6 +336,10 @@ class AnswerConfig(_Section):
     attribution: an LLM judging whether a passage supports the answer (XOR-AttriQA's AIS), every
     setting of it here (post-hoc citations by similarity are not attribution)."""
 
+    format: AnswerFormat = Field(
+        AnswerFormat.CITATION, description="how the model is asked to answer and its reply parsed: citation "
+                                           "(cited documents, answer, explanation), answer (a short answer) or mc "
+                                           "(one of the given options)")
     explanation: bool = Field(
         True, description="the citation format's explanation; false: the reply stops at the explanation header, "
                           "the same cited documents and answer line for fewer generated tokens")
@@ -354,6 +358,14 @@ class AnswerConfig(_Section):
         False, description="the agent also checks with the LLM that a cited passage supports the answer")
     attribution_checker: LLMConfig | None = Field(
         None, description="the LLM of every attribution call, the rerank's and the check's (default: llm)")
+
+    @field_validator("format", mode="before")
+    @classmethod
+    def _known_format(cls, v: Any) -> AnswerFormat:
+        try:
+            return parse_format(v)
+        except ConfigError as e:  # a ValueError, so that pydantic names the setting
+            raise ValueError(str(e)) from None
 
 
 ContextOrder = Literal["best_first", "best_last"]

@@ -34,12 +34,13 @@ from xlrag.errors import (
 __all__ = ["PLUGIN_GROUP", "Kind", "api_key", "available", "create", "get", "known", "plugins", "profile", "profiled",
            "register", "require", "set_profile"]
 
-Kind = Literal["embedder", "reranker", "llm", "translator", "fusion", "mode"]
+Kind = Literal["embedder", "reranker", "postprocessor", "llm", "translator", "fusion", "mode"]
 
 _FACTORIES: dict[tuple[str, str], Callable[..., Any]] = {}
 _BUILTIN_MODULES: dict[str, tuple[str, ...]] = {
     "embedder": ("xlrag.indexes.embedders",),
     "reranker": ("xlrag.indexes.rerank", "xlrag.chains.reranker"),
+    "postprocessor": ("xlrag.indexes.rerank", "xlrag.chains.context"),
     "llm": ("xlrag.chains.llms",),
     "translator": ("xlrag.chains.translator",),
     "fusion": ("xlrag.indexes.fusion",),

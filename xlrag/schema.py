@@ -146,6 +146,8 @@ class Hit(BaseModel):
     lexical_text: str | None = Field(None, description="text the lexical channel searched this store with "
                                                        "(the question's translation for another language's store)")
     rerank_score: float | None = Field(None, description="the reranker's score, when a reranker ordered the list")
+    shown_text: str | None = Field(None, description="what the model reads of the passage, when context selection "
+                                                     "cut it (context.select: segments); None: its whole text")
 
     @property
     def id(self) -> str:

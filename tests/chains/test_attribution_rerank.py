@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage
 from xlrag.chains.attribution_rerank import AttributionReranker, rerank_citations
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import GroundedChain
+from xlrag.config import AnswerConfig
 from xlrag.schema import Citation, GroundedAnswer, Hit, Passage
 
 PASSAGES = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in enumerate(
@@ -51,7 +52,8 @@ def test_the_chain_option_reranks_with_the_checkers_votes():
     checker = AttributionChecker(GenericFakeChatModel(messages=iter([AIMessage(v) for v in votes])))
     reply = "Cited Documents: <doc0>\n\nAnswer: Denver <doc0>.\n\nExplanation: <doc0> names Denver."
     chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])),
-                                                   fmt="citation", postprocessors=[AttributionReranker(checker)]))
+                                                   answer=AnswerConfig(format="citation"),
+                                                   postprocessors=[AttributionReranker(checker)]))
     ans = chain.invoke({"question": "Who won Super Bowl 50?", "lang": "en", "passages": PASSAGES})
     assert [(c.passage_id, c.source) for c in ans.citations] == [("p2", "attribution"), ("p0", "model")]
     assert "attribution_reranked" in ans.flags

@@ -106,8 +106,8 @@ def test_the_pipeline_shows_segments_and_cites_whole_passages(embedder, fiji, co
     reply = "Cited Documents: <doc0>\nAnswer: 917\nExplanation: <doc0>."
     llm = Recorder(messages=iter([AIMessage(reply)]), sent=[])
     pipe = Pipeline.create(None, llm, answer=AnswerConfig(post_hoc_citations=False), few_shot=False,
-                           context=ContextSelector(embedder, segments=2, order=order))
-    assert pipe.context.layout == DEFAULT_LAYOUT
+                           postprocessors=[ContextSelector(embedder, segments=2, order=order)])
+    assert pipe.layout == DEFAULT_LAYOUT
     answer = pipe.answer({"question": FIJI_QUESTION, "lang": "ar", "passages": [fiji, comoros]})
     user = llm.sent[0][-1].content
     first, second = (fiji, comoros) if order == "best_first" else (comoros, fiji)

@@ -39,7 +39,7 @@ def test_the_stop_strings_are_the_explanation_header_the_prompt_asks_for() -> No
 ])
 def test_only_a_citation_reply_without_its_explanation_gets_the_stops(retriever, fmt: str, explanation: bool,
                                                                      stopped: bool) -> None:
-    pipeline = Pipeline.create(retriever, _fake("x"), answer=AnswerConfig(explanation=explanation), fmt=fmt, k=2)
+    pipeline = Pipeline.create(retriever, _fake("x"), answer=AnswerConfig(explanation=explanation, format=fmt), k=2)
     inp = ChainInput(question=QUESTION, lang="en", options=["308", "250"] if fmt == "mc" else None)
     query = make_query(QUESTION, lang="en")
     hits = retriever.retrieve(query, mode="qlang", k=2)

@@ -18,7 +18,7 @@ from xlrag.chains.profiles import (
     register_profile,
 )
 from xlrag.chains.rag import ChainInput, GroundedChain
-from xlrag.config import LLMConfig
+from xlrag.config import AnswerConfig, LLMConfig
 from xlrag.errors import ConfigError
 from xlrag.registry import register
 from xlrag.schema import Citation, GroundedAnswer
@@ -39,7 +39,8 @@ def test_chain_input_is_typed_and_strict():
 def test_mc_needs_two_options_before_any_call(retriever):
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, GenericFakeChatModel(messages=iter([])), fmt="mc"))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, GenericFakeChatModel(messages=iter([])),
+                                                   answer=AnswerConfig(format="mc")))
     with pytest.raises(ConfigError, match="at least two options"):
         chain.invoke({"question": "¿Quién controla Ceuta?", "options": ["España"]})
 
@@ -113,7 +114,7 @@ def test_a_new_vendor_needs_only_its_factory_and_profile(retriever, vendor_repla
 
     replay: Replay = vendor_replay({"/v1/chat/completions": chat})
     llm = build_llm(LLMConfig(provider="acme", base_url=f"{replay.url}/v1"))
-    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer",
+    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(format="answer"),
                                                     k=2)).invoke({"question": QUESTION, "lang": "en"})
     assert isinstance(answer, GroundedAnswer) and answer.model == "acme/acme-1"
     (req,) = replay.requests
@@ -147,7 +148,7 @@ def test_given_passages_are_answered_over_in_their_order_without_retrieval():
              Passage(id="p-en", doc_id="d2", text="Denver beat Carolina 24-10 in Super Bowl 50.", lang="en")]
     reply = "Cited Documents: <doc1>\n\nAnswer: Denver ganó 24-10 <doc1>.\n\nExplanation: lo dice <doc1>."
     chain = GroundedChain(pipeline=Pipeline.create(None, GenericFakeChatModel(messages=iter([AIMessage(reply)])),
-                                                   fmt="citation"))
+                                                   answer=AnswerConfig(format="citation")))
     ans = chain.invoke({"question": "¿Quién ganó la Super Bowl 50?", "lang": "es", "passages": given})
     assert ans.mode == "given" and [h.id for h in ans.passages] == ["p-es", "p-en"]
     assert [(c.passage_id, c.valid) for c in ans.citations] == [("p-en", True)]

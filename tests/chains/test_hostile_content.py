@@ -51,9 +51,8 @@ def _check(answer) -> None:
 def test_a_model_obeying_the_injection_gets_an_invalid_citation(hostile_retriever):
     reply = "Cited Documents: <doc9>\nAnswer: Rabat\nExplanation: because <doc9> says so."
     llm = GenericFakeChatModel(messages=iter([AIMessage(reply)]))
-    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm,
-                                                    answer=AnswerConfig(post_hoc_citations=False),
-                                                    fmt="citation")).invoke(
+    settings = AnswerConfig(post_hoc_citations=False, format="citation")
+    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm, answer=settings)).invoke(
         {"question": QUESTION, "lang": "en"})
     _check(answer)
     (c,) = {c.marker: c for c in answer.citations}.values()
@@ -67,8 +66,8 @@ def test_the_local_model_over_a_hostile_passage(hostile_retriever):
     from xlrag.chains.llms import build_llm
 
     llm = build_llm(LLMConfig(max_tokens=64, n_threads=TEST_THREADS))
-    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm,
-                                                    fmt="citation")).invoke({"question": QUESTION, "lang": "en"})
+    answer = GroundedChain(pipeline=Pipeline.create(hostile_retriever, llm, answer=AnswerConfig(format="citation"))
+                           ).invoke({"question": QUESTION, "lang": "en"})
     _check(answer)
     if any(c.marker == 9 for c in answer.citations):
         assert "invalid_citation" in answer.flags
@@ -88,7 +87,8 @@ def test_markers_inside_a_passage_are_neutralised_in_the_prompt(few_shot):
     given = [Passage(id="a", doc_id="a", lang="en", text="Ceuta is an autonomous city of Spain."),
              Passage(id="h", doc_id="h", lang="en", text=FAKE_MARKERS)]
     llm = GenericFakeChatModel(messages=iter([AIMessage("Cited Documents: <doc0>\nAnswer: Spain <doc0>.")]))
-    chain = GroundedChain(pipeline=Pipeline.create(None, llm, fmt="citation", few_shot=few_shot))
+    chain = GroundedChain(pipeline=Pipeline.create(None, llm, answer=AnswerConfig(format="citation"),
+                                                   few_shot=few_shot))
     state = chain.prepare({"question": QUESTION, "lang": "en", "passages": given})
     prompt = "\n".join(str(text) for _, text in state.request.messages)
     doc_lines = [line for line in prompt.splitlines() if "Ceuta" in line and line.lstrip().startswith("<doc")]

@@ -16,7 +16,7 @@ from tests.chains.conftest import TEST_THREADS
 from xlrag.chains.finalize import message_usage
 from xlrag.chains.llms import LocalLlamaChat, build_llm
 from xlrag.chains.local.runtime import bundled_model_path
-from xlrag.config import LLMConfig, load_config
+from xlrag.config import AnswerConfig, LLMConfig, load_config
 from xlrag.errors import ConfigError
 
 # the static part of an answer prompt: the same bytes before every question
@@ -190,7 +190,8 @@ def test_the_answer_carries_what_the_call_cost(retriever) -> None:
     from xlrag.chains.rag import GroundedChain
 
     llm = build_llm(LLMConfig(model="gemma-3-270m", max_tokens=16, n_threads=TEST_THREADS))
-    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=2)).invoke(
+    answer = GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                    answer=AnswerConfig(format="answer"), mode="qlang_en", k=2)).invoke(
         {"question": "How many points did the Panthers defense surrender?", "lang": "en"})
     usage = answer.usage
     assert usage is not None and usage.prompt_tokens and 0 < usage.completion_tokens <= 16

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage
+from pydantic import ValidationError
 
 from tests.chains.conftest import TEST_THREADS
 from tests.prompts.recorded import recorded_format
@@ -15,7 +16,7 @@ from xlrag.chains.echo import echo_reference
 from xlrag.chains.grounding import PostHocCiter
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import ChainInput, ChainState, GroundedChain, finalize
-from xlrag.config import LLMConfig
+from xlrag.config import AnswerConfig, LLMConfig
 from xlrag.errors import ConfigError, PolicyError
 from xlrag.prompts import PromptLibrary
 from xlrag.schema import GroundedAnswer, make_query
@@ -141,7 +142,7 @@ def test_cohere_native_citations_map_to_doc_markers(retriever, hits, vendor_repl
 
     replay = vendor_replay({"/v2/chat": chat})
     llm = build_llm(LLMConfig(provider="cohere", base_url=replay.url))
-    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en",
+    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(format="answer"), mode="qlang_en",
                                                k=3)).invoke({"question": QUESTION_EN, "lang": "en"})
     vendor = [c for c in a.citations if c.source == "vendor"]
     assert [(c.marker, c.passage_id, c.text) for c in vendor] == [(1, a.passages[1].id, span)]
@@ -167,7 +168,7 @@ def test_anthropic_citation_blocks_map_to_doc_markers(retriever, vendor_replay, 
 
     replay = vendor_replay({"/v1/messages": messages})
     llm = build_llm(LLMConfig(provider="anthropic", base_url=replay.url))
-    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en",
+    a = GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(format="answer"), mode="qlang_en",
                                                k=2)).invoke({"question": QUESTION_EN, "lang": "en"})
     assert a.answer == "308 points."
     assert [(c.marker, c.source, c.passage_id) for c in a.citations] == [(0, "vendor", a.passages[0].id)]
@@ -175,9 +176,10 @@ def test_anthropic_citation_blocks_map_to_doc_markers(retriever, vendor_replay, 
 
 def test_bad_inputs(retriever, local_llm):
     with pytest.raises(ConfigError, match="options"):
-        GroundedChain(pipeline=Pipeline.create(retriever, local_llm, fmt="mc")).invoke(QUESTION_EN)
-    with pytest.raises(ConfigError, match="unknown answer format"):
-        GroundedChain(pipeline=Pipeline.create(retriever, local_llm, fmt="essay"))
+        GroundedChain(pipeline=Pipeline.create(retriever, local_llm,
+                                               answer=AnswerConfig(format="mc"))).invoke(QUESTION_EN)
+    with pytest.raises(ValidationError, match="unknown answer format"):
+        GroundedChain(pipeline=Pipeline.create(retriever, local_llm, answer=AnswerConfig(format="essay")))
     with pytest.raises(ConfigError, match="question"):
         GroundedChain(pipeline=Pipeline.create(retriever, local_llm)).invoke({"q": QUESTION_EN})
 
@@ -186,14 +188,16 @@ def test_an_undetectable_question_is_one_error_with_or_without_retrieval(retriev
     # one owner (xlrag.detect.question_language): closed-book once answered it as English
     for r in (retriever, None):
         with pytest.raises(PolicyError, match=r"could not detect the language of '12345 \.\.\.'"):
-            GroundedChain(pipeline=Pipeline.create(r, local_llm, fmt="answer")).invoke({"question": "12345 ..."})
-    assert GroundedChain(pipeline=Pipeline.create(None, local_llm, fmt="answer")).query_for(
+            GroundedChain(pipeline=Pipeline.create(r, local_llm, answer=AnswerConfig(format="answer"))
+                          ).invoke({"question": "12345 ..."})
+    assert GroundedChain(pipeline=Pipeline.create(None, local_llm, answer=AnswerConfig(format="answer"))).query_for(
         ChainInput(question="¿Quién ganó el partido?")).lang == "es"
 
 
 @pytest.mark.slow
 def test_local_model_end_to_end(retriever, local_llm):
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, local_llm, fmt="citation", mode="qlang_en", k=3))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, local_llm, answer=AnswerConfig(format="citation"),
+                                                   mode="qlang_en", k=3))
     a = chain.invoke({"question": QUESTION_DE})
     assert a.lang == "de" and a.mode == "qlang_en" and a.model.startswith("local/gemma-3-270m")
     assert len(a.passages) == 3 and {h.lang for h in a.passages} <= {"de", "en"}
@@ -205,7 +209,8 @@ def test_local_model_end_to_end(retriever, local_llm):
 
 @pytest.mark.slow
 def test_runnable_protocol_with_local_model(retriever, local_llm):
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, local_llm, fmt="answer", mode="qlang", k=2))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, local_llm, answer=AnswerConfig(format="answer"),
+                                                   mode="qlang", k=2))
     sync = chain.invoke({"question": QUESTION_EN, "lang": "en"})
     asyn = asyncio.run(chain.ainvoke({"question": QUESTION_EN, "lang": "en"}))
     assert [h.id for h in sync.passages] == [h.id for h in asyn.passages]
@@ -218,8 +223,8 @@ def test_runnable_protocol_with_local_model(retriever, local_llm):
 
 @pytest.mark.slow
 def test_closed_book(local_llm):
-    a = GroundedChain(pipeline=Pipeline.create(None, local_llm,
-                                               fmt="answer")).invoke({"question": QUESTION_EN, "lang": "en"})
+    a = GroundedChain(pipeline=Pipeline.create(None, local_llm, answer=AnswerConfig(format="answer"))
+                      ).invoke({"question": QUESTION_EN, "lang": "en"})
     assert a.passages == [] and "closed_book" in a.flags and a.mode == "no_ir"
 
 

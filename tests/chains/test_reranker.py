@@ -14,8 +14,9 @@ import pytest
 from tests.chains.conftest import TEST_THREADS
 from xlrag.config import LLMConfig, RerankConfig, load_config
 from xlrag.errors import ConfigError, ProviderError
-from xlrag.indexes.rerank import Reranker, build_reranker
-from xlrag.schema import Hit, Passage
+from xlrag.indexes.postprocess import PassagePostprocessor
+from xlrag.indexes.rerank import build_reranker
+from xlrag.schema import Hit, Passage, make_query
 
 SWISS = "Switzerland's currency is the Swiss franc (CHF). Euros are accepted in some shops, change is given in francs."
 EN = [
@@ -51,11 +52,11 @@ def reranker():
 def test_build_reranker_returns_the_llm_reranker_behind_the_protocol(reranker):
     from xlrag.chains.reranker import LLMReranker
 
-    assert isinstance(reranker, LLMReranker) and isinstance(reranker, Reranker)
+    assert isinstance(reranker, LLMReranker) and isinstance(reranker, PassagePostprocessor)
 
 
 def test_an_arabic_question_finds_the_english_passage_that_answers_it(reranker):
-    out = reranker.rerank("ما هي العملة المستخدمة في سويسرا؟", hits(EN), 3)
+    out = reranker.postprocess(hits(EN), make_query("ما هي العملة المستخدمة في سويسرا؟"), 3)
     assert out[0].passage.text == SWISS
     assert [h.rank for h in out] == [1, 2, 3]
     assert all(h.rerank_score is not None and h.score == h.rerank_score for h in out)
@@ -64,7 +65,7 @@ def test_an_arabic_question_finds_the_english_passage_that_answers_it(reranker):
 
 
 def test_an_english_question_finds_the_chinese_passage_among_chinese_and_arabic(reranker):
-    out = reranker.rerank("What is the capital of Australia?", hits(ZH_AR, "zh"), 5)
+    out = reranker.postprocess(hits(ZH_AR, "zh"), make_query("What is the capital of Australia?"), 5)
     assert out[0].id == "p2"
     assert sorted(h.id for h in out) == [f"p{i}" for i in range(5)]
 
@@ -87,7 +88,7 @@ def test_a_long_passage_is_cut_to_max_passage_tokens(reranker):
     overhead = len(scorer._head) + len(scorer.question_tokens(question)) + len(scorer._middle) + len(scorer._tail)
     assert len(scorer.prompt_tokens(question, long_text)) == overhead + scorer.max_passage_tokens
     before = scorer.evaluated
-    out = reranker.rerank(question, hits([long_text, EN[0]]), 2)
+    out = reranker.postprocess(hits([long_text, EN[0]]), make_query(question), 2)
     assert out[0].passage.text == long_text  # the hit keeps its whole text; only the prompt is cut
     assert scorer.evaluated - before <= 2 * (overhead + scorer.max_passage_tokens)
 
@@ -97,7 +98,7 @@ def test_only_candidates_are_reranked_and_ties_keep_the_fused_order(reranker):
 
     narrow = LLMReranker(reranker.scorer, candidates=3, model="test")
     same = [EN[0]] * 3 + [SWISS, EN[1]]
-    out = narrow.rerank("What is the currency of Switzerland?", hits(same), 5)
+    out = narrow.postprocess(hits(same), make_query("What is the currency of Switzerland?"), 5)
     # identical passages score alike: the fused order decides; p3 and p4 were not candidates
     assert [h.id for h in out] == ["p0", "p1", "p2", "p3", "p4"]
     assert [h.rerank_score is None for h in out] == [False, False, False, True, True]
@@ -128,7 +129,7 @@ def test_listwise_returns_every_candidate_once(reranker):
 
     llm = DEFAULT_RERANK_LLM.model_copy(update={"n_threads": TEST_THREADS})
     listwise = build_reranker(RerankConfig(name="llm", method="listwise", llm=llm, max_passage_tokens=64))
-    out = listwise.rerank("ما هي العملة المستخدمة في سويسرا؟", hits(EN), 5)
+    out = listwise.postprocess(hits(EN), make_query("ما هي العملة المستخدمة في سويسرا؟"), 5)
     assert sorted(h.id for h in out) == [f"p{i}" for i in range(5)]
     assert any(ch.isdigit() for ch in listwise.scorer.last_reply)
 
@@ -178,7 +179,7 @@ def test_a_reranker_failing_mid_call_raises_provider_error():
                     max_retries=0, timeout=5)
     graded = build_reranker(RerankConfig(name="llm", scoring="grade", llm=llm))  # no probe: builds
     with pytest.raises(ProviderError, match=r"llm rerank with rerank\.llm openai:m failed"):
-        graded.rerank("What is the currency of Switzerland?", hits(EN[:2]), 2)
+        graded.postprocess(hits(EN[:2]), make_query("What is the currency of Switzerland?"), 2)
 
 
 # -- the OpenAI path: the real SDK against a real llama_cpp.server -------------------------------------
@@ -199,7 +200,7 @@ def test_openai_logprobs_from_a_real_llama_cpp_server(instruct_server, monkeypat
     llm = LLMConfig(provider="openai", model="qwen", base_url=instruct_server, timeout=300)
     by_logprobs = build_reranker(RerankConfig(name="llm", llm=llm, concurrency=2, max_passage_tokens=64))
     assert by_logprobs.scorer.logprobs  # auto: openai returns logprobs, and the probe saw yes/no among them
-    out = by_logprobs.rerank("What is the capital of Australia?", hits(ZH_AR[:3], "zh"), 3)
+    out = by_logprobs.postprocess(hits(ZH_AR[:3], "zh"), make_query("What is the capital of Australia?"), 3)
     assert [h.rank for h in out] == [1, 2, 3] and sorted(h.id for h in out) == ["p0", "p1", "p2"]
     scores = [h.rerank_score for h in out]
     assert scores == sorted(scores, reverse=True) and len(set(scores)) == 3  # real, distinct logprobs
@@ -213,5 +214,5 @@ def test_a_base_model_behind_the_openai_api_is_refused_for_logprobs_but_grades(l
         build_reranker(RerankConfig(name="llm", llm=llm))
     assert "\n" not in str(e.value)
     graded = build_reranker(RerankConfig(name="llm", llm=llm, scoring="grade", concurrency=2, max_passage_tokens=64))
-    out = graded.rerank("What is the currency of Switzerland?", hits(EN[:3]), 3)
+    out = graded.postprocess(hits(EN[:3]), make_query("What is the currency of Switzerland?"), 3)
     assert [h.rank for h in out] == [1, 2, 3] and all(0.0 <= h.rerank_score <= 3.0 for h in out)

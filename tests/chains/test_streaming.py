@@ -21,6 +21,7 @@ from langchain_core.tracers.schemas import Run
 from tests.chains.conftest import TEST_THREADS
 from xlrag.chains.pipeline import Pipeline
 from xlrag.chains.rag import AnswerToken, GroundedChain
+from xlrag.config import AnswerConfig
 from xlrag.schema import GroundedAnswer
 
 QUESTION = "How many points did the Panthers defense surrender?"
@@ -166,7 +167,8 @@ def test_the_local_model_streams_its_tokens(retriever):
     from xlrag.config import LLMConfig
 
     llm = build_llm(LLMConfig(model="gemma-3-270m", max_tokens=24, n_threads=TEST_THREADS))
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="answer", mode="qlang_en", k=2))
+    chain = GroundedChain(pipeline=Pipeline.create(retriever, llm,
+                                                   answer=AnswerConfig(format="answer"), mode="qlang_en", k=2))
     tracer = Runs()
     chunks: list[Any] = list(chain.stream({"question": QUESTION, "lang": "en"}, {"callbacks": [tracer]}))
     tokens, final = chunks[:-1], chunks[-1]

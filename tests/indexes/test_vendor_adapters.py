@@ -352,7 +352,7 @@ def test_cohere_reranker_reorders_by_server_scores_and_keeps_k(cohere_server: Re
     ]
     hits = [_hit(i, t, "de" if i == 4 else "en") for i, t in enumerate(texts)]
 
-    out = reranker.rerank(query, hits, 3)
+    out = reranker.postprocess(hits, make_query(query), 3)
 
     expected = sorted(range(len(texts)), key=lambda i: (-relevance(query, texts[i]), i))[:3]
     assert expected[0] != 0  # the server's order really differs from the input order
@@ -372,9 +372,9 @@ def test_cohere_reranker_reorders_by_server_scores_and_keeps_k(cohere_server: Re
     assert req.body["documents"] == texts
 
     # a new k reaches the server
-    assert len(reranker.rerank(query, hits, 1)) == 1
+    assert len(reranker.postprocess(hits, make_query(query), 1)) == 1
     assert cohere_server.requests[-1].body["top_n"] == 1
-    assert reranker.rerank(query, [], 3) == []
+    assert reranker.postprocess([], make_query(query), 3) == []
     assert len(cohere_server.requests) == 2  # no call for an empty candidate list
 
 
@@ -385,7 +385,7 @@ def test_cohere_reranker_concurrent_calls_keep_their_own_k(cohere_server: Replay
     hits = [_hit(i, f"cats sleep in place {i}") for i in range(6)]
     ks = [1, 5, 2, 4, 3, 6] * 3
     with ThreadPoolExecutor(max_workers=6) as pool:
-        sizes = list(pool.map(lambda k: len(reranker.rerank("where do cats sleep", hits, k)), ks))
+        sizes = list(pool.map(lambda k: len(reranker.postprocess(hits, make_query("where do cats sleep"), k)), ks))
     assert sizes == ks  # no call is cut to another call's k
 
 

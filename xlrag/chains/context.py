@@ -7,6 +7,9 @@ sentences) closest to the question by the retriever's own multilingual embedder,
 scores are cross-lingual: an Arabic question picks the line of an English page. The passage
 keeps its place and its ``<docN>`` number; the checks and the citations still read the whole
 passage, so a citation resolves to it as before. ``benchmarks/answers.py`` measures it.
+
+It is a :class:`~xlrag.indexes.postprocess.PassagePostprocessor` (``context`` in
+``postprocess:``): what it keeps of a passage is the hit's ``shown_text``.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from xlrag.chains.parsing.sentences import sentences_with_markers
 from xlrag.config import ContextConfig, ContextOrder
 from xlrag.formats import PromptLayout
 from xlrag.indexes.splitting import passage_body
-from xlrag.schema import Hit
+from xlrag.registry import register
+from xlrag.schema import Hit, Query
 
 if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
     from xlrag.indexes.embedders import Embedder
 
 __all__ = ["ContextSelector", "segments_of"]
@@ -65,6 +70,9 @@ class ContextSelector:
     repairs and the perspectives view show the same passages again.
     """
 
+    name = "context"
+    chooses = False
+
     def __init__(self, embedder: Embedder | None = None, *, segments: int | None = None,
                  segment_chars: int = _DEFAULTS["segment_chars"], order: ContextOrder = _DEFAULTS["order"],
                  layout: PromptLayout = _DEFAULTS["layout"], cache_size: int = 4096):
@@ -81,6 +89,14 @@ class ContextSelector:
         segments = config.segments if config.select == "segments" else None
         return cls(embedder, segments=segments, segment_chars=config.segment_chars, order=config.order,
                    layout=config.layout)
+
+    def postprocess(self, hits: list[Hit], query: Query, k: int) -> list[Hit]:
+        """``hits`` in the order shown, each with what the model reads of it (``shown_text``)."""
+        shown = self.ordered(hits)
+        if self.segments is None or self.embedder is None:
+            return shown
+        return [h.model_copy(update={"shown_text": text})
+                for h, text in zip(shown, self.shown(query.question, shown), strict=True)]
 
     def ordered(self, hits: Iterable[Hit]) -> list[Hit]:
         """The hits in the order shown: the retriever's (best first), or reversed, so the best
@@ -129,3 +145,8 @@ class ContextSelector:
                 lines.append(GAP)
             out.append("\n".join(lines))
         return out
+
+
+@register("postprocessor", "context")
+def _context_step(config: XlragConfig, embedder: Embedder | None) -> ContextSelector:
+    return ContextSelector.from_config(config.context, embedder)

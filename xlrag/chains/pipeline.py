@@ -1,13 +1,18 @@
 """The answering pipeline: the steps every driver runs, and the one place a stack is built.
 
-    prepare (detect the language, choose the mode, retrieve) → request (localized prompt,
-    provider profile) → generate (the LLM) → parse → postprocess (post-hoc citations,
-    attribution rerank)
+    prepare (detect the language, choose the mode, retrieve, the passage postprocessors:
+    rerank, context selection) → request (localized prompt, provider profile) → generate
+    (the LLM) → parse → the answer postprocessors (post-hoc citations, attribution rerank)
 
-:class:`Pipeline` holds the parts (retriever, LLM, profile, prompts, postprocessors) and
-writes each step once. The drivers are thin: :class:`~xlrag.chains.rag.GroundedChain` runs
-the steps straight through; the agent's nodes are the same steps plus verify and repair;
-the tool agent, the query engine, the CLI, the server and the eval runners get theirs from
+:class:`Pipeline` holds the parts (retriever, LLM, profile, prompts, postprocessors) and its
+settings (the ``answer:`` section whole, the retrieval limits it reads), and writes each step
+once. Its ``postprocessors`` are one list, in order: the
+:class:`~xlrag.indexes.postprocess.PassagePostprocessor` steps run on the passages before the
+prompt, the :class:`~xlrag.chains.postprocess.AnswerPostprocessor` steps on the parsed answer.
+
+The drivers are thin: :class:`~xlrag.chains.rag.GroundedChain` runs the steps straight
+through; the agent's nodes are the same steps plus verify and repair; the tool agent, the
+query engine, the CLI, the server and the eval runners get theirs from
 :meth:`Pipeline.from_config`. Retrieval runs as a LangChain retriever
 (:class:`~xlrag.indexes.langchain.XlragLangChainRetriever`), so the ``config`` a step is
 given puts a retriever run, with its documents, into the caller's trace. The LLM call and
@@ -43,17 +48,20 @@ from xlrag.chains.profiles import (
     profile_for,
 )
 from xlrag.chains.state import GIVEN, AnswerChunk, AnswerToken, ChainInput, ChainState
-from xlrag.config import ContextConfig, resolve_config
+from xlrag.config import resolve_config
 from xlrag.config_sections import AnswerConfig
 from xlrag.detect import question_language
 from xlrag.errors import ConfigError
 from xlrag.formats import (
+    DEFAULT_LAYOUT,
     EXPLANATION_STOPS,
     AnswerFormat,
+    PromptLayout,
     neutralize_markers,
     parse_format,
 )
 from xlrag.indexes.langchain import XlragLangChainRetriever
+from xlrag.indexes.postprocess import PassagePostprocessor, build_postprocessors, fetch_k, run_postprocessors
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode, parse_mode
 from xlrag.prompts import PromptLibrary
@@ -69,14 +77,17 @@ if TYPE_CHECKING:
 __all__ = ["Pipeline"]
 
 
-def _default_context(retriever: CrossLingualRetriever | None) -> ContextSelector:
-    """``context:``'s defaults over the retriever's embedder; with no retriever there is no
-    embedder to choose segments by, and the passages given are shown whole."""
-    defaults = ContextConfig()
-    embedder = retriever.embedder if retriever is not None else None
-    if embedder is None:
-        defaults = defaults.model_copy(update={"select": "whole"})
-    return ContextSelector.from_config(defaults, embedder)
+Postprocessor = PassagePostprocessor | AnswerPostprocessor
+
+
+def _checked(steps: Sequence[Any]) -> list[Postprocessor]:
+    """``steps`` if each is one of the two kinds, else the one that is not, named."""
+    for i, step in enumerate(steps):
+        if not isinstance(step, (PassagePostprocessor, AnswerPostprocessor)):
+            raise ConfigError(f"postprocessors[{i}] is a {type(step).__name__}: give passage postprocessors "
+                              f"(name, chooses, postprocess(hits, query, k)) or answer postprocessors "
+                              f"(name, process(answer), aprocess(answer))")
+    return list(steps)
 
 
 class Pipeline(BaseModel):
@@ -87,7 +98,6 @@ class Pipeline(BaseModel):
 
     retriever: CrossLingualRetriever | None
     llm: Runnable
-    fmt: AnswerFormat = AnswerFormat.CITATION
     mode: Mode | None = Field(None, description="the IR mode when a call names none (None: the retriever's)")
     # the settings it reads: the answer: section whole (named so beside the answer() step), and
     # the two retrieval limits
@@ -98,16 +108,15 @@ class Pipeline(BaseModel):
     profile: ProviderProfile
     few_shot: bool
     grammar: bool = Field(False, description="replies held to the format's grammar (llm.grammar; the profile's)")
-    postprocessors: list[Any] = Field(default_factory=list, description="AnswerPostprocessors, in order")
+    postprocessors: list[Any] = Field(default_factory=list,
+                                      description="passage postprocessors (before the prompt) and answer "
+                                                  "postprocessors (after the parse), each kind run in this order")
     translator: Any = Field(None, description="a (cached) LLMTranslator over the same LLM, for the agent's checks "
                                               "and repairs")
     attribution: Any = Field(None, description="the stack's one AttributionChecker (answer.attribution_checker), "
                                                "shared by the attribution reranker, the agent and the view; None: "
                                                "no step checks attribution")
     owns_retriever: bool = Field(False, description="close() closes the retriever: from_config opened it")
-    context: ContextSelector = Field(default_factory=lambda: _default_context(None),
-                                     description="what the model reads of the passages, in what order and layout "
-                                                 "(context:)")
     # the retriever as LangChain runs it, made once with the pipeline: every retrieval is a run of
     # this one object, not of a model rebuilt per call
     _searcher: XlragLangChainRetriever | None = PrivateAttr(None)
@@ -118,15 +127,16 @@ class Pipeline(BaseModel):
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def create(cls, retriever: CrossLingualRetriever | None, llm: Runnable, *, answer: AnswerConfig | None = None,
-               fmt: AnswerFormat | str = AnswerFormat.CITATION, mode: Mode | None = None, k: int | None = None,
-               prompts: PromptLibrary | None = None, profile: ProviderProfile | str | None = None,
-               few_shot: bool | None = None, grammar: bool | None = None, context: ContextSelector | None = None,
-               postprocessors: Sequence[AnswerPostprocessor] = ()) -> Pipeline:
+               mode: Mode | None = None, k: int | None = None, prompts: PromptLibrary | None = None,
+               profile: ProviderProfile | str | None = None, few_shot: bool | None = None,
+               grammar: bool | None = None, postprocessors: Sequence[Postprocessor] = ()) -> Pipeline:
         """A pipeline over parts already built, answering as ``answer`` says (an
-        :class:`~xlrag.config.AnswerConfig`; default: its defaults, the config's own). Post-hoc
-        citations (``answer.post_hoc_citations``) use the retriever's embedder and stored vectors;
-        ``postprocessors`` run after them (an
-        :class:`~xlrag.chains.attribution_rerank.AttributionReranker` for ``answer.attribution_rerank``).
+        :class:`~xlrag.config.AnswerConfig`: the format, the explanation, the answer
+        postprocessors; default: its defaults, the config's own). ``postprocessors``: the passage
+        steps (a reranker, a :class:`~xlrag.chains.context.ContextSelector`) in the order they run,
+        and answer steps, which run after the post-hoc citations (``answer.post_hoc_citations``, by
+        the retriever's embedder and stored vectors): an
+        :class:`~xlrag.chains.attribution_rerank.AttributionReranker` for ``answer.attribution_rerank``.
         ``profile`` overrides the provider profile found for ``llm``. ``few_shot`` and ``grammar``
         (None: the ``llm.few_shot``/``llm.grammar`` the model was built with, else the profile's
         default) override the model's; a grammar is compiled here, so a model that cannot take it
@@ -134,6 +144,7 @@ class Pipeline(BaseModel):
         from xlrag.chains.grounding import PostHocCiter
 
         answer = answer if answer is not None else AnswerConfig()
+        postprocessors = _checked(postprocessors)
         if answer.attribution_rerank and not any(getattr(p, "name", None) == ATTRIBUTION_RERANK
                                                   for p in postprocessors):
             raise ConfigError("answer.attribution_rerank is on, but no AttributionReranker was given; pass "
@@ -147,29 +158,30 @@ class Pipeline(BaseModel):
             grammar = configured_grammar(llm)
         if grammar is None:
             grammar = prof.grammar_default(llm)
-        fmt, k = parse_format(fmt), check_k(k)
+        k = check_k(k)
         if grammar:
             # the grammar's shape is the same for any number of passages: k's (or one) stands for all
-            prof.check_grammar(llm, fmt, k or getattr(retriever, "k", None) or 1)
-        after = ([PostHocCitations(PostHocCiter(retriever.embedder, retriever.stores))]
-                 if answer.post_hoc_citations and retriever is not None else [])
-        return cls(retriever=retriever, llm=llm, fmt=fmt, mode=mode, answer_config=answer, k=k, grammar=grammar,
+            prof.check_grammar(llm, answer.format, k or getattr(retriever, "k", None) or 1)
+        after: list[Postprocessor] = ([PostHocCitations(PostHocCiter(retriever.embedder, retriever.stores))]
+                                      if answer.post_hoc_citations and retriever is not None else [])
+        return cls(retriever=retriever, llm=llm, mode=mode, answer_config=answer, k=k, grammar=grammar,
                    prompts=prompts or PromptLibrary(), profile=prof, few_shot=few_shot,
-                   postprocessors=[*after, *postprocessors], context=context or _default_context(retriever))
+                   postprocessors=[*after, *postprocessors])
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
-                    retriever: CrossLingualRetriever | None = None, fmt: AnswerFormat | str = AnswerFormat.CITATION,
+                    retriever: CrossLingualRetriever | None = None, fmt: AnswerFormat | str | None = None,
                     mode: Mode | str | None = None, prompts: PromptLibrary | None = None,
-                    few_shot: bool | None = None, postprocessors: Sequence[AnswerPostprocessor] = ()) -> Pipeline:
+                    few_shot: bool | None = None, postprocessors: Sequence[Postprocessor] = ()) -> Pipeline:
         """The stack ``config`` describes: the only place one is assembled.
 
         ``llm`` and ``retriever`` replace the ones the config would build (an application's
-        own chat model, a retriever already open). ``mode`` is the IR mode calls default to
-        (default ``retrieval.mode``); ``auto`` (the agent's) leaves the choice to each call.
-        No retriever is opened for ``no_ir``. The LLM, one translator over it (the
-        ``translate`` policy's query translations and the agent's repairs) and the
-        postprocessors of ``answer:`` are shared by every step; ``postprocessors`` run after those.
+        own chat model, a retriever already open). ``fmt`` overrides ``answer.format``; ``mode``
+        is the IR mode calls default to (default ``retrieval.mode``); ``auto`` (the agent's)
+        leaves the choice to each call. No retriever is opened for ``no_ir``. The LLM, one
+        translator over it (the ``translate`` policy's query translations and the agent's
+        repairs), the steps of ``postprocess:`` and the postprocessors of ``answer:`` are shared
+        by every step; ``postprocessors`` run after those of their kind.
         """
         from langgraph.constants import TAG_NOSTREAM
 
@@ -202,14 +214,14 @@ class Pipeline(BaseModel):
 
             after.append(AttributionReranker(checker))
         embedder = retriever.embedder if retriever is not None else None
-        if embedder is None and cfg.context.select == "segments":
+        if embedder is None and "context" in cfg.postprocess and cfg.context.select == "segments":
             from xlrag.indexes.embedders import build_embedder
 
             embedder = build_embedder(cfg.embedder)
-        pipeline = cls.create(retriever, chat, answer=cfg.answer, fmt=fmt, mode=None if chosen == AUTO else chosen,
+        answer = cfg.answer if fmt is None else cfg.answer.model_copy(update={"format": parse_format(fmt)})
+        pipeline = cls.create(retriever, chat, answer=answer, mode=None if chosen == AUTO else chosen,
                               k=cfg.retrieval.k, prompts=lib, few_shot=few_shot,
-                              context=ContextSelector.from_config(cfg.context, embedder),
-                              postprocessors=[*after, *postprocessors])
+                              postprocessors=[*build_postprocessors(cfg, embedder), *after, *postprocessors])
         # what only a stack has: its shared helpers, the retriever it opened, and the question
         # limit a server or the CLI enforces (a pipeline built from parts has none of them)
         return pipeline.model_copy(update={"translator": translator, "attribution": checker, "owns_retriever": owns,
@@ -225,6 +237,26 @@ class Pipeline(BaseModel):
     def label(self) -> str:
         name = getattr(self.llm, "model_name", None) or getattr(self.llm, "model", None) or ""
         return f"{self.profile.name}/{name}" if name else self.profile.name
+
+    @property
+    def fmt(self) -> AnswerFormat:
+        """The answer format (``answer.format``)."""
+        return self.answer_config.format
+
+    @property
+    def passage_steps(self) -> list[PassagePostprocessor]:
+        """The postprocessors that run on the passages before the prompt, in order."""
+        return [p for p in self.postprocessors if isinstance(p, PassagePostprocessor)]
+
+    @property
+    def answer_steps(self) -> list[AnswerPostprocessor]:
+        """The postprocessors that run on the parsed answer, in order."""
+        return [p for p in self.postprocessors if isinstance(p, AnswerPostprocessor)]
+
+    @property
+    def layout(self) -> PromptLayout:
+        """Where the prompt puts its fixed instructions: context selection's (``context.layout``)."""
+        return next((p.layout for p in self.passage_steps if isinstance(p, ContextSelector)), DEFAULT_LAYOUT)
 
     @property
     def quiet_llm(self) -> Runnable:
@@ -296,21 +328,32 @@ class Pipeline(BaseModel):
 
     def _retrieve(self, query: Query, mode: str, config: RunnableConfig | None) -> Steps[Retrieval]:
         searcher = self.searcher
-        if searcher is None or mode == IRMode.NO_IR:
+        if searcher is None or self.retriever is None or mode == IRMode.NO_IR:
             return Retrieval(query=query, mode=mode)
+        k = self.k or self.retriever.k
         # the Query goes whole (its id, an unknown language code and its note included); the
         # question is the run's input, what a tracer shows
-        args = {"k": self.k, "mode": mode, "query": query}
+        args = {"k": fetch_k(self.passage_steps, k, self.retriever.retrieve_k), "mode": mode, "query": query}
         found = yield Call(partial(searcher.invoke, query.question, config, **args), (),
                            partial(searcher.ainvoke, query.question, config, **args))
-        return found.retrieval
+        return (yield Call(self.postprocess_passages, (found.retrieval, k)))
+
+    def postprocess_passages(self, retrieval: Retrieval, k: int) -> Retrieval:
+        """``retrieval`` with its hits through the passage postprocessors, ``k`` kept; each
+        step's seconds beside the retriever's."""
+        steps = self.passage_steps
+        if not steps:
+            return retrieval
+        seconds = dict(retrieval.seconds)
+        hits = run_postprocessors(steps, retrieval.hits, retrieval.query, k, seconds)
+        return retrieval.model_copy(update={"hits": hits, "seconds": seconds})
 
     def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
                 followup: list[tuple[str, str]] | None = None) -> ChainState:
         """The request for ``query`` over ``hits``. ``followup`` turns (the model's earlier
         reply and a repair instruction, say) go after the prompt, which is then the chat
         prompt even for a few-shot model: a worked example would end mid-format."""
-        shown = self.context.ordered(hits.hits if isinstance(hits, Retrieval) else hits)
+        shown = list(hits.hits if isinstance(hits, Retrieval) else hits)
         state = ChainState(query=query, hits=shown, fmt=self.fmt, mode=mode or self.mode_for(inp),
                            model=self.label, options=list(inp.options) if inp.options else None,
                            option_aliases=inp.option_aliases,
@@ -318,13 +361,13 @@ class Pipeline(BaseModel):
                            complete=hits.complete if isinstance(hits, Retrieval) else True,
                            notes=list(hits.notes) if isinstance(hits, Retrieval) else [])
         # what the model is shown: the echo check compares its reply with these, not the raw text
-        docs = [neutralize_markers(t) for t in self.context.shown(query.question, shown)]
+        docs = [neutralize_markers(h.shown_text if h.shown_text is not None else h.passage.text) for h in shown]
         lang = query.lang or "en"
         if self.few_shot and not followup and not (self.fmt is AnswerFormat.CITATION and state.options):
             msgs, _ = base_model_messages(self.prompts, lang, query.question, docs, self.fmt, state.options)
         else:
             msgs = self.prompts.build_messages(lang, query.question, docs or None, self.fmt, state.options,
-                                               layout=self.context.layout)
+                                               layout=self.layout)
         # the model's own earlier reply is not an instruction it could echo: repeating it
         # is a (wrong) answer, which the checks must see
         sent = [*msgs, *((role, text) for role, text in followup or [] if role == "user")]
@@ -356,11 +399,16 @@ class Pipeline(BaseModel):
         inp = ChainInput.coerce(value)
         self.validate_input(inp)
         query = yield Call(self.query_for, (inp,))
-        hits: Sequence[Hit] | Retrieval | None = self._given(inp)
-        if hits is None:
+        given = self._given(inp)
+        hits: Retrieval
+        if given is None:
             # on the loop the retriever is awaited, not bridged: an async tracer (astream_events)
             # sees its run
             hits = yield from self._retrieve(query, self.mode_for(inp), config)
+        else:
+            # the caller's passages go through the same steps; none is cut
+            hits = yield Call(self.postprocess_passages, (Retrieval(query=query, mode=GIVEN, hits=given),
+                                                          len(given)))
         return (yield Call(self.request, (inp, query, hits)))
 
     # -- generate, parse, postprocess --------------------------------------------------------
@@ -425,7 +473,7 @@ class Pipeline(BaseModel):
         return await arun(self._postprocess(answer, skip))
 
     def _postprocess(self, answer: GroundedAnswer, skip: Sequence[str]) -> Steps[GroundedAnswer]:
-        for step in self.postprocessors:
+        for step in self.answer_steps:
             if step.name not in skip:
                 answer = yield Call(step.process, (answer,), step.aprocess)
         return answer

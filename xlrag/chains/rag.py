@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from xlrag.chains.grounding import PostHocCiter
-    from xlrag.chains.postprocess import AnswerPostprocessor
+    from xlrag.chains.pipeline import Postprocessor
     from xlrag.chains.profiles import ProviderProfile
     from xlrag.config import XlragConfig
     from xlrag.indexes.retriever import CrossLingualRetriever
@@ -56,7 +56,7 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
     A retriever of None or ``mode="no_ir"`` answers closed-book. The parts are the
     pipeline's (``chain.pipeline``); ``retriever``, ``llm``, ``prompts`` and the rest read
     through to it. Over parts already built:
-    ``GroundedChain(pipeline=Pipeline.create(retriever, llm, fmt="mc", k=3))``.
+    ``GroundedChain(pipeline=Pipeline.create(retriever, llm, answer=AnswerConfig(format="mc"), k=3))``.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -73,9 +73,9 @@ class GroundedChain(RunnableSerializable[Any, GroundedAnswer]):
 
     @classmethod
     def from_config(cls, config: XlragConfig | str | Path | None = None, *, llm: Runnable | None = None,
-                    retriever: CrossLingualRetriever | None = None, fmt: AnswerFormat | str = AnswerFormat.CITATION,
+                    retriever: CrossLingualRetriever | None = None, fmt: AnswerFormat | str | None = None,
                     mode: Mode | str | None = None, prompts: PromptLibrary | None = None,
-                    few_shot: bool | None = None, postprocessors: Sequence[AnswerPostprocessor] = ()
+                    few_shot: bool | None = None, postprocessors: Sequence[Postprocessor] = ()
                     ) -> GroundedChain:
         """The chain over :meth:`Pipeline.from_config <xlrag.chains.pipeline.Pipeline.from_config>`
         (the same arguments)."""

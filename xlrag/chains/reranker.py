@@ -1,7 +1,8 @@
 """The LLM reranker (``rerank.name: llm``): any configured chat model reorders the fused list.
 
-The paper's "retrieve 20, rerank, keep 5" offline: the :class:`~xlrag.indexes.rerank.Reranker`
-protocol lives with the retriever; this implementation lives with the chat models.
+The paper's "retrieve 20, rerank, keep 5" offline: a
+:class:`~xlrag.indexes.postprocess.PassagePostprocessor` (the hook lives with retrieval; this
+implementation lives with the chat models).
 
 * ``pointwise`` (default): one prompt per (question, passage). Local llama.cpp models score
   logP("yes") - logP("no") from their next-token logits (:mod:`xlrag.chains.local.scoring`,
@@ -25,7 +26,7 @@ from typing import Any, Protocol
 from xlrag.config import LLMConfig, RerankConfig
 from xlrag.errors import ConfigError, ProviderError
 from xlrag.registry import register
-from xlrag.schema import Hit
+from xlrag.schema import Hit, Query
 
 __all__ = ["DEFAULT_RERANK_LLM", "ChatScorer", "LLMReranker", "ListwiseScorer", "Scorer", "pointwise_text"]
 
@@ -180,17 +181,18 @@ class LLMReranker:
     hits beyond ``candidates`` follow in their fused order."""
 
     name = "llm"
+    chooses = True
 
     def __init__(self, scorer: Scorer, *, candidates: int | None = None, model: str = ""):
         self.scorer, self.candidates, self.model = scorer, candidates, model
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+    def postprocess(self, hits: list[Hit], query: Query, k: int) -> list[Hit]:
         n = len(hits) if self.candidates is None else self.candidates
         head, rest = list(hits[:n]), list(hits[n:])
         if not head:
             return []
         try:
-            scores = self.scorer.score(query, [h.passage.text for h in head])
+            scores = self.scorer.score(query.question, [h.passage.text for h in head])
         except (ProviderError, ConfigError):
             raise
         except Exception as e:  # llama.cpp and the vendor SDKs raise their own error trees

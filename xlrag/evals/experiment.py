@@ -348,8 +348,10 @@ class Cell(_Strict):
 def answering_config(k: int) -> XlragConfig:
     """The stack settings of a run (:meth:`xlrag.chains.pipeline.Pipeline.from_config`), all
     given, so that no ``XLRAG_*`` variable or ``xlrag.yaml`` of the machine changes a run."""
-    return XlragConfig.model_construct(retrieval=RetrievalConfig(k=k),
-                                       answer=AnswerConfig())
+    # no rerank step of its own: a run's reranker (ExperimentConfig.rerank) is built once and
+    # handed to its chains, and scores its retrieval records too
+    return XlragConfig.model_construct(retrieval=RetrievalConfig(k=k), answer=AnswerConfig(),
+                                       postprocess=["context"])
 
 
 def llm_label(cfg: LLMConfig) -> str:

@@ -17,6 +17,7 @@ from xlrag.evals.retrieval import (
     relevant_langs,
     retrieval_report,
 )
+from xlrag.indexes.postprocess import PassagePostprocessor, fetch_k, run_postprocessors
 from xlrag.validate import DEFAULT_RETRIEVE_K, check_k
 
 if TYPE_CHECKING:
@@ -56,20 +57,23 @@ class Evaluation(NamedTuple):
 
 
 def rank_queries(retriever: CrossLingualRetriever, queries: Sequence[Query], k: int = DEFAULT_RETRIEVE_K,
-                 progress: Callable[[int, int], None] | None = None) -> tuple[list[Ranking], bool, Counter[str]]:
+                 progress: Callable[[int, int], None] | None = None,
+                 steps: Sequence[PassagePostprocessor] = ()) -> tuple[list[Ranking], bool, Counter[str]]:
     """Rankings of ``k`` passages per query, whether the index was complete, and the
-    retriever's notes counted (e.g. "no 'xx' store in this index")."""
+    retriever's notes counted (e.g. "no 'xx' store in this index"). ``steps`` (a reranker)
+    order each query's passages as the pipeline's passage postprocessors would."""
     k = check_k(k) or DEFAULT_RETRIEVE_K
     rankings, complete, notes = [], True, Counter[str]()
     for i, q in enumerate(queries, 1):
         if not q.id:
             raise InvalidArgumentError(f"queries[{i - 1}].id", "an id matching the qrels query_id", q.id)
-        hits = retriever.retrieve(q, k=k)
+        hits = retriever.retrieve(q, k=fetch_k(steps, k, retriever.retrieve_k))
         complete = complete and hits.complete
         notes.update(hits.notes)
         lang = hits.query.lang if hits.query is not None and hits.query.lang else q.lang or ""
+        ranked = run_postprocessors(steps, hits.hits, hits.query, k)
         rankings.append(Ranking(query_id=q.id, lang=lang, passages=[
-            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in hits.hits]))
+            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in ranked]))
         if progress is not None:
             progress(i, len(queries))
     return rankings, complete, notes
@@ -84,6 +88,7 @@ def evaluate_retriever(
     level: Level = "document",
     inventory: IndexInventory | None = None,
     progress: Callable[[int, int], None] | None = None,
+    steps: Sequence[PassagePostprocessor] = (),
     n_boot: int = 1000,
     seed: int = 13,
 ) -> Evaluation:
@@ -93,12 +98,13 @@ def evaluate_retriever(
     ``mode``, ``fusion``, ``index_dir``, whether the index was ``complete`` and the
     retriever's ``notes``. ``inventory`` (the index's languages) is read from the index
     when not given; pass it to score several runs over one index without rescanning.
+    ``steps``: passage postprocessors (a reranker) each ranking goes through.
     """
     _check_level(level)
     inventory = inventory or IndexInventory.of(retriever.stores)
     # Qrels that do not fit the index fail here, before minutes of retrieval.
     relevant_langs([q.id for q in queries if q.id], qrels, inventory.unit_langs(level), level)
-    rankings, complete, notes = rank_queries(retriever, queries, k, progress)
+    rankings, complete, notes = rank_queries(retriever, queries, k, progress, steps)
     report = retrieval_report(rankings, qrels, inventory.unit_langs(level), inventory.counts,
                               k=k, level=level, n_boot=n_boot, seed=seed)
     head = {"mode": retriever.policy.name, "fusion": retriever.fusion, "index_dir": str(retriever.stores.index_dir)}

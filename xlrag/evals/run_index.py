@@ -18,7 +18,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from xlrag.config import EmbedderConfig, RerankConfig, RetrievalConfig, SplitterConfig
+from xlrag.config import EmbedderConfig, RetrievalConfig, SplitterConfig
 from xlrag.errors import IndexNotFoundError
 from xlrag.evals.run_folder import RunFolder
 
@@ -59,8 +59,7 @@ def run_index(folder: RunFolder, dataset: str, corpus: Path, index: Path, embedd
 
 
 def run_retriever(folder: RunFolder, dataset: str, *, corpus: Path | None, index: Path,
-                  embedder: EmbedderConfig, retrieval: RetrievalConfig, rerank: RerankConfig | None = None,
-                  translator: Any = None) -> Any:
+                  embedder: EmbedderConfig, retrieval: RetrievalConfig, translator: Any = None) -> Any:
     """The retriever an eval run or a study searches ``dataset`` with: its index in step with
     ``corpus`` (:func:`run_index`; ``corpus`` None: ``index`` as it is), searched as
     ``retrieval`` says (:meth:`~xlrag.indexes.retriever.CrossLingualRetriever.from_settings`).
@@ -72,7 +71,6 @@ def run_retriever(folder: RunFolder, dataset: str, *, corpus: Path | None, index
     from xlrag.demo import DATA, DEMO_SPLITTER, demo_embedder
     from xlrag.indexes.embed_cache import CachedEmbedder
     from xlrag.indexes.embedders import build_embedder
-    from xlrag.indexes.rerank import build_reranker
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
 
@@ -84,5 +82,4 @@ def run_retriever(folder: RunFolder, dataset: str, *, corpus: Path | None, index
     else:
         stores = run_index(folder, dataset, corpus, index, vectors, embedder_config=embedder,
                            splitter=DEMO_SPLITTER if vendored else None)
-    return CrossLingualRetriever.from_settings(stores, vectors, retrieval, reranker=build_reranker(rerank),
-                                               translator=translator)
+    return CrossLingualRetriever.from_settings(stores, vectors, retrieval, translator=translator)

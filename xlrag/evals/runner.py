@@ -55,6 +55,7 @@ class ExperimentRunner(StudyRun):
         super().__init__(config, out, progress, cache=config.cache)
         self.config: ExperimentConfig = config
         self._retrievers: dict[str, Any] = {}
+        self._reranker: Any = None
         self._panel = None
         self._ragas = None
         self._ragas_ids: dict[str, set[str]] = {}
@@ -83,13 +84,24 @@ class ExperimentRunner(StudyRun):
             retriever = run_retriever(self.folder, ds.name, corpus=ds.corpus,
                                       index=ds.index_dir or self.out / f"index-{ds.name}",
                                       embedder=self.config.embedder, retrieval=self.config.retrieval_settings(),
-                                      rerank=self.config.rerank, translator=translator)
+                                      translator=translator)
             # the report scores retrieval from the records alone: it needs each document's
             # language and the index's size per language, as they were at run time
             inv = IndexInventory.of(retriever.stores)
             self.folder.write_inventory(ds.name, inv.doc_langs, inv.counts)
             self._retrievers[ds.name] = retriever
         return self._retrievers[ds.name]
+
+    def rerank_steps(self) -> list[Any]:
+        """The run's reranker (``rerank:``), built once: it orders the retrieval records and is
+        the chains' first passage step; none for ``rerank.name: none``."""
+        if self.config.rerank.name == "none":
+            return []
+        if self._reranker is None:
+            from xlrag.indexes.rerank import build_reranker
+
+            self._reranker = build_reranker(self.config.rerank)
+        return [self._reranker]
 
     def panel(self):
         if self._panel is None and self.config.judges is not None:
@@ -130,7 +142,7 @@ class ExperimentRunner(StudyRun):
         from xlrag.chains.rag import GroundedChain
 
         prompts = variant.prompts({q["lang"] for q in _load_queries(ds)})
-        after = []
+        after: list[Any] = list(self.rerank_steps())
         if variant.rerank == "attribution":
             from xlrag.chains.attribution_rerank import AttributionReranker
             from xlrag.chains.checkers import attribution_checker
@@ -144,9 +156,14 @@ class ExperimentRunner(StudyRun):
     # -- one record -----------------------------------------------------------------------
 
     def _retrieval(self, ds: DatasetConfig, cell: Cell, q: dict) -> list[dict]:
+        from xlrag.indexes.postprocess import run_postprocessors
+
+        depth = self.config.retrieval.retrieve_k
         result = self.retriever(ds).retrieve(make_query(q["question"], lang=q["lang"], id=q["id"]), mode=cell.mode,
-                                             k=self.config.retrieval.retrieve_k)
-        return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in result.hits]
+                                             k=depth)
+        # the candidates as the reranker orders them, all kept: hit@k says whether evidence was found
+        hits = run_postprocessors(self.rerank_steps(), result.hits, result.query, depth)
+        return [{"passage_id": h.id, "doc_id": h.doc_id, "lang": h.lang, "score": h.score} for h in hits]
 
     @staticmethod
     def _identity(ds: DatasetConfig, cell: Cell, q: dict) -> dict[str, Any]:

@@ -1,26 +1,27 @@
-"""The optional rerank stage: ``retrieve_k`` candidates in, ``k_final`` out.
+"""The rerank stage: ``retrieval.retrieve_k`` candidates in, ``retrieval.k`` out, a
+:class:`~xlrag.indexes.postprocess.PassagePostprocessor` (``rerank`` in ``postprocess:``).
 
 ``none`` keeps the fused order; ``cohere`` calls Cohere's multilingual reranker
-through LlamaIndex's ``CohereRerank`` postprocessor.
+through LlamaIndex's ``CohereRerank`` postprocessor; ``llm`` is
+:class:`~xlrag.chains.reranker.LLMReranker`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from xlrag.config import RerankConfig
 from xlrag.errors import ProviderError
+from xlrag.indexes.postprocess import PassagePostprocessor
 from xlrag.registry import api_key, create, register, require
-from xlrag.schema import Hit
+from xlrag.schema import Hit, Query
 
-__all__ = ["CohereReranker", "NoRerank", "Reranker", "build_reranker"]
+if TYPE_CHECKING:
+    from xlrag.config import XlragConfig
+    from xlrag.indexes.embedders import Embedder
 
-
-@runtime_checkable
-class Reranker(Protocol):
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
-        """The best ``k`` of ``hits`` for ``query``, re-ranked from 1."""
+__all__ = ["CohereReranker", "NoRerank", "build_reranker"]
 
 
 def _reranked(hits: Sequence[Hit], scores: Sequence[float] | None = None) -> list[Hit]:
@@ -31,16 +32,20 @@ def _reranked(hits: Sequence[Hit], scores: Sequence[float] | None = None) -> lis
 
 
 class NoRerank:
-    name = "none"
+    """The fused order, cut to ``k``."""
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
-        return _reranked(list(hits)[:k])
+    name = "none"
+    chooses = False
+
+    def postprocess(self, hits: list[Hit], query: Query, k: int) -> list[Hit]:
+        return _reranked(hits[:k])
 
 
 class CohereReranker:
     """Cohere ``rerank-multilingual-v3.0`` via ``llama_index.postprocessor.cohere_rerank``."""
 
     name = "cohere"
+    chooses = True
 
     def __init__(self, model: str = "rerank-multilingual-v3.0", api_key: str | None = None,
                  base_url: str | None = None):
@@ -55,14 +60,14 @@ class CohereReranker:
 
         return CohereRerank(model=self.model, api_key=self._api_key, top_n=k, base_url=self._base_url)
 
-    def rerank(self, query: str, hits: Sequence[Hit], k: int) -> list[Hit]:
+    def postprocess(self, hits: list[Hit], query: Query, k: int) -> list[Hit]:
         if not hits:
             return []
         from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
         nodes = [NodeWithScore(node=TextNode(id_=h.id, text=h.passage.text), score=h.score) for h in hits]
         try:
-            out = self._postprocessor(k).postprocess_nodes(nodes, query_bundle=QueryBundle(query))
+            out = self._postprocessor(k).postprocess_nodes(nodes, query_bundle=QueryBundle(query.question))
         except Exception as e:  # the Cohere SDK raises its own error tree
             raise ProviderError(f"cohere rerank failed: {e}") from e
         by_id = {h.id: h for h in hits}
@@ -71,17 +76,23 @@ class CohereReranker:
 
 
 @register("reranker", "none")
-def _none(cfg: RerankConfig) -> Reranker:
+def _none(cfg: RerankConfig) -> PassagePostprocessor:
     return NoRerank()
 
 
 @register("reranker", "cohere")
-def _cohere(cfg: RerankConfig) -> Reranker:
+def _cohere(cfg: RerankConfig) -> PassagePostprocessor:
     require("llama_index.postprocessor.cohere_rerank", "cohere", "the cohere reranker")
     key = api_key("cohere reranker", "COHERE_API_KEY", "CO_API_KEY")
     return CohereReranker(cfg.model or "rerank-multilingual-v3.0", key, cfg.base_url)
 
 
-def build_reranker(cfg: RerankConfig | None = None) -> Reranker:
+def build_reranker(cfg: RerankConfig | None = None) -> PassagePostprocessor:
+    """The reranker ``rerank:`` names (``rerank.name``)."""
     cfg = cfg or RerankConfig()
     return create("reranker", cfg.name, cfg)
+
+
+@register("postprocessor", "rerank")
+def _rerank_step(config: XlragConfig, embedder: Embedder | None) -> PassagePostprocessor:
+    return build_reranker(config.rerank)

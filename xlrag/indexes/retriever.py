@@ -30,7 +30,6 @@ from xlrag.indexes.named import named_stores
 from xlrag.indexes.named import prefer as _prefer
 from xlrag.indexes.names import NameTranslator, spellings, subjects_in
 from xlrag.indexes.policies import RetrievalPlan, RetrievalPolicy, check_margin, make_policy
-from xlrag.indexes.rerank import NoRerank, Reranker, build_reranker
 from xlrag.indexes.store import LanguageStores, StoreRanking
 from xlrag.indexes.translate import Translator
 from xlrag.modes import SHARE_MARGIN, IRMode
@@ -47,8 +46,10 @@ R = TypeVar("R")
 class CrossLingualRetriever:
     """Retrieve with any IR mode over language-tagged stores.
 
-    ``k`` is the final list length; with a real reranker, ``retrieve_k``
-    candidates are fetched first and reranked down to ``k``.
+    ``k`` is the list's length when a call names none. ``retrieve_k`` is how many candidates
+    a reranker chooses from: the pipeline asks for that many when one of its passage
+    postprocessors (:mod:`xlrag.indexes.postprocess`) chooses; the retriever returns its
+    fused ranking.
     """
 
     def __init__(
@@ -60,7 +61,6 @@ class CrossLingualRetriever:
         k: int = DEFAULT_K,
         retrieve_k: int | None = None,
         fusion: str | None = None,
-        reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         max_workers: int = 8,
@@ -88,7 +88,6 @@ class CrossLingualRetriever:
         self.k = check_k(k) or DEFAULT_K
         self.retrieve_k = max(check_k(retrieve_k, "retrieve_k") or DEFAULT_RETRIEVE_K, self.k)
         self.fusion = fusion
-        self.reranker = reranker or NoRerank()
         self.detector = detector or LinguaDetector()
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="xlrag-search")
         self.lexical = LexicalStores(stores)
@@ -96,12 +95,12 @@ class CrossLingualRetriever:
 
     @classmethod
     def from_settings(cls, stores: LanguageStores, embedder: Embedder, retrieval: RetrievalConfig, *,
-                      reranker: Reranker | None = None, translator: Translator | None = None) -> CrossLingualRetriever:
+                      translator: Translator | None = None) -> CrossLingualRetriever:
         """A retriever over stores already open, searched as ``retrieval:`` says (mode, k,
         retrieve_k, fusion, channels, lexical_translation, detect_candidates): how an eval run,
         a study and the demo build theirs (:func:`xlrag.evals.run_index.run_retriever`)."""
         r = retrieval
-        return cls(stores, embedder, r.mode, k=r.k, retrieve_k=r.retrieve_k, fusion=r.fusion, reranker=reranker,
+        return cls(stores, embedder, r.mode, k=r.k, retrieve_k=r.retrieve_k, fusion=r.fusion,
                    detector=LinguaDetector(r.detect_candidates), translator=translator, channels=r.channels,
                    lexical_translation=r.lexical_translation, share_margin=r.share_margin)
 
@@ -117,7 +116,6 @@ class CrossLingualRetriever:
         k: int | None = None,
         retrieve_k: int | None = None,
         fusion: str | None = None,
-        reranker: Reranker | None = None,
         detector: LanguageDetector | None = None,
         translator: Translator | None = None,
         channels: Sequence[Channel] | str | None = None,
@@ -135,7 +133,6 @@ class CrossLingualRetriever:
             k=check_k(k) or r.k,
             retrieve_k=check_k(retrieve_k, "retrieve_k") or r.retrieve_k,
             fusion=fusion or r.fusion,
-            reranker=reranker or build_reranker(config.rerank),
             detector=detector or LinguaDetector(r.detect_candidates),
             translator=translator,
             channels=channels if channels is not None else r.channels,
@@ -173,11 +170,6 @@ class CrossLingualRetriever:
         if q.lang is None:
             q = q.model_copy(update={"lang": question_language(q.question, self.detector)})
         return q
-
-    def _fetch_k(self, k: int | None = None) -> int:
-        k = k or self.k
-        # With no reranker, fetching more than k only to cut it off is wasted work.
-        return k if isinstance(self.reranker, NoRerank) else max(self.retrieve_k, k)
 
     def _fit(self, text: str) -> str:
         """``text`` cut to the embedder's window, with a warning: a 50,000-character question
@@ -342,7 +334,7 @@ class CrossLingualRetriever:
         return dict(zip(unique, self.embedder.embed([self._fit(t) for t in unique], "query"), strict=True))
 
     def _run(self, q: Query, plan: RetrievalPlan, k: int, channels: list[Channel]) -> Retrieval:
-        """The plan carried out: searched, fused, reranked."""
+        """The plan carried out: searched and fused."""
         seconds: dict[str, float] = {}
         notes, complete = list(plan.notes), self.stores.complete
         texts: dict[str, str] = {}
@@ -374,11 +366,6 @@ class CrossLingualRetriever:
                 lexical_score=f.lexical_score, fused_score=f.score, lexical_text=texts.get(f.store))
             for i, f in enumerate(fused, 1)
         ]
-        if plan.searches:
-            t0 = time.perf_counter()
-            hits = self.reranker.rerank(query.question, hits, k)
-            if not isinstance(self.reranker, NoRerank):
-                seconds["rerank"] = time.perf_counter() - t0
         if plan.searches and not hits and not notes:
             notes.append("the searched stores returned no passages")
         return Retrieval(query=query, mode=plan.policy, hits=hits, stores=[s.store for s in plan.searches],
@@ -401,7 +388,7 @@ class CrossLingualRetriever:
         ``target_lang``), or a bare question whose language is detected. ``mode``, ``k`` and
         ``channels`` override the retriever's own for this call."""
         q, policy, k = self._resolve(query, mode, k)
-        plan = policy.plan(q, q.lang or "", self.languages, self._fetch_k(k))
+        plan = policy.plan(q, q.lang or "", self.languages, k)
         return self._run(q, plan, k, _channels(channels) if channels is not None else self.channels)
 
     @strict_kwargs
@@ -411,7 +398,7 @@ class CrossLingualRetriever:
         in a worker thread, so the event loop is never blocked."""
         chosen = _channels(channels) if channels is not None else self.channels
         q, policy, n = await asyncio.to_thread(self._resolve, query, mode, k)
-        plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, self._fetch_k(n))
+        plan = await asyncio.to_thread(policy.plan, q, q.lang or "", self.languages, n)
         return await asyncio.to_thread(self._run, q, plan, n, chosen)
 
     def translates(self, mode: str | RetrievalPolicy | None = None,

@@ -143,7 +143,7 @@ PASSAGES = [
 
 
 def test_the_small_model_under_the_grammar_replies_in_format(qwen):
-    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False, format="citation"),
                                few_shot=False, profile=LocalProfile(), grammar=True)
     passages = [Passage(id=f"p{i}", doc_id=f"d{i}", text=t, lang="en") for i, t in enumerate(PASSAGES)]
     answer = pipeline.answer({"question": "Which country governs Ceuta?", "passages": passages, "lang": "en"})
@@ -173,7 +173,7 @@ def test_a_grammar_the_model_rejects_is_a_one_line_config_error(qwen):
 
 def test_a_vendor_with_the_grammar_on_is_refused_at_start_up(qwen):
     with pytest.raises(ConfigError) as e:
-        Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+        Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False, format="citation"),
                         profile=OpenAIProfile(), grammar=True)
     assert "llm.grammar" in _one_line(e) and "openai" in str(e.value)
 
@@ -184,7 +184,7 @@ def test_the_setting_defaults_to_the_profile_and_is_carried_to_the_pipeline():
     assert LLMConfig().grammar is None  # unset: the provider profile decides
     for setting, on in ((None, False), (False, False), (True, True)):
         llm = build_llm(LLMConfig(provider="local", model=MODEL, n_threads=1, grammar=setting))
-        pipeline = Pipeline.create(None, llm, answer=AnswerConfig(post_hoc_citations=False), fmt="citation")
+        pipeline = Pipeline.create(None, llm, answer=AnswerConfig(post_hoc_citations=False, format="citation"))
         assert pipeline.grammar is on, setting
         state = pipeline.request(ChainInput.coerce({"question": "Who governs Ceuta?"}),
                                  make_query("Who governs Ceuta?", lang="en"),
@@ -199,7 +199,7 @@ def test_a_vendor_left_unset_answers_without_a_grammar(qwen):
     # the profile's default: vendors have no grammar, and an unset setting is not an error
     assert OpenAIProfile().grammar_default(qwen) is False
     assert LocalProfile().grammar_default(qwen) is False  # until benchmarks/answers.py says otherwise
-    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False), fmt="citation",
+    pipeline = Pipeline.create(None, qwen, answer=AnswerConfig(post_hoc_citations=False, format="citation"),
                                profile=OpenAIProfile())
     assert pipeline.grammar is False
 
