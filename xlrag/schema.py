@@ -299,6 +299,20 @@ _EXPECTED = {
 }
 
 
+def disagreement(query: Query, given: dict[str, Any]) -> str | None:
+    """The first of the ``given`` query fields (``lang``, ``relevant_langs``, ``target_lang``,
+    ``id``) that says otherwise than ``query``, compared as :func:`make_query` writes them ("EN"
+    is "en"), as a one-line reason; None when they agree. An input carrying a Query and fields
+    beside it is one question with two answers to "which language?" otherwise."""
+    if not given:
+        return None
+    made = make_query(query.question, **given)
+    for name in given:
+        if getattr(made, name) != getattr(query, name):
+            return f"{name} {given[name]!r} is not the query's ({getattr(query, name)!r}); give one or the other"
+    return None
+
+
 def make_query(question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,
                target_lang: str | None = None, id: str | None = None) -> Query:
     """Build a :class:`Query`, raising xlrag's own one-line errors (never pydantic's dump)."""

@@ -82,3 +82,21 @@ def test_a_query_given_to_the_chain_input_is_searched_as_it_is(retriever):
     assert got.query.id == "q-21" and got.query.relevant_langs == ["en"] and "'xx'" in got.notes[0]
     with pytest.raises(ValueError, match="is not the query's"):
         ChainInput(question="another question", query=q)
+
+
+def test_fields_beside_a_query_must_say_what_it_says():
+    """A Query and a lang beside it are two answers to "which language?": one that agrees once
+    written as make_query writes it ("EN" is "en") passes, one that differs is an error naming it."""
+    from xlrag.perspectives.models import PerspectivesInput
+
+    q = make_query(QUESTION, lang="de", relevant_langs=["en", "ru"], id="q-22")
+    agreeing = ChainInput(question=QUESTION, lang="DE", relevant_langs=["EN", "ru"], id="q-22", query=q)
+    assert agreeing.query is q
+    for field, value in (("lang", "en"), ("relevant_langs", ["en"]), ("target_lang", "zh"), ("id", "q-23")):
+        with pytest.raises(ValueError, match=rf"{field} .* is not the query's"):
+            ChainInput(question=QUESTION, query=q, **{field: value})
+    assert PerspectivesInput(question=QUESTION, lang="De", query=q).query is q
+    with pytest.raises(ValueError, match="lang 'ru' is not the query's"):
+        PerspectivesInput(question=QUESTION, lang="ru", query=q)
+    with pytest.raises(ValueError, match="is not the query's"):
+        PerspectivesInput(question="another question", query=q)

@@ -1,5 +1,5 @@
-"""The server hands on the Query it admitted: ``/v1/ask`` and ``/v1/perspectives`` search the
-very Query ``admit_question`` validated (marked here with an id no request can set), not one
+"""The server hands on the Query it admitted: ``/v1/ask``, ``/v1/chat`` and ``/v1/perspectives``
+search the very Query ``admit_question`` validated (marked here with an id no request can set), not one
 made again from the request's fields."""
 
 from __future__ import annotations
@@ -71,3 +71,21 @@ def test_perspectives_search_the_admitted_query(serve, searched, monkeypatch):
     # each language's store search and its agent's: the admitted Query, pointed at the store
     assert searched and all(s.query.id == "admitted-view" for s in searched)
     assert {s.query.target_lang for s in searched} == {"en", "ru", "es"}
+
+
+def test_chat_searches_the_admitted_query_and_a_follow_up_keeps_its_id(serve, searched, monkeypatch):
+    client = serve(scripted(SPANISH, repeat=True))
+    admitted = _marked(client, monkeypatch, "admitted-chat")
+    first = client.post("/v1/chat", json={"question": QUESTION, "lang": "es", "mode": "qlang",
+                                                 "stream": False})
+    assert first.status_code == 200, first.text
+    assert len(admitted) == 1 and searched
+    assert searched[0].query.id == "admitted-chat" and searched[0].query.question == QUESTION
+    searched.clear()
+    # the next turn goes through the checkpoint (the Query is one of the types it rebuilds); a
+    # follow-up is condensed into another question, which is searched with the admitted id
+    follow = client.post("/v1/chat", json={"question": "¿Y cuántos puntos?", "lang": "es", "stream": False,
+                                           "session_id": first.json()["session_id"]})
+    assert follow.status_code == 200, follow.text
+    assert len(admitted) == 2 and searched and all(s.query.id == "admitted-chat" for s in searched)
+    assert all(s.query.lang == "es" for s in searched)

@@ -33,7 +33,7 @@ from xlrag.detect import question_language
 from xlrag.formats import AnswerFormat
 from xlrag.languages import native_name
 from xlrag.modes import IRMode
-from xlrag.schema import Citation, GroundedAnswer, Hit, Passage
+from xlrag.schema import Citation, GroundedAnswer, Hit, Passage, Query
 from xlrag.steps import Call, Steps, arun, run
 from xlrag.text import first_line
 from xlrag.trace import Trace
@@ -79,6 +79,9 @@ class ChatInput(TypedDict, total=False):
     question: Required[str]
     lang: str | None
     mode: str | None
+    # given: the question already made into a Query (the server's admitted one); it goes on to
+    # the agent with its id, holding the condensed question when a follow-up was rewritten
+    query: Query
 
 
 class ChatOutput(AgentOutput):
@@ -152,10 +155,15 @@ class _Chat:
         reply = yield Call(self.llm.invoke, ([("user", prompt)], config), self.llm.ainvoke)
         return {"lang": lang, "condensed": (yield Call(self._check, (s, lang, reply)))}
 
-    def _agent_input(self, s: ChatState) -> dict:
+    def _agent_input(self, s: ChatState) -> dict[str, Any]:
         c = s["condensed"]
-        return {"question": c.question, "lang": s["lang"], "mode": s.get("mode"),
-                "original_question": s["question"] if c.question != s["question"] else None}
+        out: dict[str, Any] = {"question": c.question, "lang": s["lang"], "mode": s.get("mode"),
+               "original_question": s["question"] if c.question != s["question"] else None}
+        if (admitted := s.get("query")) is not None:
+            # what is searched is the condensed question, in the language the turn settled on
+            # (the admitted one's when the request named one: the same, written as make_query writes it)
+            out["query"] = admitted.model_copy(update={"question": c.question, "lang": admitted.lang or s["lang"]})
+        return out
 
     def answer(self, s: ChatState, config: RunnableConfig) -> dict:
         return {"result": self.agent.invoke(self._agent_input(s), config)}
@@ -286,7 +294,7 @@ def _allowed() -> list[tuple[str, str]]:
     from xlrag.trace import CheckResult, Repair, RepairStep, Timing
 
     # IRMode: a mode from the config is kept as the enum (a str) in the turn's state
-    extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, IRMode, Citation, Hit, Passage)
+    extra = (CheckResult, RepairStep, Timing, Repair, AnswerFormat, IRMode, Citation, Hit, Passage, Query)
     return [*ALLOWED_TYPES, *((c.__module__, c.__name__) for c in extra)]
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from xlrag.schema import Citation, GroundedAnswer, Query
+from xlrag.schema import Citation, GroundedAnswer, Query, disagreement
 from xlrag.trace import Trace
 
 __all__ = [
@@ -72,6 +72,18 @@ class PerspectivesInput(BaseModel):
                                                              "given too")
     query: Query | None = Field(None, description="the question already made into a Query (a server's admitted "
                                                   "one): searched as it is, its id kept")
+
+    @model_validator(mode="after")
+    def _one_question(self) -> PerspectivesInput:
+        # relevant_langs here are the perspectives to compare, not the query's: only the
+        # question and its language must be the query's
+        if self.query is None:
+            return self
+        if self.question.strip() != self.query.question:
+            raise ValueError(f"question {self.question[:60]!r} is not the query's ({self.query.question[:60]!r})")
+        if (why := disagreement(self.query, {"lang": self.lang} if self.lang is not None else {})) is not None:
+            raise ValueError(why)
+        return self
 
 class LanguageChoice(BaseModel):
     """Which languages were compared and what chose them."""

@@ -259,13 +259,13 @@ _CHAT_DOC = _sse_doc(ChatResponse, "`stream: true` (default): server-sent events
                          "until it is deleted, the server stops, or it is the least recently used beyond "
                          "`agent.chat.retention_sessions`.")
 async def chat(body: ChatRequest, server: Server, request: Request) -> Any:
-    server.admit_question(body.question, lang=body.lang)
+    admitted = server.admit_question(body.question, lang=body.lang)
     who = owner(request)
     new = body.session_id is None
     session_id = body.session_id if body.session_id is not None else server.sessions.new_id()
     if not new:
         server.sessions.check(session_id, who)  # 404 now, not a 200 whose stream says so
-    inputs = {"question": body.question, "lang": body.lang, "mode": body.mode}
+    inputs = {"question": body.question, "lang": body.lang, "mode": body.mode, "query": admitted}
     reservation = server.limiter.reserve()  # 503 now, before any session is touched
     if not body.stream:
         async with chat_turn(server, session_id, who, new, reservation):
