@@ -19,8 +19,9 @@ from tests.replay import serve
 from xlrag.config import XlragConfig
 
 QUESTION = "Wie viele Punkte hat die Verteidigung der Panthers zugelassen?"
-REPLY = ("Cited Documents: <doc0>\nAnswer: 308 Punkte\n"
-         "Explanation: Die Verteidigung der Panthers ließ in der Saison nur 308 Punkte zu <doc0>.")
+# the config shows the best passage last (context.order: best_last): of three, <doc2>
+REPLY = ("Cited Documents: <doc2>\nAnswer: 308 Punkte\n"
+         "Explanation: Die Verteidigung der Panthers ließ in der Saison nur 308 Punkte zu <doc2>.")
 
 
 def _completion(body: Any) -> tuple[int, Any]:
@@ -42,7 +43,9 @@ def cfg(stand_in, xquad_index, monkeypatch) -> XlragConfig:
     return XlragConfig(index_dir=xquad_index,
                        llm={"provider": "openai", "model": "gpt-4o-mini", "base_url": f"{stand_in.url}/v1"},
                        retrieval={"mode": "qlang_en", "k": 3, "detect_candidates": XQUAD_LANGS},
-                       agent={"mode": "qlang_en", "tools": "off"})
+                       agent={"mode": "qlang_en", "tools": "off"},
+                       # the passage steps in an order of the config's own: every door runs them
+                       postprocess=["context", "rerank"], context={"order": "best_last"})
 
 
 def _seen(answer: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +69,7 @@ def test_the_same_question_through_every_driver(cfg, tmp_path):
     engine = build_query_engine(cfg)
     response = engine.query(QUESTION)
     seen["query engine"] = _seen(response.metadata["grounded_answer"].model_dump(mode="json"))
-    assert [n.node.metadata["citation"] for n in response.source_nodes] == ["<doc0>"]
+    assert [n.node.metadata["citation"] for n in response.source_nodes] == ["<doc2>"]
     engine.close()
 
     path = tmp_path / "xlrag.yaml"
@@ -83,7 +86,17 @@ def test_the_same_question_through_every_driver(cfg, tmp_path):
 
     first = seen["chain"]
     assert first["lang"] == "de" and first["mode"] == "qlang_en" and len(first["passages"]) == 3
-    assert first["citations"] == [(0, first["passages"][0], "model", True)] and first["answer"] == "308 Punkte"
+    # best_last: the retriever's best passage is shown last (<doc2>)
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.schema import make_query
+
+    pipeline = Pipeline.from_config(cfg)
+    try:
+        fused = pipeline.retriever.retrieve(make_query(QUESTION, lang="de"), k=3)
+    finally:
+        pipeline.close()
+    assert first["passages"] == [h.id for h in fused.hits][::-1]
+    assert first["citations"] == [(2, first["passages"][2], "model", True)] and first["answer"] == "308 Punkte"
     for name, got in seen.items():
         assert got == first, name
 
@@ -110,8 +123,9 @@ def test_every_driver_runs_the_postprocessors(cfg):
 
     pipeline = Pipeline.from_config(cfg, postprocessors=[_Stamp()])
     try:
-        assert [p.name for p in pipeline.postprocessors] == [POST_HOC, "stamp"]
-        assert all(isinstance(p, AnswerPostprocessor) for p in pipeline.postprocessors)
+        assert [p.name for p in pipeline.answer_steps] == [POST_HOC, "stamp"]
+        assert [p.name for p in pipeline.passage_steps] == ["context", "none"]
+        assert all(isinstance(p, AnswerPostprocessor) for p in pipeline.answer_steps)
         chain = GroundedChain(pipeline=pipeline)
         assert "stamped" in chain.invoke(QUESTION).flags
         assert "stamped" in asyncio.run(chain.ainvoke(QUESTION)).flags
@@ -131,12 +145,12 @@ def test_the_config_turns_postprocessors_on_and_off(cfg):
     answer = AnswerConfig(attribution_rerank=True, post_hoc_citations=False)
     on = Pipeline.from_config(cfg.model_copy(update={"answer": answer}))
     try:
-        assert [type(p) for p in on.postprocessors] == [AttributionReranker] and on.citer is None
+        assert [type(p) for p in on.answer_steps] == [AttributionReranker] and on.citer is None
     finally:
         on.close()
     closed = Pipeline.from_config(cfg, mode="no_ir")
     # closed-book: no retriever is opened, so nothing to cite after the fact either
-    assert closed.retriever is None and closed.postprocessors == [] and not closed.owns_retriever
+    assert closed.retriever is None and closed.answer_steps == [] and not closed.owns_retriever
 
 
 def test_one_attribution_checker_serves_the_reranker_the_agent_and_the_view(cfg):
