@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.xlrag-installed
 
-.PHONY: install demo test check docs lint bench clean browser screenshots
+.PHONY: install demo test check coverage docs lint bench clean browser screenshots
 
 DEMO_STAMP := $(VENV)/.xlrag-demo-installed
 
@@ -63,7 +63,13 @@ CHECK_TESTS := tests/test_layers.py tests/test_public_api.py tests/test_config.p
 check: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
 	$(VENV)/bin/mypy
-	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -m "not slow" $(CHECK_TESTS)
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 -m "not slow" $(CHECK_TESTS)
+
+# line coverage of xlrag/ over the whole suite, as `make test` runs it (the README's figure);
+# coverage.py slows the suite, so `make test` itself does not measure it
+coverage: $(STAMP) browser
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+		--cov=xlrag --cov-report=term:skip-covered --cov-report=json:.cache/coverage.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts

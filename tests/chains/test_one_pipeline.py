@@ -78,11 +78,18 @@ def test_the_same_question_through_every_driver(cfg, tmp_path):
         res = run("ask", "--config", path, "--json", *extra, QUESTION)
         assert res.exit_code == 0, res.output
         seen[name] = _seen(json.loads(res.output))
+    # the retrieve doors show the passages as the prompt gets them: the same steps ran
+    res = run("retrieve", "--config", path, "--json", QUESTION)
+    assert res.exit_code == 0, res.output
+    shown = {"cli retrieve": [h["id"] for h in json.loads(res.output)]}
 
     with running(create_app(cfg, api_key=KEY)) as url:
         reply = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+        found = httpx.post(f"{url}/v1/retrieve", json={"question": QUESTION}, headers=AUTH, timeout=120)
     assert reply.status_code == 200, reply.text
+    assert found.status_code == 200, found.text
     seen["server"] = _seen(reply.json()["answer"])
+    shown["server retrieve"] = [h["id"] for h in found.json()["hits"]]
 
     first = seen["chain"]
     assert first["lang"] == "de" and first["mode"] == "qlang_en" and len(first["passages"]) == 3
@@ -99,6 +106,8 @@ def test_the_same_question_through_every_driver(cfg, tmp_path):
     assert first["citations"] == [(2, first["passages"][2], "model", True)] and first["answer"] == "308 Punkte"
     for name, got in seen.items():
         assert got == first, name
+    for name, ids in shown.items():
+        assert ids == first["passages"], name
 
 
 class _Stamp:

@@ -61,7 +61,7 @@ from xlrag.formats import (
     parse_format,
 )
 from xlrag.indexes.langchain import XlragLangChainRetriever
-from xlrag.indexes.postprocess import PassagePostprocessor, build_postprocessors, fetch_k, run_postprocessors
+from xlrag.indexes.postprocess import PassagePostprocessor, build_postprocessors, fetch_k, postprocessed
 from xlrag.indexes.retriever import CrossLingualRetriever
 from xlrag.modes import AUTO, IRMode, Mode, parse_mode
 from xlrag.prompts import PromptLibrary
@@ -339,14 +339,8 @@ class Pipeline(BaseModel):
         return (yield Call(self.postprocess_passages, (found.retrieval, k)))
 
     def postprocess_passages(self, retrieval: Retrieval, k: int) -> Retrieval:
-        """``retrieval`` with its hits through the passage postprocessors, ``k`` kept; each
-        step's seconds beside the retriever's."""
-        steps = self.passage_steps
-        if not steps:
-            return retrieval
-        seconds = dict(retrieval.seconds)
-        hits = run_postprocessors(steps, retrieval.hits, retrieval.query, k, seconds)
-        return retrieval.model_copy(update={"hits": hits, "seconds": seconds})
+        """``retrieval`` with its hits through the passage postprocessors, ``k`` kept."""
+        return postprocessed(retrieval, self.passage_steps, k)
 
     def request(self, inp: ChainInput, query: Query, hits: Retrieval | Sequence[Hit], *, mode: str | None = None,
                 followup: list[tuple[str, str]] | None = None) -> ChainState:

@@ -63,7 +63,10 @@ def retrieve(
     config: ConfigOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="print hits as JSON")] = False,
 ) -> None:
-    """Retrieve passages for a question (or a batch) with an IR mode."""
+    """Retrieve passages for a question (or a batch) with an IR mode, as an answer's prompt
+    would get them (the steps of postprocess: included, a reranker's choice among
+    retrieval.retrieve_k candidates)."""
+    from xlrag.indexes.postprocess import build_postprocessors
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
@@ -79,10 +82,11 @@ def retrieve(
         if out_path is not None:
             check_output(out_path, "--out", RESULTS)
         retriever = CrossLingualRetriever.from_config(cfg)
+        steps = build_postprocessors(cfg, retriever.embedder)
         if question is not None:
             q = make_query(question, lang=lang, relevant_langs=_csv(relevant_langs), target_lang=target_lang)
             with shown_warnings():
-                hits = retriever.retrieve(q)
+                hits = _shown(retriever, steps, q)
             retrieval_warnings(hits.complete, hits.notes)
         elif batch is not None:
             prepared = read_queries(batch[0])
@@ -91,7 +95,15 @@ def retrieve(
     if batch is None:
         print_hits(hits.hits, as_json)
         return
-    _batch(retriever, prepared, batch[1])
+    _batch(retriever, steps, prepared, batch[1])
+
+
+def _shown(retriever: Any, steps: list[Any], query: Any) -> Any:
+    """The retrieval an answer's prompt would get: the candidates the steps need, through them."""
+    from xlrag.indexes.postprocess import fetch_k, postprocessed
+
+    found = retriever.retrieve(query, k=fetch_k(steps, retriever.k, retriever.retrieve_k))
+    return postprocessed(found, steps, retriever.k)
 
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:
@@ -103,7 +115,7 @@ def retrieval_warnings(complete: bool, notes: list[str]) -> None:
         warn(note, "note")
 
 
-def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
+def _batch(retriever: Any, steps: list[Any], queries: list[Any], out_path: Path) -> None:
     import os
     import tempfile
 
@@ -119,7 +131,7 @@ def _batch(retriever: Any, queries: list[Any], out_path: Path) -> None:
             for q in queries:
                 prepared = retriever.prepare(q)
                 with shown_warnings():
-                    hits = retriever.retrieve(prepared)
+                    hits = _shown(retriever, steps, prepared)
                 complete = complete and hits.complete
                 fh.write(json.dumps({"query_id": q.id, "lang": prepared.lang, "notes": hits.notes,
                                      "results": [h.summary() for h in hits.hits]}, ensure_ascii=False) + "\n")

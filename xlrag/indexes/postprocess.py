@@ -9,8 +9,10 @@ The config's ``postprocess:`` list names them in the order they run (default
 named there like a built-in one.
 
 The retriever returns its fused ranking; the pipeline runs the steps (on passages a caller
-gives as well as retrieved ones). When a step *chooses* (a reranker: ``chooses = True``), the
-pipeline asks the retriever for ``retrieval.retrieve_k`` candidates, and the steps keep ``k``.
+gives as well as retrieved ones), and so do the retrieve doors (``xlrag retrieve``,
+``/v1/retrieve``), which show the passages as a prompt would get them. When a step *chooses*
+(a reranker: ``chooses = True``), retrieval fetches ``retrieval.retrieve_k`` candidates, and the
+steps keep ``k``.
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from xlrag.registry import create
-from xlrag.schema import Hit, Query
+from xlrag.schema import Hit, Query, Retrieval
 
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
     from xlrag.indexes.embedders import Embedder
 
-__all__ = ["PassagePostprocessor", "build_postprocessors", "fetch_k", "run_postprocessors"]
+__all__ = ["PassagePostprocessor", "build_postprocessors", "fetch_k", "postprocessed", "run_postprocessors"]
 
 
 @runtime_checkable
@@ -62,3 +64,13 @@ def run_postprocessors(steps: Sequence[PassagePostprocessor], hits: Sequence[Hit
         if seconds is not None:
             seconds[step.name] = round(seconds.get(step.name, 0.0) + time.perf_counter() - t0, 4)
     return out[:k]
+
+
+def postprocessed(retrieval: Retrieval, steps: Sequence[PassagePostprocessor], k: int) -> Retrieval:
+    """``retrieval`` with its hits through ``steps``, ``k`` kept; each step's seconds beside the
+    retriever's."""
+    if not steps:
+        return retrieval
+    seconds = dict(retrieval.seconds)
+    hits = run_postprocessors(steps, retrieval.hits, retrieval.query, k, seconds)
+    return retrieval.model_copy(update={"hits": hits, "seconds": seconds})

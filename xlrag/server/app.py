@@ -28,6 +28,7 @@ from xlrag import __version__
 from xlrag.agents.build import resolve_config
 from xlrag.config import XlragConfig
 from xlrag.errors import QuestionTooLongError
+from xlrag.indexes.postprocess import fetch_k, postprocessed
 from xlrag.modes import AUTO
 from xlrag.perspectives.models import Perspectives
 from xlrag.queries import check_question
@@ -323,13 +324,15 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
     mode = body.mode or server.config.retrieval.mode
     k = body.k or server.config.retrieval.k
     searcher = _searcher(server)
-    call = searcher.aretrieve(query, mode=mode, k=k, channels=body.channels)
-    if searcher.translates(mode, body.channels):
-        # translations run on the generation model: they queue like an answer
+    # the passages as an answer's prompt would get them: the pipeline's passage steps run too
+    steps = server.pipeline.passage_steps
+    call = searcher.aretrieve(query, mode=mode, k=fetch_k(steps, k, searcher.retrieve_k), channels=body.channels)
+    if searcher.translates(mode, body.channels) or any(step.chooses for step in steps):
+        # translations (and a reranker's model) run beside the generation model: they queue like an answer
         async with server.limiter.slot():
-            result = await call
+            result = await asyncio.to_thread(postprocessed, await call, steps, k)
     else:
-        result = await call
+        result = await asyncio.to_thread(postprocessed, await call, steps, k)
     return server.public(RetrieveResponse.of(body.question, result, k))
 
 
