@@ -57,12 +57,14 @@ def main() -> None:
                         state = pipeline.prepare(inp)
                         request = state.request
                         assert request is not None
-                        sent = {"passages": [h.id for h in state.hits],
+                        # a passage by its document and text: its id holds a digest of the corpus
+                        # file's path, which differs between two checkouts
+                        sent = {"passages": [[h.doc_id, _digest(h.passage.text)] for h in state.hits],
                                 "messages": [(m.type, m.content) if hasattr(m, "type") else list(m)
                                              for m in request.messages],
                                 "kwargs": sorted(request.kwargs)}
-                        rows.append({"format": fmt, "lang": q.lang, "mode": mode, "passages": sent["passages"],
-                                     "digest": _digest(sent)})
+                        rows.append({"format": fmt, "lang": q.lang, "mode": mode,
+                                     "passages": [h.doc_id for h in state.hits], "digest": _digest(sent)})
             finally:
                 pipeline.close()
     # the commit of the xlrag imported (run a checkout's package with this script: PYTHONPATH=...)
