@@ -299,18 +299,20 @@ _EXPECTED = {
 }
 
 
-def disagreement(query: Query, given: dict[str, Any]) -> str | None:
-    """The first of the ``given`` query fields (``lang``, ``relevant_langs``, ``target_lang``,
-    ``id``) that says otherwise than ``query``, compared as :func:`make_query` writes them ("EN"
-    is "en"), as a one-line reason; None when they agree. An input carrying a Query and fields
-    beside it is one question with two answers to "which language?" otherwise."""
-    if not given:
-        return None
-    made = make_query(query.question, **given)
+def check_carried(question: str, query: Query | None, given: dict[str, Any]) -> None:
+    """A ValueError when an input carrying ``query`` says otherwise beside it: another
+    ``question``, or one of the ``given`` query fields (``lang``, ``relevant_langs``,
+    ``target_lang``, ``id``) unlike the query's once written as :func:`make_query` writes them
+    ("EN" is "en"). Such an input is one question with two answers to "which language?"."""
+    if query is None:
+        return
+    if question.strip() != query.question:
+        raise ValueError(f"question {question[:60]!r} is not the query's ({query.question[:60]!r})")
+    made = make_query(query.question, **given) if given else query
     for name in given:
         if getattr(made, name) != getattr(query, name):
-            return f"{name} {given[name]!r} is not the query's ({getattr(query, name)!r}); give one or the other"
-    return None
+            raise ValueError(f"{name} {given[name]!r} is not the query's ({getattr(query, name)!r}); "
+                             f"give one or the other")
 
 
 def make_query(question: str, *, lang: str | None = None, relevant_langs: list[str] | None = None,

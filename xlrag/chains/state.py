@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from xlrag.chains.profiles import Request
 from xlrag.formats import AnswerFormat
 from xlrag.modes import Mode
-from xlrag.schema import GroundedAnswer, Hit, Passage, Query, QueryFields, disagreement
+from xlrag.schema import GroundedAnswer, Hit, Passage, Query, QueryFields, check_carried
 from xlrag.validate import validate_mapping
 
 __all__ = ["GIVEN", "AnswerChunk", "AnswerToken", "ChainInput", "ChainState"]
@@ -40,12 +40,7 @@ class ChainInput(QueryFields):
     @model_validator(mode="after")
     def _one_question(self) -> ChainInput:
         # the question is the query's: a different one would be answered over another's passages
-        if self.query is None:
-            return self
-        if self.question.strip() != self.query.question:
-            raise ValueError(f"question {self.question[:60]!r} is not the query's ({self.query.question[:60]!r})")
-        if (why := disagreement(self.query, self.query_fields())) is not None:
-            raise ValueError(why)
+        check_carried(self.question, self.query, self.query_fields())
         return self
 
     @classmethod

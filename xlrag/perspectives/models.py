@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from xlrag.schema import Citation, GroundedAnswer, Query, disagreement
+from xlrag.schema import Citation, GroundedAnswer, Query, check_carried
 from xlrag.trace import Trace
 
 __all__ = [
@@ -77,12 +77,7 @@ class PerspectivesInput(BaseModel):
     def _one_question(self) -> PerspectivesInput:
         # relevant_langs here are the perspectives to compare, not the query's: only the
         # question and its language must be the query's
-        if self.query is None:
-            return self
-        if self.question.strip() != self.query.question:
-            raise ValueError(f"question {self.question[:60]!r} is not the query's ({self.query.question[:60]!r})")
-        if (why := disagreement(self.query, {"lang": self.lang} if self.lang is not None else {})) is not None:
-            raise ValueError(why)
+        check_carried(self.question, self.query, {"lang": self.lang} if self.lang is not None else {})
         return self
 
 class LanguageChoice(BaseModel):
