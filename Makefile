@@ -44,10 +44,14 @@ browser:
 
 test: $(STAMP) docs browser
 	$(VENV)/bin/ruff check xlrag tests benchmarks scripts
-	$(VENV)/bin/mypy
 	# two workers, each on cores of its own (tests/conftest.py); loadfile keeps a module's fixtures
-	# on one worker, in collection order (the files with slow tests first), not by test count
-	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10
+	# on one worker, in collection order (the files with slow tests first), not by test count.
+	# The type checker runs beside them (about 40 s of one core from a fresh clone, while the
+	# workers load models and wait on servers); its report follows the suite's, and make test
+	# fails if either does
+	@mkdir -p .cache; $(VENV)/bin/mypy > .cache/mypy.log 2>&1 & types=$$!; \
+	ANONYMIZED_TELEMETRY=False $(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=10; \
+	tests=$$?; wait $$types; typed=$$?; echo "mypy:"; cat .cache/mypy.log; test $$tests -eq 0 -a $$typed -eq 0
 
 # the docs' pictures of the web page (docs/how-to/img/ui-*.png), from the browser tests' views
 screenshots: $(STAMP) browser
