@@ -20,7 +20,7 @@ from xlrag.formats import CITED_HEADER, AnswerFormat, Section
 from xlrag.schema import AnswerUsage, Citation, GroundedAnswer, Hit, Query
 from xlrag.text import first_line
 
-__all__ = ["finalize", "message_text", "message_usage", "parse_reply"]
+__all__ = ["finalize", "message_text", "message_usage", "parse_reply", "whole_reply"]
 
 
 def message_text(message: Any) -> str:
@@ -143,3 +143,20 @@ def finalize(state: ChainState, citer: PostHocCiter | None,
 
     answer = parse_reply(state, profile)
     return PostHocCitations(citer).process(answer) if citer is not None else answer
+
+
+def whole_reply(chunks: list[Any]) -> Any:
+    """A streamed reply's chunks as the one reply ``invoke`` would have returned."""
+    from functools import reduce
+    from operator import add
+
+    from langchain_core.messages import AIMessageChunk, BaseMessageChunk, message_chunk_to_message
+
+    if not chunks:
+        return ""
+    if not isinstance(chunks[0], BaseMessageChunk):  # a text-completion model streams strings
+        return "".join(message_text(c) for c in chunks)
+    if len(chunks) > 1 and all(isinstance(c, AIMessageChunk) for c in chunks):
+        # one merge of them all: adding them one by one re-parses tool-call arguments each time
+        return message_chunk_to_message(chunks[0] + chunks[1:])
+    return message_chunk_to_message(reduce(add, chunks))

@@ -33,12 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from xlrag.chains.context import ContextSelector
 from xlrag.chains.echo import echo_reference
 from xlrag.chains.fewshot import base_model_messages
-from xlrag.chains.finalize import message_text, parse_reply
+from xlrag.chains.finalize import message_text, parse_reply, whole_reply
 from xlrag.chains.postprocess import (
     ATTRIBUTION_RERANK,
     POST_HOC,
     AnswerPostprocessor,
     PostHocCitations,
+    Postprocessor,
+    checked_postprocessors,
 )
 from xlrag.chains.profiles import (
     ProviderProfile,
@@ -75,19 +77,6 @@ if TYPE_CHECKING:
     from xlrag.config import XlragConfig
 
 __all__ = ["Pipeline"]
-
-
-Postprocessor = PassagePostprocessor | AnswerPostprocessor
-
-
-def _checked(steps: Sequence[Any]) -> list[Postprocessor]:
-    """``steps`` if each is one of the two kinds, else the one that is not, named."""
-    for i, step in enumerate(steps):
-        if not isinstance(step, (PassagePostprocessor, AnswerPostprocessor)):
-            raise ConfigError(f"postprocessors[{i}] is a {type(step).__name__}: give passage postprocessors "
-                              f"(name, chooses, postprocess(hits, query, k)) or answer postprocessors "
-                              f"(name, process(answer), aprocess(answer))")
-    return list(steps)
 
 
 class Pipeline(BaseModel):
@@ -144,7 +133,7 @@ class Pipeline(BaseModel):
         from xlrag.chains.grounding import PostHocCiter
 
         answer = answer if answer is not None else AnswerConfig()
-        postprocessors = _checked(postprocessors)
+        postprocessors = checked_postprocessors(postprocessors)
         if answer.attribution_rerank and not any(getattr(p, "name", None) == ATTRIBUTION_RERANK
                                                   for p in postprocessors):
             raise ConfigError("answer.attribution_rerank is on, but no AttributionReranker was given; pass "
@@ -433,7 +422,7 @@ class Pipeline(BaseModel):
             chunks.append(chunk)
             if text := message_text(chunk):
                 yield AnswerToken(text=text)
-        yield state.model_copy(update={"message": _whole(chunks)})
+        yield state.model_copy(update={"message": whole_reply(chunks)})
 
     async def agenerate_stream(self, state: ChainState, config: RunnableConfig | None = None
                                ) -> AsyncIterator[AnswerToken | ChainState]:
@@ -449,7 +438,7 @@ class Pipeline(BaseModel):
             chunks.append(chunk)
             if text := message_text(chunk):
                 yield AnswerToken(text=text)
-        yield state.model_copy(update={"message": _whole(chunks)})
+        yield state.model_copy(update={"message": whole_reply(chunks)})
 
     def parse(self, state: ChainState) -> GroundedAnswer:
         answer = parse_reply(state, self.profile)
@@ -508,20 +497,3 @@ class Pipeline(BaseModel):
             else:
                 state = item
         yield await self.afinish(state)
-
-
-def _whole(chunks: list[Any]) -> Any:
-    """A streamed reply's chunks as the one reply ``invoke`` would have returned."""
-    from functools import reduce
-    from operator import add
-
-    from langchain_core.messages import AIMessageChunk, BaseMessageChunk, message_chunk_to_message
-
-    if not chunks:
-        return ""
-    if not isinstance(chunks[0], BaseMessageChunk):  # a text-completion model streams strings
-        return "".join(message_text(c) for c in chunks)
-    if len(chunks) > 1 and all(isinstance(c, AIMessageChunk) for c in chunks):
-        # one merge of them all: adding them one by one re-parses tool-call arguments each time
-        return message_chunk_to_message(chunks[0] + chunks[1:])
-    return message_chunk_to_message(reduce(add, chunks))

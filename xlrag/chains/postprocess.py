@@ -14,14 +14,18 @@ A new postprocessor is a class with ``name``, ``process`` and ``aprocess``; add 
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from xlrag.chains.grounding import PostHocCiter
 from xlrag.chains.parsing import strip_markers
+from xlrag.errors import ConfigError
 from xlrag.formats import AnswerFormat
+from xlrag.indexes.postprocess import PassagePostprocessor
 from xlrag.schema import Citation, GroundedAnswer
 
-__all__ = ["ATTRIBUTION_RERANK", "POST_HOC", "AnswerPostprocessor", "PostHocCitations"]
+__all__ = ["ATTRIBUTION_RERANK", "POST_HOC", "AnswerPostprocessor", "PostHocCitations", "Postprocessor",
+           "checked_postprocessors"]
 
 POST_HOC = "post_hoc_citations"
 ATTRIBUTION_RERANK = "attribution_rerank"
@@ -61,3 +65,17 @@ class PostHocCitations:
     async def aprocess(self, answer: GroundedAnswer) -> GroundedAnswer:
         # it embeds sentences: off the event loop
         return await asyncio.to_thread(self.process, answer)
+
+
+# what a pipeline's one list of postprocessors holds: each kind runs at its stage
+Postprocessor = PassagePostprocessor | AnswerPostprocessor
+
+
+def checked_postprocessors(steps: Sequence[Any]) -> list[Postprocessor]:
+    """``steps`` if each is one of the two kinds, else the one that is not, named."""
+    for i, step in enumerate(steps):
+        if not isinstance(step, (PassagePostprocessor, AnswerPostprocessor)):
+            raise ConfigError(f"postprocessors[{i}] is a {type(step).__name__}: give passage postprocessors "
+                              f"(name, chooses, postprocess(hits, query, k)) or answer postprocessors "
+                              f"(name, process(answer), aprocess(answer))")
+    return list(steps)

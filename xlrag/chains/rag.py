@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from xlrag.chains.grounding import PostHocCiter
-    from xlrag.chains.pipeline import Postprocessor
+    from xlrag.chains.postprocess import Postprocessor
     from xlrag.chains.profiles import ProviderProfile
     from xlrag.config import XlragConfig
     from xlrag.indexes.retriever import CrossLingualRetriever

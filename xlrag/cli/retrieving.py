@@ -36,6 +36,7 @@ from xlrag.cli._app import (
     warn,
 )
 from xlrag.errors import ConfigError, EmptyQueryError, XlragError
+from xlrag.indexes.postprocess import build_postprocessors, retrieve_through
 from xlrag.outputs import check_output, jsonl_kind
 from xlrag.queries import read_queries
 from xlrag.schema import Hit, make_query
@@ -66,7 +67,6 @@ def retrieve(
     """Retrieve passages for a question (or a batch) with an IR mode, as an answer's prompt
     would get them (the steps of postprocess: included, a reranker's choice among
     retrieval.retrieve_k candidates)."""
-    from xlrag.indexes.postprocess import build_postprocessors
     from xlrag.indexes.retriever import CrossLingualRetriever
 
     try:
@@ -86,7 +86,7 @@ def retrieve(
         if question is not None:
             q = make_query(question, lang=lang, relevant_langs=_csv(relevant_langs), target_lang=target_lang)
             with shown_warnings():
-                hits = _shown(retriever, steps, q)
+                hits = retrieve_through(retriever, steps, q, retriever.k)
             retrieval_warnings(hits.complete, hits.notes)
         elif batch is not None:
             prepared = read_queries(batch[0])
@@ -96,14 +96,6 @@ def retrieve(
         print_hits(hits.hits, as_json)
         return
     _batch(retriever, steps, prepared, batch[1])
-
-
-def _shown(retriever: Any, steps: list[Any], query: Any) -> Any:
-    """The retrieval an answer's prompt would get: the candidates the steps need, through them."""
-    from xlrag.indexes.postprocess import fetch_k, postprocessed
-
-    found = retriever.retrieve(query, k=fetch_k(steps, retriever.k, retriever.retrieve_k))
-    return postprocessed(found, steps, retriever.k)
 
 
 def retrieval_warnings(complete: bool, notes: list[str]) -> None:
@@ -131,7 +123,7 @@ def _batch(retriever: Any, steps: list[Any], queries: list[Any], out_path: Path)
             for q in queries:
                 prepared = retriever.prepare(q)
                 with shown_warnings():
-                    hits = _shown(retriever, steps, prepared)
+                    hits = retrieve_through(retriever, steps, prepared, retriever.k)
                 complete = complete and hits.complete
                 fh.write(json.dumps({"query_id": q.id, "lang": prepared.lang, "notes": hits.notes,
                                      "results": [h.summary() for h in hits.hits]}, ensure_ascii=False) + "\n")

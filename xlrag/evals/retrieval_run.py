@@ -17,7 +17,7 @@ from xlrag.evals.retrieval import (
     relevant_langs,
     retrieval_report,
 )
-from xlrag.indexes.postprocess import PassagePostprocessor, fetch_k, run_postprocessors
+from xlrag.indexes.postprocess import PassagePostprocessor, retrieve_through
 from xlrag.validate import DEFAULT_RETRIEVE_K, check_k
 
 if TYPE_CHECKING:
@@ -67,13 +67,12 @@ def rank_queries(retriever: CrossLingualRetriever, queries: Sequence[Query], k: 
     for i, q in enumerate(queries, 1):
         if not q.id:
             raise InvalidArgumentError(f"queries[{i - 1}].id", "an id matching the qrels query_id", q.id)
-        hits = retriever.retrieve(q, k=fetch_k(steps, k, retriever.retrieve_k))
+        hits = retrieve_through(retriever, steps, q, k)
         complete = complete and hits.complete
         notes.update(hits.notes)
         lang = hits.query.lang if hits.query is not None and hits.query.lang else q.lang or ""
-        ranked = run_postprocessors(steps, hits.hits, hits.query, k)
         rankings.append(Ranking(query_id=q.id, lang=lang, passages=[
-            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in ranked]))
+            RankedPassage(id=h.id, doc_id=h.doc_id, lang=h.lang, score=h.score) for h in hits.hits]))
         if progress is not None:
             progress(i, len(queries))
     return rankings, complete, notes

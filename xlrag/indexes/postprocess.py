@@ -27,8 +27,10 @@ from xlrag.schema import Hit, Query, Retrieval
 if TYPE_CHECKING:
     from xlrag.config import XlragConfig
     from xlrag.indexes.embedders import Embedder
+    from xlrag.indexes.retriever import CrossLingualRetriever
 
-__all__ = ["PassagePostprocessor", "build_postprocessors", "fetch_k", "postprocessed", "run_postprocessors"]
+__all__ = ["PassagePostprocessor", "build_postprocessors", "fetch_k", "postprocessed", "retrieve_through",
+           "run_postprocessors"]
 
 
 @runtime_checkable
@@ -74,3 +76,11 @@ def postprocessed(retrieval: Retrieval, steps: Sequence[PassagePostprocessor], k
     seconds = dict(retrieval.seconds)
     hits = run_postprocessors(steps, retrieval.hits, retrieval.query, k, seconds)
     return retrieval.model_copy(update={"hits": hits, "seconds": seconds})
+
+
+def retrieve_through(retriever: CrossLingualRetriever, steps: Sequence[PassagePostprocessor], query: Query,
+                     k: int) -> Retrieval:
+    """The retrieval a prompt would get for ``query``: the candidates ``steps`` need, through
+    them, ``k`` kept (``xlrag retrieve`` and the retrieval evaluations; the pipeline and the
+    server retrieve through LangChain and on the event loop)."""
+    return postprocessed(retriever.retrieve(query, k=fetch_k(steps, k, retriever.retrieve_k)), steps, k)

@@ -10,6 +10,7 @@ request, server-sent events (:mod:`xlrag.server.streaming`). Generations go thro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -327,11 +328,9 @@ async def retrieve(body: RetrieveRequest, server: Server) -> RetrieveResponse:
     # the passages as an answer's prompt would get them: the pipeline's passage steps run too
     steps = server.pipeline.passage_steps
     call = searcher.aretrieve(query, mode=mode, k=fetch_k(steps, k, searcher.retrieve_k), channels=body.channels)
-    if searcher.translates(mode, body.channels) or any(step.chooses for step in steps):
-        # translations (and a reranker's model) run beside the generation model: they queue like an answer
-        async with server.limiter.slot():
-            result = await asyncio.to_thread(postprocessed, await call, steps, k)
-    else:
+    queued = searcher.translates(mode, body.channels) or any(step.chooses for step in steps)
+    # translations (and a reranker's model) run beside the generation model: they queue like an answer
+    async with server.limiter.slot() if queued else contextlib.nullcontext():
         result = await asyncio.to_thread(postprocessed, await call, steps, k)
     return server.public(RetrieveResponse.of(body.question, result, k))
 
