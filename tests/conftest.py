@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -87,13 +88,63 @@ def splitter_config():
     return SplitterConfig(chunk_size=400, chunk_overlap=0)
 
 
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """A copy, for this worker, of the index ``build(folder)`` makes once per run.
+
+    Under xdist each worker used to build its own (the demo index: 19 s each); now the first
+    worker to ask builds it under a lock in the run's shared temporary folder and every worker
+    copies it (30 MB: under a second), so a test that writes to its copy touches no other's."""
+    import shutil
+
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    run_root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # popen-gwN's parent: this run's
+    shared, done = run_root / f"shared-{name}", run_root / f"shared-{name}.built"
+    with FileLock(f"{shared}.lock"):
+        if not done.exists():
+            build(shared)  # a build a crash left half done is resumed by the next one
+            done.touch()
+    path = tmp_path_factory.mktemp(name) / "index"
+    shutil.copytree(shared, path)
+    return path
+
+
+def index_copy(index: Path, tmp_path: Path) -> str:
+    """A copy of a session's index at ``tmp_path / "ix"``, for a run or a test that writes to it."""
+    import shutil
+
+    shutil.copytree(index, tmp_path / "ix")
+    return str(tmp_path / "ix")
+
+
+@pytest.fixture(scope="session")
+def travel_run_index(tmp_path_factory):
+    """Travel's index as an eval run builds it (from the shipped vectors): most of a run test's
+    time was building it, so those tests start from a copy (tests/evals/test_runner.py's
+    test_run_rerun_report still builds its own)."""
+    import yaml
+
+    from xlrag.evals.experiment import load_experiment
+    from xlrag.evals.runner import ExperimentRunner
+
+    def build(path: Path) -> None:
+        folder = tmp_path_factory.mktemp("travel-build")
+        (folder / "exp.yaml").write_text(yaml.safe_dump({"name": "ix", "modes": ["qlang"], "llms": [], "datasets": [
+            {"name": "travel", "sample": {"per_lang": 1}, "index_dir": str(path)}]}), encoding="utf-8")
+        runner = ExperimentRunner(load_experiment(folder / "exp.yaml"), folder / "run")
+        assert runner.run()["failed"] == 0
+        runner.close()
+
+    return built_once(tmp_path_factory, "travel-run", build)
+
+
 @pytest.fixture(scope="session")
 def xquad_index(tmp_path_factory, xquad_docs, embedder, splitter_config):
     from xlrag.indexes.indexer import index_documents
 
-    path = tmp_path_factory.mktemp("xquad") / "index"
-    index_documents(xquad_docs, path, embedder, splitter_config)
-    return path
+    return built_once(tmp_path_factory, "xquad", lambda path: index_documents(xquad_docs, path, embedder,
+                                                                               splitter_config))
 
 
 @pytest.fixture(scope="session")
@@ -114,9 +165,7 @@ def demo_index(tmp_path_factory):
     the shipped pack): the agent's CLI tests and the README's commands read it."""
     from xlrag.demo import build_demo_index
 
-    path = tmp_path_factory.mktemp("demo") / "index"
-    build_demo_index(path)
-    return path
+    return built_once(tmp_path_factory, "demo", build_demo_index)
 
 
 def lose_vectors(index_dir: Path, lang: str) -> None:

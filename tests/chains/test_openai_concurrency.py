@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
+from tests.conftest import index_copy
 from xlrag.evals.experiment import load_experiment
 from xlrag.evals.run_folder import RECORDS, read_records
 from xlrag.evals.runner import ExperimentRunner
@@ -61,13 +62,14 @@ class CountingProxy:
 
 
 @pytest.mark.slow
-def test_api_models_run_at_most_concurrency_records_at_once(llama_server, tmp_path, monkeypatch):
+def test_api_models_run_at_most_concurrency_records_at_once(llama_server, travel_run_index, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
     proxy = CountingProxy(llama_server)
     try:
         exp = {"name": "openai-concurrency", "modes": ["qlang"], "retrieval": {"retrieve_k": 3, "k": 2},
                "concurrency": 2,
-               "datasets": [{"name": "travel", "sample": {"per_lang": 3}, "index_dir": str(tmp_path / "ix")}],
+               "datasets": [{"name": "travel", "sample": {"per_lang": 3},
+                             "index_dir": index_copy(travel_run_index, tmp_path)}],
                "llms": [{"provider": "openai", "model": "gemma-3-270m", "base_url": proxy.base, "max_tokens": 24}]}
         path = tmp_path / "exp.yaml"
         path.write_text(yaml.safe_dump(exp), encoding="utf-8")

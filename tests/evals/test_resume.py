@@ -13,15 +13,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import index_copy
+
 # the console script pip installed next to this interpreter, as a user runs it
 XLRAG = [str(Path(sys.executable).parent / "xlrag")]
 
 
 @pytest.mark.slow
-def test_kill_and_resume(tmp_path: Path):
+def test_kill_and_resume(tmp_path: Path, travel_run_index: Path):
     exp = {
         "name": "resume",
-        "datasets": [{"name": "travel", "sample": {"per_lang": 3}, "index_dir": str(tmp_path / "ix")}],
+        "datasets": [{"name": "travel", "sample": {"per_lang": 3},
+                      "index_dir": index_copy(travel_run_index, tmp_path)}],
         "modes": ["qlang"],
         "retrieval": {"retrieve_k": 4, "k": 2},
         "llms": [{"provider": "local", "model": "gemma-3-270m", "max_tokens": 32}],

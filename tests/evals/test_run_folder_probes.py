@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.conftest import index_copy
 from xlrag.evals.run_folder import RunFolder, read_records
 
 XLRAG = [str(Path(sys.executable).parent / "xlrag")]
@@ -47,7 +48,8 @@ def test_a_second_run_into_a_busy_folder_stops_in_one_line_and_writes_nothing(tm
     assert not (out / "records.jsonl").exists() and not (out / "experiment.yaml").exists()
 
 
-def test_a_changed_setting_makes_new_records_and_the_report_reads_only_them(tmp_path):
+def test_a_changed_setting_makes_new_records_and_the_report_reads_only_them(tmp_path, travel_run_index):
+    index_copy(travel_run_index, tmp_path)  # at _experiment's index_dir
     out = tmp_path / "run"
     first = _run(_experiment(tmp_path), out)
     assert first.returncode == 0, first.stderr[-800:]
@@ -67,7 +69,8 @@ def test_a_changed_setting_makes_new_records_and_the_report_reads_only_them(tmp_
     assert "0 records written, 4 already present" in same.stdout, same.stdout + same.stderr
 
 
-def test_failed_records_exit_1_are_logged_and_retried_on_the_next_run(tmp_path):
+def test_failed_records_exit_1_are_logged_and_retried_on_the_next_run(tmp_path, travel_run_index):
+    index_copy(travel_run_index, tmp_path)  # at _experiment's index_dir
     out = tmp_path / "run"
     # every retrieval runs past a microsecond: each record fails with TimeoutError
     failing = _run(_experiment(tmp_path, timeout=0.000001), out)

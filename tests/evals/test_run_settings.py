@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from tests.clitools import error_line, run
+from tests.conftest import index_copy
 from xlrag.config import LLMConfig, load_config
 from xlrag.errors import ConfigError
 from xlrag.evals.experiment import ExperimentConfig, with_settings
@@ -103,8 +104,8 @@ def test_a_value_from_the_config_that_does_not_fit_says_where_it_came_from(tmp_p
     assert "retrieval.k=8 passages shown but only retrieval.retrieve_k=5" in line
 
 
-def test_eval_run_reads_the_config_and_the_run_folder_keeps_it(tmp_path):
-    index = tmp_path / "ix"  # the vendored Travel corpus, its vectors from the shipped pack
+def test_eval_run_reads_the_config_and_the_run_folder_keeps_it(tmp_path, travel_run_index):
+    index = index_copy(travel_run_index, tmp_path)  # the vendored Travel corpus, as a run builds it
     exp = _yaml(tmp_path / "exp.yaml", {"name": "t", "llms": [], "datasets": [
         {"name": "travel", "sample": {"per_lang": 1}, "index_dir": str(index)}]})
     cfg = _yaml(tmp_path / "xlrag.yaml", {"retrieval": {"fusion": "score", "retrieve_k": 7, "mode": "all"}})

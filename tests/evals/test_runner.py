@@ -7,6 +7,7 @@ import json
 import pytest
 import yaml
 
+from tests.conftest import index_copy
 from xlrag.errors import ConfigError
 from xlrag.evals.experiment import load_experiment
 from xlrag.evals.run_folder import RECORDS, read_records
@@ -122,11 +123,12 @@ def test_generate_sample_answers_a_part_and_retrieves_every_query_once_per_mode(
 
 
 @pytest.mark.slow
-def test_attribution_rerank_variant(tmp_path):
+def test_attribution_rerank_variant(tmp_path, travel_run_index):
     from xlrag.chains.attribution_rerank import KEPT, NONE, RERANKED
 
     cfg = load_experiment(_write(tmp_path, {
-        "name": "attr", "datasets": [{"name": "travel", "sample": {"per_lang": 1}}], "modes": ["qlang"],
+        "name": "attr", "datasets": [{"name": "travel", "sample": {"per_lang": 1},
+                                      "index_dir": index_copy(travel_run_index, tmp_path)}], "modes": ["qlang"],
         "retrieval": {"retrieve_k": 2, "k": 2}, "llms": [GEMMA], "attribution_checker": {**GEMMA, "max_tokens": 64},
         "variants": [{"name": "plain"}, {"name": "attributed", "rerank": "attribution"}]}))
     runner = ExperimentRunner(cfg, tmp_path / "run")
@@ -181,10 +183,10 @@ def test_missing_experiment_file(tmp_path):
 
 
 @pytest.mark.slow
-def test_ragas_scores_land_in_records_and_report(tmp_path):
+def test_ragas_scores_land_in_records_and_report(tmp_path, travel_run_index):
     exp = {"name": "ragas", "modes": ["qlang"], "retrieval": {"retrieve_k": 3, "k": 2}, "llms": [GEMMA],
            "datasets": [{"name": "travel", "sample": {"per_lang": 1, "langs": ["en"]},
-                         "index_dir": str(tmp_path / "ix")}],
+                         "index_dir": index_copy(travel_run_index, tmp_path)}],
            "ragas": ["faithfulness"]}
     cfg = load_experiment(_write(tmp_path, exp))
     runner = ExperimentRunner(cfg, tmp_path / "run")
@@ -235,10 +237,11 @@ def test_mrag_prompt_variants_differ_only_where_they_should():
 
 
 @pytest.mark.slow
-def test_translate_mode_translates_through_the_cache_and_published_figures_are_reported(tmp_path):
+def test_translate_mode_translates_through_the_cache_and_published_figures_are_reported(tmp_path, travel_run_index):
     exp = {"name": "tr", "modes": ["translate", "all"], "retrieval": {"retrieve_k": 5, "fusion": "score"}, "llms": [],
            "translator": {**GEMMA, "max_tokens": 40},
-           "datasets": [{"name": "travel", "sample": {"per_lang": 1}, "index_dir": str(tmp_path / "ix")}],
+           "datasets": [{"name": "travel", "sample": {"per_lang": 1},
+                         "index_dir": index_copy(travel_run_index, tmp_path)}],
            "published": {"source": "A paper, Table 2.", "columns": ["Hit@20"], "rows": {"ar->en": [0.55]}}}
     cfg = load_experiment(_write(tmp_path, {**exp, "cache": str(tmp_path / "calls.sqlite")}))
     runner = ExperimentRunner(cfg, tmp_path / "run")

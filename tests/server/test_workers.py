@@ -1,6 +1,7 @@
 """``xlrag serve --workers 2`` (#53): two processes answer on one address, each with the key and
 host checks, each with its own generation queue (a full one answers 503 with ``Retry-After``,
 and the server answers normally once the burst has passed), and SIGTERM stops them all, exit 0.
+One server walks all of it.
 
 Real processes: the CLI in a subprocess over the session's XQuAD index, its model the OpenAI
 stand-in (tests/server/openai_standin.py) reached through the real OpenAI SDK.
@@ -76,86 +77,89 @@ def _on_each_worker(url: str, checks: dict, pids: set[int], seconds: float = 180
     return seen
 
 
+def _key_and_host_checks(url: str, pids: set[int]) -> None:
+    """Each worker refuses a missing or wrong key and another Host, and retrieves and answers."""
+    body = {"question": QUESTION, "k": 1}
+
+    def retrieved(client: httpx.Client) -> int:
+        ok = client.post("/v1/retrieve", json=body, headers=AUTH)
+        assert [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"], ok.text
+        return ok.status_code
+
+    def asked(client: httpx.Client) -> int:
+        answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH)
+        assert answer.json()["answer"]["answer"].startswith("La defensa de los Panthers"), answer.text
+        return answer.status_code
+
+    checks = {
+        "no key": lambda c: c.post("/v1/retrieve", json=body).status_code,
+        "wrong key": lambda c: c.post("/v1/retrieve", json=body,
+                                      headers={"X-API-Key": "wrong-key-0123456789abcdef"}).status_code,
+        "other host": lambda c: c.post("/v1/retrieve", json=body,
+                                       headers={**AUTH, "Host": "attacker.example"}).status_code,
+        "retrieve": retrieved, "ask": asked}
+    seen = _on_each_worker(url, checks, pids)
+    expected = {"no key": 401, "wrong key": 401, "other host": 400, "retrieve": 200, "ask": 200}
+    assert seen == {(pid, name): code for pid in pids for name, code in expected.items()}
+
+
+def _a_burst_past_the_queues(url: str, standin: StandIn, gate: threading.Event) -> None:
+    """Each worker runs 1 generation and queues 1: of 12 asks at once, at most 4 are taken (2 per
+    worker) while the model is held, the rest are refused at once; released, the taken ones
+    are answered, and so is the next ask."""
+    sent = 12
+    gate.clear()
+    before = standin.calls
+    refused: list[httpx.Response] = []
+    done = threading.Condition()
+
+    def ask(_: int) -> httpx.Response:
+        r = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=180)
+        if r.status_code == 503:
+            with done:
+                refused.append(r)
+                done.notify_all()
+        return r
+
+    with ThreadPoolExecutor(sent) as pool:
+        futures = [pool.submit(ask, i) for i in range(sent)]
+        with done:  # everything past the 4 places is refused while the gate is shut
+            assert done.wait_for(lambda: len(refused) >= sent - 4, timeout=120), len(refused)
+        assert standin.calls - before <= 2  # one generation per worker at most, held at the gate
+        gate.set()
+        responses = [f.result() for f in futures]
+    statuses = sorted(r.status_code for r in responses)
+    assert set(statuses) <= {200, 503}, statuses
+    answered = [r for r in responses if r.status_code == 200]
+    assert 2 <= len(answered) <= 4, statuses  # each worker took its 1 + 1
+    for r in responses:
+        if r.status_code == 503:
+            assert r.json()["error"]["type"] == "overloaded"
+            assert int(r.headers["Retry-After"]) >= 1
+    assert all(r.json()["answer"]["answer"].startswith("La defensa de los Panthers") for r in answered)
+    for _ in range(3):  # the burst is over: answered normally, on whichever worker
+        after = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
+        assert after.status_code == 200, after.text
+
+
 @pytest.mark.slow
-def test_two_workers_answer_with_the_key_and_host_checks_and_stop_on_sigterm(xquad_index, tmp_path):
-    with openai_standin() as standin, workers(xquad_index, standin, tmp_path,
-                                              "--allowed-hosts", "127.0.0.1") as (proc, url):
+def test_two_workers_check_key_and_host_queue_each_and_stop_on_sigterm(xquad_index, tmp_path):
+    """One server for all of it: two workers starting take most of the test's time."""
+    gate = threading.Event()
+    gate.set()
+    with openai_standin(gate=gate) as standin, workers(xquad_index, standin, tmp_path, "--allowed-hosts", "127.0.0.1",
+                                                       "--max-concurrent", "1", "--max-queue", "1") as (proc, url):
         pids = _pids(url)
         assert len(pids) == 2, pids
         assert {_ppid(pid) for pid in pids} == {proc.pid}  # the server's own worker processes
-        body = {"question": QUESTION, "k": 1}
-
-        def retrieved(client: httpx.Client) -> int:
-            ok = client.post("/v1/retrieve", json=body, headers=AUTH)
-            assert [h["doc_id"] for h in ok.json()["hits"]] == ["xquad-00-es"], ok.text
-            return ok.status_code
-
-        def asked(client: httpx.Client) -> int:
-            answer = client.post("/v1/ask", json={"question": QUESTION}, headers=AUTH)
-            assert answer.json()["answer"]["answer"].startswith("La defensa de los Panthers"), answer.text
-            return answer.status_code
-
-        checks = {
-            "no key": lambda c: c.post("/v1/retrieve", json=body).status_code,
-            "wrong key": lambda c: c.post("/v1/retrieve", json=body,
-                                          headers={"X-API-Key": "wrong-key-0123456789abcdef"}).status_code,
-            "other host": lambda c: c.post("/v1/retrieve", json=body,
-                                           headers={**AUTH, "Host": "attacker.example"}).status_code,
-            "retrieve": retrieved, "ask": asked}
-        seen = _on_each_worker(url, checks, pids)
-        expected = {"no key": 401, "wrong key": 401, "other host": 400, "retrieve": 200, "ask": 200}
-        assert seen == {(pid, name): code for pid in pids for name, code in expected.items()}
+        _key_and_host_checks(url, pids)
+        _a_burst_past_the_queues(url, standin, gate)
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=90)[0]
     assert proc.returncode == 0, output
     assert "--workers 2: each worker keeps its own chat sessions" in output
     assert output.count("xlrag server ready") == 2 and output.count("xlrag server stopped") == 2, output
     assert "all workers stopped" in output and "Traceback" not in output
-
-
-@pytest.mark.slow
-def test_asks_past_the_queue_get_503_with_retry_after_then_the_server_answers(xquad_index, tmp_path):
-    """Each worker runs 1 generation and queues 1: of 12 asks at once, at most 4 are taken (2 per
-    worker) while the model is held, the rest are refused at once; released, the taken ones
-    are answered, and so is the next ask."""
-    gate = threading.Event()
-    sent = 12
-    with openai_standin(gate=gate) as standin, workers(xquad_index, standin, tmp_path, "--max-concurrent", "1",
-                                                       "--max-queue", "1") as (proc, url):
-        assert len(_pids(url)) == 2
-        refused: list[httpx.Response] = []
-        done = threading.Condition()
-
-        def ask(_: int) -> httpx.Response:
-            r = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=180)
-            if r.status_code == 503:
-                with done:
-                    refused.append(r)
-                    done.notify_all()
-            return r
-
-        with ThreadPoolExecutor(sent) as pool:
-            futures = [pool.submit(ask, i) for i in range(sent)]
-            with done:  # everything past the 4 places is refused while the gate is shut
-                assert done.wait_for(lambda: len(refused) >= sent - 4, timeout=120), len(refused)
-            assert standin.calls <= 2  # one generation per worker at most, held at the gate
-            gate.set()
-            responses = [f.result() for f in futures]
-        statuses = sorted(r.status_code for r in responses)
-        assert set(statuses) <= {200, 503}, statuses
-        answered = [r for r in responses if r.status_code == 200]
-        assert 2 <= len(answered) <= 4, statuses  # each worker took its 1 + 1
-        for r in responses:
-            if r.status_code == 503:
-                assert r.json()["error"]["type"] == "overloaded"
-                assert int(r.headers["Retry-After"]) >= 1
-        assert all(r.json()["answer"]["answer"].startswith("La defensa de los Panthers") for r in answered)
-        for _ in range(3):  # the burst is over: answered normally, on whichever worker
-            after = httpx.post(f"{url}/v1/ask", json={"question": QUESTION}, headers=AUTH, timeout=120)
-            assert after.status_code == 200, after.text
-        proc.send_signal(signal.SIGTERM)
-        output = proc.communicate(timeout=90)[0]
-    assert proc.returncode == 0, output
 
 
 def test_a_worker_that_cannot_start_is_a_one_line_error(tmp_path):

