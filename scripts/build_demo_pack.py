@@ -38,12 +38,9 @@ TESTBED_SPLITTER = SplitterConfig(chunk_size=400, chunk_overlap=0)  # one passag
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--out",
-        type=Path,
-        default=PACK,
-        help="pack path without suffix; .npz and .json are written (default: %(default)s)",
-    )
+    ap.add_argument("--out", type=Path, default=None,
+                    help=f"pack path without suffix; .npz and .json are written (default: {PACK}, or "
+                         f"{TESTBED_PACK} with --testbed)")
     ap.add_argument("--testbed", action="store_true", help=f"the test bed's pages, into {TESTBED_PACK}")
     args = ap.parse_args(argv)
     texts: list[str] = []
@@ -51,7 +48,6 @@ def main(argv: list[str] | None = None) -> None:
         from xlrag.evals import testbed
 
         texts = [p.text for p in PassageSplitter(TESTBED_SPLITTER).split_all(testbed.documents())]
-        args.out = TESTBED_PACK if args.out == PACK else args.out
     else:
         splitter = PassageSplitter(DEMO_SPLITTER)
         for corpus in DEMO_CORPORA:
@@ -62,7 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.perf_counter()
     vectors = embedder.embed(texts, "passage")
     print(f"embedded {len(texts)} passages in {time.perf_counter() - t0:.0f}s")
-    print(write_pack(args.out, embedder, "passage", texts, vectors))
+    out = args.out or (TESTBED_PACK if args.testbed else PACK)
+    print(write_pack(out, embedder, "passage", texts, vectors))
 
 
 if __name__ == "__main__":

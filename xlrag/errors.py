@@ -55,8 +55,7 @@ class XlragError(Exception):
 
 def _rebuilt(cls: type[XlragError], args: tuple[object, ...], state: dict[str, object]) -> XlragError:
     """``cls``'s error with its message and attributes, without running its ``__init__`` again."""
-    error = cls.__new__(cls, *args)
-    error.args = args
+    error = cls.__new__(cls, *args)  # BaseException.__new__ keeps args: the message
     error.__dict__.update(state)
     return error
 
