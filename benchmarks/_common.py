@@ -6,12 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 # The one seeded bootstrap (mean, low, high); the benchmarks import it from here.
 from xlrag.evals.stats import bootstrap_ci
 
-__all__ = ["CACHE", "RESULTS", "SHARED", "bootstrap_ci", "read_jsonl", "support_rates", "write_json"]
+__all__ = ["CACHE", "RESULTS", "SHARED", "bootstrap_ci", "provenance", "read_jsonl", "support_rates", "write_json"]
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -24,10 +25,42 @@ def read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def provenance(root: Path = HERE.parent) -> dict:
+    """Which code wrote a result: the checkout's commit, the code files that differed from it
+    (``xlrag/`` and ``benchmarks/``, results aside: a run rewrites those itself), and the time.
+    A committed figure that no longer reproduces can then be traced to its code."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30,
+                              check=True).stdout
+
+    try:
+        commit = git("rev-parse", "--short=12", "HEAD").strip()
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "xlrag", "benchmarks",
+                      ":(exclude)benchmarks/results")
+        modified = sorted(line[3:] for line in changed.splitlines() if line.strip())
+    except (OSError, subprocess.SubprocessError):
+        commit, modified = "unknown (not a git checkout)", []
+    return {"commit": commit, "modified": modified, "written": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
 def write_json(name: str, payload: dict) -> Path:
+    """Write ``results/<name>`` stamped with its :func:`provenance`. A script that merges its
+    arms into the file it read (``rerank_methods``, ``channels``) hands back the old stamp;
+    when it came from other code (another commit, or modified files), it is kept under
+    ``earlier``, so a file that mixes runs of two versions says so."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / name
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False), encoding="utf-8")
+    stamp = provenance()
+    old = payload.get("provenance")
+    if isinstance(old, dict):
+        earlier = [*old.get("earlier", []), {k: v for k, v in old.items() if k != "earlier"}]
+        earlier = [e for e in earlier
+                   if (e.get("commit"), e.get("modified")) != (stamp["commit"], stamp["modified"])]
+        if earlier:
+            stamp["earlier"] = earlier
+    # The stamp goes first so it is the first thing a reader of the file sees.
+    body = {"provenance": stamp, **{k: v for k, v in payload.items() if k != "provenance"}}
+    path.write_text(json.dumps(body, indent=2, ensure_ascii=False), encoding="utf-8")
     return path
 
 

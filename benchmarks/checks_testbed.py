@@ -308,7 +308,8 @@ def main() -> None:
             "answers": lambda: run_answers(args.translate, args.threads)}
     for name in wanted:
         payload[name] = runs[name]()
-    path = write_json("checks_testbed.json", {k: payload[k] for k in ("benchmark", *SECTIONS) if k in payload})
+    kept = ("provenance", "benchmark", *SECTIONS)
+    path = write_json("checks_testbed.json", {k: payload[k] for k in kept if k in payload})
     for section in ("support", "language"):
         if section in payload:
             print(section, json.dumps(payload[section]["summary"], indent=1))
