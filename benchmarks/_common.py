@@ -26,9 +26,9 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def provenance(root: Path = HERE.parent) -> dict:
-    """Which code wrote a result: the checkout's commit, the code files that differed from it
-    (``xlrag/`` and ``benchmarks/``, results aside: a run rewrites those itself), and the time.
-    A committed figure that no longer reproduces can then be traced to its code."""
+    """Which code a run measures: the checkout's commit and the code files that differed from
+    it (``xlrag/`` and ``benchmarks/``, results aside: a run rewrites those itself). A committed
+    figure that no longer reproduces can then be traced to its code."""
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30,
                               check=True).stdout
@@ -40,17 +40,22 @@ def provenance(root: Path = HERE.parent) -> dict:
         modified = sorted(line[3:] for line in changed.splitlines() if line.strip())
     except (OSError, subprocess.SubprocessError):
         commit, modified = "unknown (not a git checkout)", []
-    return {"commit": commit, "modified": modified, "written": datetime.now(UTC).isoformat(timespec="seconds")}
+    return {"commit": commit, "modified": modified}
+
+
+# Taken as the run starts, when it loads the code: a run of hours may end after a commit.
+_CODE = provenance()
 
 
 def write_json(name: str, payload: dict) -> Path:
-    """Write ``results/<name>`` stamped with its :func:`provenance`. A script that merges its
-    arms into the file it read (``rerank_methods``, ``channels``) hands back the old stamp;
-    when it came from other code (another commit, or modified files), it is kept under
-    ``earlier``, so a file that mixes runs of two versions says so."""
+    """Write ``results/<name>`` stamped with the :func:`provenance` of the code this run
+    started with, and the time. A script that merges its arms into the file it read
+    (``rerank_methods``, ``channels``) hands back the old stamp; when it came from other code
+    (another commit, or modified files), it is kept under ``earlier``, so a file that mixes
+    runs of two versions says so."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / name
-    stamp = provenance()
+    stamp = {**_CODE, "written": datetime.now(UTC).isoformat(timespec="seconds")}
     old = payload.get("provenance")
     if isinstance(old, dict):
         earlier = [*old.get("earlier", []), {k: v for k, v in old.items() if k != "earlier"}]
