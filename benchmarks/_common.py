@@ -47,14 +47,14 @@ def provenance(root: Path = HERE.parent) -> dict:
 _CODE = provenance()
 
 
-def write_json(name: str, payload: dict) -> Path:
+def write_json(name: str, payload: dict, results: Path = RESULTS) -> Path:
     """Write ``results/<name>`` stamped with the :func:`provenance` of the code this run
     started with, and the time. A script that merges its arms into the file it read
     (``rerank_methods``, ``channels``) hands back the old stamp; when it came from other code
     (another commit, or modified files), it is kept under ``earlier``, so a file that mixes
     runs of two versions says so."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / name
+    results.mkdir(parents=True, exist_ok=True)
+    path = results / name
     stamp = {**_CODE, "written": datetime.now(UTC).isoformat(timespec="seconds")}
     old = payload.get("provenance")
     if isinstance(old, dict):

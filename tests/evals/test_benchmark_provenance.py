@@ -42,18 +42,17 @@ def test_the_stamp_is_the_checkout_commit_and_names_the_code_that_differed_from_
     assert common.provenance(outside)["commit"].startswith("unknown")
 
 
-def test_a_merged_file_keeps_the_stamp_of_the_other_code_that_wrote_part_of_it(tmp_path, monkeypatch):
+def test_a_merged_file_keeps_the_stamp_of_the_other_code_that_wrote_part_of_it(tmp_path):
     common = load_benchmark("_common")
-    monkeypatch.setattr(common, "RESULTS", tmp_path)
-    first = json.loads(common.write_json("r.json", {"arms": {"a": 1}}).read_text())
+    first = json.loads(common.write_json("r.json", {"arms": {"a": 1}}, tmp_path).read_text())
     assert next(iter(first)) == "provenance"
     now = first["provenance"]["commit"]
     # Written again by the same code: nothing earlier to keep.
-    again = json.loads(common.write_json("r.json", {**first, "arms": {"a": 2}}).read_text())
+    again = json.loads(common.write_json("r.json", {**first, "arms": {"a": 2}}, tmp_path).read_text())
     assert "earlier" not in again["provenance"]
     # One arm written by older code, then merged by today's: the older commit is kept.
     old = {**first, "provenance": {"commit": "0000000", "modified": [], "written": "2026-01-01T00:00:00+00:00"}}
-    merged = json.loads(common.write_json("r.json", {**old, "arms": {"a": 3}}).read_text())
+    merged = json.loads(common.write_json("r.json", {**old, "arms": {"a": 3}}, tmp_path).read_text())
     assert merged["provenance"]["commit"] == now
     assert [e["commit"] for e in merged["provenance"]["earlier"]] == ["0000000"]
     assert merged["arms"] == {"a": 3}
