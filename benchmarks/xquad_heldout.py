@@ -16,8 +16,10 @@ counts on the answer benchmark's questions (``chain/now/shares`` and ``agent/now
 the committed answers.json).
 
     python benchmarks/xquad_heldout.py [--per-lang 20] [--langs ar,de,...] [--arms balanced:3,qlang:3]
+                                       [--out xquad_heldout.json]
 
-Writes benchmarks/results/xquad_heldout.json.
+Writes benchmarks/results/xquad_heldout.json (or ``--out``). Its questions are the first
+``--per-lang`` of a seeded order, so a smaller run asks the first questions of a larger one.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def main() -> None:
     ap.add_argument("--langs", default=",".join(answer_arms.XQUAD_LANGS))
     ap.add_argument("--arms", default="balanced:3,agent/balanced:3",
                     help="comma-separated mode:k (the chain) or agent/mode:k")
+    ap.add_argument("--out", default="xquad_heldout.json", help="file name under benchmarks/results/")
     args = ap.parse_args()
     from xlrag.agents.build import build_agent
     from xlrag.chains.llms import build_llm
@@ -140,7 +143,7 @@ def main() -> None:
               "on_the_benchmark": on_the_benchmark(),
               "summary": summary(rows), "rows": rows}
     print(json.dumps(result["summary"], indent=1))
-    print(f"written {write_json('xquad_heldout.json', result)}")
+    print(f"written {write_json(args.out, result)}")
 
 
 if __name__ == "__main__":
