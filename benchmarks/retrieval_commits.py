@@ -58,6 +58,13 @@ def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def resolve(rev: str) -> str:
+    try:
+        return git("rev-parse", "--short=12", f"{rev}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise SystemExit(f"--commits: {rev!r} names no commit of this repository (git rev-parse)") from None
+
+
 def run_at(worktree: Path, index: Path, per_lang: int) -> dict[str, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(worktree), "ANONYMIZED_TELEMETRY": "False"}
     out = subprocess.run([sys.executable, __file__, "--child", "--index", str(index), "--per-lang", str(per_lang)],
@@ -99,15 +106,16 @@ def main() -> None:
     if not args.index.is_dir():
         raise SystemExit(f"no index at {args.index}: run benchmarks/answers.py once to build it, or pass --index")
     revs = [r.strip() for r in args.commits.split(",") if r.strip()]
-    if len(revs) < 2:
-        raise SystemExit("--commits needs two revisions or more, oldest first (e.g. b3eefb1,HEAD)")
-    commits = [git("rev-parse", "--short=12", f"{r}^{{commit}}") for r in revs]
+    # two revisions may name one commit (d01c2ef^ is 0567c39): each commit once, in order
+    commits = list(dict.fromkeys(resolve(r) for r in revs))
+    if len(commits) < 2:
+        raise SystemExit("--commits needs two commits or more, oldest first (e.g. b3eefb1,HEAD)")
     runs: dict[str, list[dict[str, list[str]]]] = {}
     with tempfile.TemporaryDirectory(prefix="xlrag-commits-") as tmp:
         # one copy of the index for every commit, so no run writes to the user's
         index = Path(tmp) / "index"
         shutil.copytree(args.index, index)
-        for commit in dict.fromkeys(commits):
+        for commit in commits:
             worktree = Path(tmp) / commit
             git("worktree", "add", "--detach", str(worktree), commit)
             try:
@@ -123,7 +131,7 @@ def main() -> None:
               "runs_per_commit": args.runs,
               "commits": [{"commit": c, "subject": git("log", "-1", "--format=%s", c)[:160]} for c in commits],
               "flappers": flappers, "steps": changes,
-              "first_run_hits": {c: runs[c][0] for c in dict.fromkeys(commits)}}
+              "first_run_hits": {c: runs[c][0] for c in commits}}
     print(f"written {write_json(args.out, result)}")
 
 
