@@ -8,12 +8,14 @@ all over one copy of the index. A question whose hits differ between two runs of
 *flapper*; a step from one commit to the next *changes* a question when their first runs differ
 on it and it is not a flapper.
 
-The questions are ``benchmarks/xquad_heldout.py``'s (``--per-lang`` a language, seeded) through
-its chain's retriever: ``balanced``, k = 3, the answer benchmark's share margin, the default
-channels, over the answer benchmark's index (``benchmarks/.cache/agent-index``, which
+The questions are ``benchmarks/xquad_heldout.py``'s (``--questions heldout``, ``--per-lang`` a
+language, seeded) or the answer benchmark's 100 (``--questions answers``: 60 XQuAD, 40 Travel),
+through the retriever of their chain: ``balanced``, k = 3, the answer benchmark's share margin,
+the default channels, over the answer benchmark's index (``benchmarks/.cache/agent-index``, which
 ``answers.py`` builds). Every commit must have ``xquad_heldout.py`` (28 Nov on).
 
     python benchmarks/retrieval_commits.py --commits b3eefb1,d78b138^,d78b138,HEAD [--runs 2]
+                                           [--questions heldout|answers] [--out retrieval_commits.json]
 
 Writes benchmarks/results/retrieval_commits.json (or ``--out``).
 """
@@ -34,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 
-def child(index: Path, per_lang: int) -> None:
+def child(index: Path, questions: str, per_lang: int) -> None:
     """One run at the checkout in the working directory: every question's hit ids, as JSON."""
     sys.path.insert(0, str(Path.cwd() / "benchmarks"))  # the commit's own benchmark helpers
     import answer_arms
@@ -49,7 +51,8 @@ def child(index: Path, per_lang: int) -> None:
     stores = LanguageStores.open(index, embedder.name, embedder.dim)
     retriever = CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=MARGIN)
     hits = {q["id"]: [h.id for h in retriever.retrieve(make_query(q["question"], lang=q["lang"])).hits]
-            for q in held_out(answer_arms.XQUAD_LANGS, per_lang)}
+            for q in (held_out(answer_arms.XQUAD_LANGS, per_lang) if questions == "heldout"
+                      else answer_arms.questions())}
     retriever.close()
     print(json.dumps(hits))
 
@@ -65,9 +68,10 @@ def resolve(rev: str) -> str:
         raise SystemExit(f"--commits: {rev!r} names no commit of this repository (git rev-parse)") from None
 
 
-def run_at(worktree: Path, index: Path, per_lang: int) -> dict[str, list[str]]:
+def run_at(worktree: Path, index: Path, questions: str, per_lang: int) -> dict[str, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(worktree), "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, __file__, "--child", "--index", str(index), "--per-lang", str(per_lang)],
+    out = subprocess.run([sys.executable, __file__, "--child", "--index", str(index), "--questions", questions,
+                          "--per-lang", str(per_lang)],
                          cwd=worktree, env=env, capture_output=True, text=True, check=False)
     if out.returncode:
         raise SystemExit(f"the run at {worktree.name} failed:\n{out.stderr[-3000:]}")
@@ -92,13 +96,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--commits", default="", help="comma-separated revisions, oldest first")
     ap.add_argument("--runs", type=int, default=2, help="fresh processes per commit")
-    ap.add_argument("--per-lang", type=int, default=20)
+    ap.add_argument("--questions", choices=["heldout", "answers"], default="heldout")
+    ap.add_argument("--per-lang", type=int, default=20, help="with --questions heldout")
     ap.add_argument("--index", type=Path, default=HERE / ".cache" / "agent-index")
     ap.add_argument("--out", default="retrieval_commits.json", help="file name under benchmarks/results/")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.index, args.per_lang)
+        child(args.index, args.questions, args.per_lang)
         return
     sys.path.insert(0, str(HERE))
     from _common import write_json
@@ -119,14 +124,15 @@ def main() -> None:
             worktree = Path(tmp) / commit
             git("worktree", "add", "--detach", str(worktree), commit)
             try:
-                runs[commit] = [run_at(worktree, index, args.per_lang) for _ in range(args.runs)]
+                runs[commit] = [run_at(worktree, index, args.questions, args.per_lang) for _ in range(args.runs)]
             finally:
                 git("worktree", "remove", "--force", str(worktree))
             print(f"{commit}: {args.runs} runs", flush=True)
     flappers, changes = steps(commits, runs)
     for s in changes:
         print(f"{s['from']} -> {s['to']}: {s['differ']} differ, {len(s['changed'])} changed")
-    result = {"benchmark": "retrieval_commits", "questions": len(runs[commits[0]][0]), "per_lang": args.per_lang,
+    result = {"benchmark": "retrieval_commits", "questions": len(runs[commits[0]][0]), "question_set": args.questions,
+              "per_lang": args.per_lang if args.questions == "heldout" else None,
               "retriever": "balanced, k = 3, the answer benchmark's share margin, default channels",
               "runs_per_commit": args.runs,
               "commits": [{"commit": c, "subject": git("log", "-1", "--format=%s", c)[:160]} for c in commits],
