@@ -108,6 +108,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from _common import write_json
 
+    if args.runs < 1:
+        raise SystemExit(f"--runs {args.runs}: give 1 or more (2 or more to tell a change from run-to-run noise)")
     if not args.index.is_dir():
         raise SystemExit(f"no index at {args.index}: run benchmarks/answers.py once to build it, or pass --index")
     revs = [r.strip() for r in args.commits.split(",") if r.strip()]
