@@ -99,13 +99,18 @@ def memory_status() -> dict[str, int]:
     return out
 
 
-def run_child(script: str, *args: str) -> dict:
+def run_child(script: str, *args: str, checkout: Path | None = None) -> dict:
     """``script`` run with ``args`` in a fresh Python process (its memory its own); the JSON
-    object its last line of output prints."""
+    object its last line of output prints. With ``checkout``, the child runs in that folder
+    and imports its ``xlrag`` (a worktree of another commit)."""
     env = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, check=False)
+    if checkout is not None:
+        env["PYTHONPATH"] = str(checkout)
+    out = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, env=env, cwd=checkout,
+                         check=False)
     if out.returncode:
-        raise SystemExit(f"{args[:2]} failed:\n{out.stderr[-3000:]}")
+        where = f" in {checkout}" if checkout is not None else ""
+        raise SystemExit(f"{args[:2]} failed{where}:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -68,16 +67,6 @@ def resolve(rev: str) -> str:
         raise SystemExit(f"--commits: {rev!r} names no commit of this repository (git rev-parse)") from None
 
 
-def run_at(worktree: Path, index: Path, questions: str, per_lang: int) -> dict[str, list[str]]:
-    env = {**os.environ, "PYTHONPATH": str(worktree), "ANONYMIZED_TELEMETRY": "False"}
-    out = subprocess.run([sys.executable, __file__, "--child", "--index", str(index), "--questions", questions,
-                          "--per-lang", str(per_lang)],
-                         cwd=worktree, env=env, capture_output=True, text=True, check=False)
-    if out.returncode:
-        raise SystemExit(f"the run at {worktree.name} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def steps(commits: list[str], runs: dict[str, list[dict[str, list[str]]]]) -> tuple[list[str], list[dict]]:
     """The flappers, and per step between consecutive commits the questions whose first runs
     differ, and those of them that are not flappers."""
@@ -106,7 +95,7 @@ def main() -> None:
         child(args.index, args.questions, args.per_lang)
         return
     sys.path.insert(0, str(HERE))
-    from _common import write_json
+    from _common import run_child, write_json
 
     if args.runs < 1:
         raise SystemExit(f"--runs {args.runs}: give 1 or more (2 or more to tell a change from run-to-run noise)")
@@ -126,7 +115,9 @@ def main() -> None:
             worktree = Path(tmp) / commit
             git("worktree", "add", "--detach", str(worktree), commit)
             try:
-                runs[commit] = [run_at(worktree, index, args.questions, args.per_lang) for _ in range(args.runs)]
+                runs[commit] = [run_child(__file__, "--child", "--index", str(index), "--questions", args.questions,
+                                          "--per-lang", str(args.per_lang), checkout=worktree)
+                                for _ in range(args.runs)]
             finally:
                 git("worktree", "remove", "--force", str(worktree))
             print(f"{commit}: {args.runs} runs", flush=True)
