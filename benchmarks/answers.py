@@ -129,36 +129,15 @@ class Answerer:
         arm = ARMS[name]
         if name not in self._built:
             from xlrag.agents.build import build_agent
-            from xlrag.chains.pipeline import Pipeline
             from xlrag.chains.rag import GroundedChain
-            from xlrag.config import XlragConfig
 
-            shipped = PromptLibrary()
-            overrides = {}
-            if arm.variant == "extractive":
-                from xlrag.languages import display_name
-
-                # the citation format's instruction, extractive first; the format itself is kept
-                overrides = {lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
-                                                       f"{shipped.get('citation_format', lang)}"}
-                             for lang in shipped.languages()}
-            if arm.variant == "opener":
-                # the words the shipped setting writes: each language's own, English's empty
-                overrides = {lang: {"citation_format": with_opener(shipped.get("citation_format", lang), word)}
-                             for lang in shipped.languages() if (word := shipped.own("explanation_opener", lang))}
-            prompts = PromptLibrary(overrides=overrides)
             llm_cfg, llm = self.llm_cfg, self.llm
             if name in ISSUE_33:
                 llm_cfg = self.llm_cfg.model_copy(update={"grammar": arm.grammar})
                 # the model call is made again, not read from the call cache: a reproduction
                 llm = self.uncached[runtime(name)]
-            cfg = XlragConfig(index_dir=self.index, llm=llm_cfg, agent={"mode": arm.mode},
-                              retrieval={"k": arm.k, "share_margin": arm.margin},
-                              context={"select": arm.context, "order": arm.order, "layout": arm.layout},
-                              answer={"explanation": arm.explanation, "explanation_opener": arm.opener})
-            mode = "auto" if arm.driver == "agent" else arm.mode
-            pipeline = Pipeline.from_config(cfg, llm=llm, retriever=self.retrievers[arm.margin], mode=mode,
-                                            prompts=prompts)
+            cfg, pipeline = arm_pipeline(name, index=self.index, llm_cfg=llm_cfg, llm=llm,
+                                         retriever=self.retrievers[arm.margin])
             self._built[name] = (build_agent(cfg, pipeline=pipeline) if arm.driver == "agent"
                                 else GroundedChain(pipeline=pipeline, name="xlrag_citation"))
         return self._built[name]
@@ -176,18 +155,58 @@ class Answerer:
     def _pivot(self, chain, q: dict, mode: str, k: int):
         """Answer in the top passage's language over the same passages, then translate."""
         from xlrag.chains.translator import LLMTranslator
-        from xlrag.schema import make_query
 
-        query = self.retriever.prepare(make_query(q["question"], lang=q["lang"]))
-        hits = self.retriever.retrieve(query, mode=mode, k=k)
-        top = hits.hits[0].lang if hits.hits else q["lang"]
-        ans = chain.invoke({"question": q["question"], "lang": top, "passages": [h.passage for h in hits.hits]})
-        if top == q["lang"] or not ans.answer:
-            return ans.model_copy(update={"lang": q["lang"], "passages": list(hits.hits)})
+        hits, first = pivot_input(self.retriever, q, mode, k)
+        ans = chain.invoke(first)
+        if first["lang"] == q["lang"] or not ans.answer:
+            return ans.model_copy(update={"lang": q["lang"], "passages": hits})
         tr = LLMTranslator(llm=self.llm)
-        update = {"answer": tr.translate(ans.answer, top, q["lang"]), "lang": q["lang"], "passages": list(hits.hits),
+        update = {"answer": tr.translate(ans.answer, first["lang"], q["lang"]), "lang": q["lang"], "passages": hits,
                   "flags": [*ans.flags, "translated"], "explanation": None}
         return ans.model_copy(update=update)
+
+
+def pivot_input(retriever, q: dict, mode: str, k: int) -> tuple[list, dict]:
+    """The pivot arm's hits and its first call's input: the question over the passages
+    retrieved for it, to be answered in the top passage's language."""
+    from xlrag.schema import make_query
+
+    query = retriever.prepare(make_query(q["question"], lang=q["lang"]))
+    hits = retriever.retrieve(query, mode=mode, k=k)
+    # a list of hits before #54, a Retrieval model since (read by request_fingerprint.py at both)
+    hits = list(getattr(hits, "hits", hits))
+    top = hits[0].lang if hits else q["lang"]
+    return hits, {"question": q["question"], "lang": top, "passages": [h.passage for h in hits]}
+
+
+def arm_pipeline(name: str, *, index: Path, llm_cfg, llm, retriever) -> tuple[object, object]:
+    """The config and the pipeline arm ``name`` answers through (an agent arm's agent is built
+    over it): the one place an arm's settings become a stack, so what an arm sends the model can
+    be fingerprinted without running it (``request_fingerprint.py --questions answers``)."""
+    from xlrag.chains.pipeline import Pipeline
+    from xlrag.config import XlragConfig
+
+    arm = ARMS[name]
+    shipped = PromptLibrary()
+    overrides = {}
+    if arm.variant == "extractive":
+        from xlrag.languages import display_name
+
+        # the citation format's instruction, extractive first; the format itself is kept
+        overrides = {lang: {"citation_format": f"{EXTRACTIVE.format(language=display_name(lang))}\n"
+                                               f"{shipped.get('citation_format', lang)}"}
+                     for lang in shipped.languages()}
+    if arm.variant == "opener":
+        # the words the shipped setting writes: each language's own, English's empty
+        overrides = {lang: {"citation_format": with_opener(shipped.get("citation_format", lang), word)}
+                     for lang in shipped.languages() if (word := shipped.own("explanation_opener", lang))}
+    cfg = XlragConfig(index_dir=index, llm=llm_cfg, agent={"mode": arm.mode},
+                      retrieval={"k": arm.k, "share_margin": arm.margin},
+                      context={"select": arm.context, "order": arm.order, "layout": arm.layout},
+                      answer={"explanation": arm.explanation, "explanation_opener": arm.opener})
+    mode = "auto" if arm.driver == "agent" else arm.mode
+    return cfg, Pipeline.from_config(cfg, llm=llm, retriever=retriever, mode=mode,
+                                     prompts=PromptLibrary(overrides=overrides))
 
 
 def with_opener(template: str, word: str) -> str:
