@@ -3,10 +3,11 @@ the same digests.
 
 Every demo question (five languages) in each of its IR modes and in each answer format goes
 through ``Pipeline.from_config`` (the default config over the demo index) up to the request:
-language, mode, retrieval, the passage steps, the localized prompt. Each request's passage ids
-and messages are hashed; no model is run (a scripted chat model stands in, and prepare stops
-before it). Run at two commits and compare ``digest``: equal digests mean every answer
-benchmark sends the same prompts over the same passages, so its committed figures stand.
+language, mode, retrieval, the passage steps, the localized prompt. Each request's passages,
+messages and call options (names and values) are hashed; no model is run (a scripted chat
+model stands in, and prepare stops before it). Run at two commits and compare ``digest``: equal
+digests mean every answer benchmark sends the same prompts over the same passages, so its
+committed figures stand.
 
 ``--questions answers`` does the same for ``answers.py``: its 100 questions through every arm's
 own stack (``answers.arm_pipeline``: mode, k, share margin, context, layout, explanation,
