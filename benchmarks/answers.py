@@ -74,21 +74,14 @@ class Answerer:
     def __init__(self, threads: int, arms: list[str]):
         from xlrag.chains.llms import build_llm
         from xlrag.config import LLMConfig
-        from xlrag.demo import build_demo_index, demo_embedder
+        from xlrag.demo import build_demo_index
         from xlrag.evals.cache import SQLiteLLMCache
-        from xlrag.indexes.retriever import CrossLingualRetriever
-        from xlrag.indexes.store import LanguageStores
 
         index = CACHE / "agent-index"
         if not (index / "chroma").exists():
             build_demo_index(index)
-        embedder = demo_embedder()
         self.index = index
-        stores = LanguageStores.open(index, embedder.name, embedder.dim)
-        # one retriever per share margin an arm names; the earlier arms were made with every store
-        # its share, the ninth run's with retrieval.share_margin
-        self.retrievers = {m: CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=m)
-                           for m in dict.fromkeys([None, *(ARMS[a].margin for a in arms)])}
+        self.retrievers = arm_retrievers(index, arms)
         self.retriever = self.retrievers[None]
         RUN.mkdir(parents=True, exist_ok=True)
         self.llm_cfg = LLMConfig(model=MODEL, max_tokens=160, n_threads=threads)
@@ -164,6 +157,19 @@ class Answerer:
         update = {"answer": tr.translate(ans.answer, first["lang"], q["lang"]), "lang": q["lang"], "passages": hits,
                   "flags": [*ans.flags, "translated"], "explanation": None}
         return ans.model_copy(update=update)
+
+
+def arm_retrievers(index: Path, arms: list[str]) -> dict:
+    """One retriever over ``index`` per share margin the ``arms`` name (None: every store its
+    share, as every arm before the ninth run was made; the ninth run's: retrieval.share_margin)."""
+    from xlrag.demo import demo_embedder
+    from xlrag.indexes.retriever import CrossLingualRetriever
+    from xlrag.indexes.store import LanguageStores
+
+    embedder = demo_embedder()
+    stores = LanguageStores.open(index, embedder.name, embedder.dim)
+    return {m: CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=m)
+            for m in dict.fromkeys([None, *(ARMS[a].margin for a in arms)])}
 
 
 def pivot_input(retriever, q: dict, mode: str, k: int) -> tuple[list, dict]:

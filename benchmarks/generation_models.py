@@ -128,27 +128,47 @@ def start_server(model_path: str, threads: int) -> tuple[subprocess.Popen, str]:
     raise SystemExit("llama_cpp.server did not start")
 
 
-def make_config(config: str, args, retriever, servers: list) -> dict:
+def bench_questions(xquad_per_lang: int, travel_per_lang: int) -> tuple[list[dict], list[dict]]:
+    """The XQuAD questions (``per_lang`` in each of the six languages) and the Travel ones."""
+    xq = [dict(q, set="xquad") for qs in pick_questions(["ar", "de", "en", "es", "ru", "zh"],
+                                                         xquad_per_lang).values() for q in qs]
+    return xq, travel_questions(travel_per_lang)
+
+
+def config_settings(config: str, *, max_tokens: int, threads: int,
+                    base_url: str | None = None) -> tuple[LLMConfig, bool | None, set[str]]:
+    """A configuration's LLM settings, whether its worked example is shown, and the question
+    sets it answers; ``server:*`` reaches the llama_cpp.server at ``base_url``."""
     from xlrag.chains.local.catalogue import CATALOGUE
-    from xlrag.chains.local.runtime import bundled_model_path
 
     name, _, variant = config.partition(":")
     few_shot: bool | None = {"shot": True, "noshot": False, "": None}[variant]
     if name == "server":
+        if base_url is None:
+            raise ValueError(f"{config}: the server's base_url is needed")
+        cfg = LLMConfig(provider="openai", base_url=base_url, model=SERVER_MODEL, max_tokens=max_tokens, timeout=600)
+        return cfg, few_shot, {"xquad"}  # the OpenAI-compatible path: the XQuAD questions
+    if few_shot is None:
+        few_shot = CATALOGUE[name].few_shot
+    return LLMConfig(model=name, max_tokens=max_tokens, n_threads=threads), few_shot, {"xquad", "travel"}
+
+
+def pipeline_for(retriever, llm, few_shot: bool | None) -> Pipeline:
+    """The chain's pipeline: citation format, ``qlang_en``, k = 3."""
+    return Pipeline.create(retriever, llm, answer=AnswerConfig(format="citation"), k=K, few_shot=few_shot)
+
+
+def make_config(config: str, args, retriever, servers: list) -> dict:
+    from xlrag.chains.local.runtime import bundled_model_path
+
+    base = None
+    if config.partition(":")[0] == "server":
         if not servers:
             servers.append(start_server(bundled_model_path(SERVER_MODEL), args.threads))
         base = servers[0][1]
         os.environ.setdefault("OPENAI_API_KEY", "not-needed")
-        cfg = LLMConfig(provider="openai", base_url=base, model=SERVER_MODEL,
-                        max_tokens=args.max_tokens, timeout=600)
-        sets = {"xquad"}  # the OpenAI-compatible path: the XQuAD questions
-    else:
-        cfg = LLMConfig(model=name, max_tokens=args.max_tokens, n_threads=args.threads)
-        sets = {"xquad", "travel"}
-        if few_shot is None:
-            few_shot = CATALOGUE[name].few_shot
-    chain = GroundedChain(pipeline=Pipeline.create(retriever, build_llm(cfg),
-                                                   answer=AnswerConfig(format="citation"), k=K, few_shot=few_shot))
+    cfg, few_shot, sets = config_settings(config, max_tokens=args.max_tokens, threads=args.threads, base_url=base)
+    chain = GroundedChain(pipeline=pipeline_for(retriever, build_llm(cfg), few_shot))
     return {"name": config, "cfg": cfg, "few_shot": few_shot, "sets": sets, "chain": chain, "rows": []}
 
 
@@ -171,9 +191,8 @@ def main(argv: list[str] | None = None) -> None:
     embedder = demo_embedder()
     stores = LanguageStores.open(index, embedder.name, embedder.dim)
     retriever = CrossLingualRetriever(stores, embedder, MODE, k=K)
-    xq = [dict(q, set="xquad") for qs in pick_questions(["ar", "de", "en", "es", "ru", "zh"],
-                                                         args.xquad_per_lang).values() for q in qs]
-    questions = xq + travel_questions(args.travel_per_lang)
+    xq, travel = bench_questions(args.xquad_per_lang, args.travel_per_lang)
+    questions = xq + travel
     detector = LinguaDetector()
     servers: list = []
     configs = [make_config(c, args, retriever, servers) for c in args.configs.split(",") if c]

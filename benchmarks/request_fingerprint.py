@@ -88,18 +88,11 @@ def demo_rows(index: Path) -> list[dict]:
 
 def answer_rows(index: Path, arms: list[str]) -> list[dict]:
     from answer_arms import ARMS, MODEL, questions
-    from answers import arm_pipeline, pivot_input
+    from answers import arm_pipeline, arm_retrievers, pivot_input
 
     from xlrag.config import LLMConfig
-    from xlrag.demo import demo_embedder
-    from xlrag.indexes.retriever import CrossLingualRetriever
-    from xlrag.indexes.store import LanguageStores
 
-    embedder = demo_embedder()
-    stores = LanguageStores.open(index, embedder.name, embedder.dim)
-    # as answers.py: one retriever per share margin
-    retrievers = {m: CrossLingualRetriever(stores, embedder, "balanced", k=3, share_margin=m)
-                  for m in dict.fromkeys([None, *(ARMS[a].margin for a in arms)])}
+    retrievers = arm_retrievers(index, arms)
     llm_cfg = LLMConfig(model=MODEL, max_tokens=160)
     qs = questions()
     rows, done = [], {}
@@ -130,53 +123,39 @@ def answer_rows(index: Path, arms: list[str]) -> list[dict]:
 
 def _generation_pipeline(retriever, llm, few_shot: bool | None):
     """generation_models.py's pipeline at either side of #54, which replaced build_chain."""
-    from generation import K
+    from generation_models import K, pipeline_for
 
     try:
         from xlrag.chains.rag import build_chain  # type: ignore[attr-defined]
     except ImportError:
-        from xlrag.chains.pipeline import Pipeline
-        from xlrag.config import AnswerConfig
-
-        return Pipeline.create(retriever, llm, answer=AnswerConfig(format="citation"), k=K, few_shot=few_shot)
+        return pipeline_for(retriever, llm, few_shot)
     return build_chain(retriever, llm, fmt="citation", k=K, few_shot=few_shot).pipeline
 
 
 def generation_rows(index: Path) -> list[dict]:
     import os
 
-    from generation import MODE, K, chain_input, pick_questions
-    from generation_models import DEFAULT_CONFIGS, SERVER_MODEL, travel_questions
+    from generation import MODE, K, chain_input
+    from generation_models import DEFAULT_CONFIGS, bench_questions, config_settings
 
     from xlrag.chains.llms import build_llm
-    from xlrag.chains.local.catalogue import CATALOGUE
-    from xlrag.config import LLMConfig
     from xlrag.demo import demo_embedder
     from xlrag.indexes.retriever import CrossLingualRetriever
     from xlrag.indexes.store import LanguageStores
 
     embedder = demo_embedder()
     retriever = CrossLingualRetriever(LanguageStores.open(index, embedder.name, embedder.dim), embedder, MODE, k=K)
-    xq = [dict(q, set="xquad") for qs in pick_questions(["ar", "de", "en", "es", "ru", "zh"], 10).values()
-          for q in qs]
-    qs = xq + travel_questions(20)
+    xq, travel = bench_questions(10, 20)
     os.environ.setdefault("OPENAI_API_KEY", "not-needed")  # the client is built, never called
     rows = []
     try:
         for config in DEFAULT_CONFIGS.split(","):
-            name, _, variant = config.partition(":")
-            if name == "server":
-                cfg = LLMConfig(provider="openai", base_url="http://127.0.0.1:9/v1", model=SERVER_MODEL)
-                sets = {"xquad"}
-            else:
-                cfg, sets = LLMConfig(model=name), {"xquad", "travel"}
-            few_shot = {"shot": True, "noshot": False, "": None}[variant]
-            if few_shot is None:
-                few_shot = CATALOGUE[name].few_shot
+            # a base URL nothing listens on: the server's client is built, never called
+            cfg, few_shot, sets = config_settings(config, max_tokens=96, threads=2, base_url="http://127.0.0.1:9/v1")
             # the model the benchmark builds, for its metadata (provider, profile): never loaded
             fake = GenericFakeChatModel(messages=iter([]), metadata=build_llm(cfg).metadata)
             pipeline = _generation_pipeline(retriever, fake, few_shot)
-            for q in qs:
+            for q in xq + travel:
                 if q["set"] in sets:
                     state = pipeline.prepare(chain_input(q))
                     rows.append({"arm": config, "id": q["id"], "lang": q["lang"],
